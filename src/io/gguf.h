@@ -1,0 +1,97 @@
+// GGUF v3 reader over a read-only mmap. Every header field, length, offset and size is
+// bounds-checked while parsing; errors name the file, the key or tensor, and the byte offset.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "io/mmap_file.h"
+
+namespace kvrt::io {
+
+// Metadata value types, numbered as in the GGUF specification.
+enum class GgufType : uint32_t {
+  kU8 = 0, kI8 = 1, kU16 = 2, kI16 = 3, kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7,
+  kString = 8, kArray = 9, kU64 = 10, kI64 = 11, kF64 = 12,
+};
+
+// Tensor element types, numbered as in ggml. Only some are supported as weights.
+enum class TensorType : uint32_t {
+  kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8, kQ8_1 = 9,
+  kQ2_K = 10, kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kQ8_K = 15,
+  kI8 = 24, kI16 = 25, kI32 = 26, kI64 = 27, kF64 = 28, kBF16 = 30,
+};
+
+const char* tensor_type_name(TensorType t);
+
+struct GgufValue {
+  GgufType type = GgufType::kU8;
+  uint64_t file_offset = 0;  // where the value starts, for error messages
+  // Scalars (the member matching `type` is set; integers also fill both u and i).
+  uint64_t u = 0;
+  int64_t i = 0;
+  double f = 0.0;
+  std::string_view s;
+  // Arrays: element type, count and the raw bytes in the mapping (already bounds-checked).
+  GgufType elem_type = GgufType::kU8;
+  uint64_t n_elems = 0;
+  const uint8_t* elems = nullptr;
+};
+
+struct GgufTensor {
+  std::string name;
+  std::vector<int64_t> dims;  // ggml order: dims[0] is the contiguous (row) dimension
+  TensorType type = TensorType::kF32;
+  uint64_t file_offset = 0;   // absolute byte offset of the data in the file
+  uint64_t n_bytes = 0;
+  int64_t n_elements = 0;
+  const uint8_t* data = nullptr;
+};
+
+class GgufFile {
+ public:
+  explicit GgufFile(const std::string& path);  // throws kvrt::Error
+
+  const std::string& path() const { return file_->path(); }
+  uint32_t version() const { return version_; }
+  uint64_t file_size() const { return file_->size(); }
+  const std::vector<std::pair<std::string, GgufValue>>& metadata() const { return kv_; }
+  const std::vector<GgufTensor>& tensors() const { return tensors_; }
+
+  const GgufValue* find(std::string_view key) const;
+  const GgufTensor* find_tensor(std::string_view name) const;
+
+  // Typed getters: a missing key or a wrong type is an Error naming file and key.
+  std::string_view get_string(std::string_view key) const;
+  uint64_t get_uint(std::string_view key) const;
+  double get_float(std::string_view key) const;
+  bool get_bool(std::string_view key) const;
+  std::vector<std::string_view> get_string_array(std::string_view key) const;
+  std::vector<float> get_float_array(std::string_view key) const;
+  std::vector<int32_t> get_int_array(std::string_view key) const;
+
+  // Optional variants return the fallback when the key is absent (a wrong type still throws).
+  std::string_view get_string_or(std::string_view key, std::string_view fallback) const;
+  uint64_t get_uint_or(std::string_view key, uint64_t fallback) const;
+  double get_float_or(std::string_view key, double fallback) const;
+  bool get_bool_or(std::string_view key, bool fallback) const;
+
+  [[noreturn]] void fail(const std::string& what) const;
+
+ private:
+  const GgufValue& require(std::string_view key, GgufType type) const;
+  void parse();
+
+  std::unique_ptr<MmapFile> file_;
+  uint32_t version_ = 0;
+  std::vector<std::pair<std::string, GgufValue>> kv_;
+  std::vector<GgufTensor> tensors_;
+};
+
+// Elements per block and bytes per block of a ggml tensor type; false if unknown.
+bool tensor_type_block(TensorType t, int64_t* block_elems, int64_t* block_bytes);
+
+}  // namespace kvrt::io

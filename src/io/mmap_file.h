@@ -1,0 +1,27 @@
+// A read-only memory mapping of a whole file. Weights point straight into it (zero-copy).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace kvrt::io {
+
+class MmapFile {
+ public:
+  explicit MmapFile(const std::string& path);  // throws kvrt::Error naming the path
+  ~MmapFile();
+  MmapFile(const MmapFile&) = delete;
+  MmapFile& operator=(const MmapFile&) = delete;
+
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+}  // namespace kvrt::io

@@ -1,0 +1,48 @@
+// Tokenizer built from GGUF metadata: SentencePiece-style (`tokenizer.ggml.model = llama`:
+// scores, byte fallback, dummy-space prefix) and GPT-2-style byte-level BPE (`gpt2`: merges,
+// with the pre-tokenizer named by `tokenizer.ggml.pre`).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "io/gguf.h"
+
+namespace kvrt::model {
+
+class Tokenizer {
+ public:
+  // Reads the vocabulary from the file; an unsupported tokenizer model is an Error.
+  explicit Tokenizer(const io::GgufFile& file);
+  ~Tokenizer();
+  Tokenizer(Tokenizer&&) noexcept;
+
+  // Token ids for `text`, with BOS first when `add_bos`. Throws Error when the vocabulary's
+  // pre-tokenizer is not implemented (see pre_tokenizer_supported()).
+  std::vector<int32_t> encode(std::string_view text, bool add_bos) const;
+
+  // Bytes of one token as it appears in text: SPM's U+2581 becomes a space, byte tokens
+  // (<0x0A>) become their byte, byte-level BPE symbols map back to bytes. Control tokens
+  // (BOS, EOS) give "".
+  std::string token_to_piece(int32_t id) const;
+
+  // Text of a sequence. Drops the dummy space that SPM adds in front of the first word after BOS.
+  std::string decode(const std::vector<int32_t>& ids) const;
+
+  int32_t bos_id() const;
+  int32_t eos_id() const;
+  int32_t n_vocab() const;
+  std::string_view model_name() const;  // "llama" or "gpt2"
+  std::string_view pre_name() const;    // tokenizer.ggml.pre, "default" when absent
+  bool pre_tokenizer_supported() const;
+  bool adds_space_prefix() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kvrt::model

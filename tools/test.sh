@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Runs the whole test suite: installs and builds on first use, then every test.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+"$root/tools/setup.sh"
+meson test -C "${KVRT_BUILD:-$root/build}" --print-errorlogs "$@"
