@@ -1,0 +1,66 @@
+#include "model/config.h"
+
+#include "common/error.h"
+
+namespace kvrt::model {
+namespace {
+
+int positive(const io::GgufFile& f, const std::string& key, uint64_t v) {
+  if (v == 0 || v > (uint64_t{1} << 30))
+    f.fail("metadata key '" + key + "' = " + std::to_string(v) + " is out of range");
+  return static_cast<int>(v);
+}
+
+int get_dim(const io::GgufFile& f, const std::string& key) { return positive(f, key, f.get_uint(key)); }
+
+}  // namespace
+
+const char* rope_pairing_name(RopePairing p) {
+  return p == RopePairing::kNeox ? "neox" : "interleaved";
+}
+
+ModelConfig ModelConfig::from_gguf(const io::GgufFile& f) {
+  ModelConfig c;
+  c.arch = std::string(f.get_string("general.architecture"));
+  if (c.arch != "llama")
+    f.fail("architecture '" + c.arch + "' is not supported (kvrt runs 'llama' models)");
+  const std::string p = c.arch + ".";
+  c.name = std::string(f.get_string_or("general.name", ""));
+  c.n_layers = get_dim(f, p + "block_count");
+  c.d_model = get_dim(f, p + "embedding_length");
+  c.d_ff = get_dim(f, p + "feed_forward_length");
+  c.n_heads = get_dim(f, p + "attention.head_count");
+  c.n_kv_heads = f.find(p + "attention.head_count_kv") ? get_dim(f, p + "attention.head_count_kv")
+                                                       : c.n_heads;
+  c.n_ctx_train = get_dim(f, p + "context_length");
+  c.head_dim = f.find(p + "attention.key_length") ? get_dim(f, p + "attention.key_length")
+                                                  : c.d_model / c.n_heads;
+  if (f.find(p + "attention.value_length") &&
+      get_dim(f, p + "attention.value_length") != c.head_dim)
+    f.fail("key_length and value_length differ; kvrt needs equal key and value head sizes");
+  if (!f.find(p + "attention.key_length") && c.d_model % c.n_heads != 0)
+    f.fail("embedding_length " + std::to_string(c.d_model) + " is not divisible by head_count " +
+           std::to_string(c.n_heads));
+  if (c.n_heads % c.n_kv_heads != 0)
+    f.fail("head_count " + std::to_string(c.n_heads) + " is not a multiple of head_count_kv " +
+           std::to_string(c.n_kv_heads));
+  c.rms_eps = static_cast<float>(f.get_float(p + "attention.layer_norm_rms_epsilon"));
+  if (!(c.rms_eps > 0.0f && c.rms_eps < 1.0f))
+    f.fail("layer_norm_rms_epsilon " + std::to_string(c.rms_eps) + " is out of range");
+  c.rope_base = static_cast<float>(f.get_float_or(p + "rope.freq_base", 10000.0));
+  if (!(c.rope_base > 1.0f)) f.fail("rope.freq_base must be greater than 1");
+  c.rope_dim = f.find(p + "rope.dimension_count") ? get_dim(f, p + "rope.dimension_count")
+                                                  : c.head_dim;
+  if (c.rope_dim > c.head_dim || c.rope_dim % 2 != 0)
+    f.fail("rope.dimension_count " + std::to_string(c.rope_dim) +
+           " must be even and at most the head size " + std::to_string(c.head_dim));
+  const io::GgufTensor* embd = f.find_tensor("token_embd.weight");
+  if (!embd) f.fail("missing tensor 'token_embd.weight'");
+  if (embd->dims.size() != 2 || embd->dims[0] != c.d_model)
+    f.fail("tensor 'token_embd.weight' does not have shape [embedding_length, n_vocab]");
+  c.n_vocab = static_cast<int>(embd->dims[1]);
+  c.tied_output = f.find_tensor("output.weight") == nullptr;
+  return c;
+}
+
+}  // namespace kvrt::model

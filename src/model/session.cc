@@ -1,0 +1,136 @@
+#include "model/session.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/error.h"
+
+namespace kvrt::model {
+namespace {
+
+int resolve_ctx(const ModelConfig& c, int n_ctx) {
+  if (n_ctx < 0) throw Error("context length must be positive", ErrorKind::kUsage);
+  return n_ctx == 0 ? c.n_ctx_train : n_ctx;
+}
+
+}  // namespace
+
+Session::Session(const Model& model, const SessionOptions& o)
+    : model_(model),
+      n_ctx_(resolve_ctx(model.config(), o.n_ctx)),
+      n_threads_(o.n_threads > 0 ? o.n_threads : omp_get_num_procs()),
+      n_batch_(std::clamp(o.n_batch, 1, n_ctx_)),
+      rope_(n_ctx_, model.config().rope_dim, model.config().rope_base) {
+  const ModelConfig& c = model.config();
+  const kv::CacheShape shape{c.n_layers, c.n_kv_heads, c.head_dim, n_ctx_};
+  kv_ = std::make_unique<kv::KvCache>(o.kv, shape);
+  attn_scratch_ = std::make_unique<ops::AttentionScratch>(shape, c.n_heads, n_batch_, n_threads_);
+  matmul_ = std::make_unique<ops::Matmul>(n_threads_);
+  const size_t b = size_t(n_batch_);
+  x_.resize(b * c.d_model);
+  xn_.resize(b * c.d_model);
+  q_.resize(b * c.n_heads * c.head_dim);
+  attn_.resize(q_.size());
+  k_.resize(b * c.n_kv_heads * c.head_dim);
+  v_.resize(k_.size());
+  gate_.resize(b * c.d_ff);
+  up_.resize(b * c.d_ff);
+  last_logits_.resize(size_t(c.n_vocab));
+}
+
+Session::~Session() = default;
+
+size_t Session::bytes_allocated() const {
+  size_t floats = x_.size() + xn_.size() + q_.size() + attn_.size() + k_.size() + v_.size() +
+                  gate_.size() + up_.size() + last_logits_.size();
+  return kv_->bytes_allocated() + floats * sizeof(float);
+}
+
+void Session::reset() {
+  kv_->clear();
+  n_past_ = 0;
+}
+
+void Session::eval(const int32_t* tokens, int n, float* logits) {
+  const ModelConfig& c = model_.config();
+  if (n <= 0) throw Error("nothing to evaluate: the token list is empty", ErrorKind::kUsage);
+  if (n > n_ctx_ - n_past_)
+    throw Error("context full: " + std::to_string(n_past_) + " positions used, " +
+                    std::to_string(n) + " more do not fit in the context of " +
+                    std::to_string(n_ctx_) + " (raise -c)",
+                ErrorKind::kResource);
+  for (int i = 0; i < n; ++i)
+    if (tokens[i] < 0 || tokens[i] >= c.n_vocab)
+      throw Error("token id " + std::to_string(tokens[i]) + " is outside the vocabulary of " +
+                      std::to_string(c.n_vocab),
+                  ErrorKind::kUsage);
+  omp_set_num_threads(n_threads_);
+  for (int done = 0; done < n; done += n_batch_) {
+    const int chunk = std::min(n_batch_, n - done);
+    forward_chunk(tokens + done, chunk, logits ? logits + size_t(done) * c.n_vocab : nullptr);
+  }
+}
+
+void Session::forward_chunk(const int32_t* tokens, int n, float* logits) {
+  const ModelConfig& c = model_.config();
+  const Weights& w = model_.weights();
+  for (int t = 0; t < n; ++t)
+    std::memcpy(&x_[size_t(t) * c.d_model], w.token_embd + size_t(tokens[t]) * c.d_model,
+                sizeof(float) * c.d_model);
+  for (int layer = 0; layer < c.n_layers; ++layer) {
+    attention_block(layer, n);
+    ffn_block(layer, n);
+  }
+  n_past_ += n;
+  if (logits) {
+    ops::rms_norm(x_.data(), w.output_norm, n, c.d_model, c.rms_eps, xn_.data());
+    matmul_->run(xn_.data(), n, w.output, logits);
+    std::memcpy(last_logits_.data(), logits + size_t(n - 1) * c.n_vocab,
+                sizeof(float) * c.n_vocab);
+  } else {
+    const float* last = &x_[size_t(n - 1) * c.d_model];
+    ops::rms_norm(last, w.output_norm, 1, c.d_model, c.rms_eps, xn_.data());
+    matmul_->run(xn_.data(), 1, w.output, last_logits_.data());
+  }
+}
+
+// x += Wo · attention(rope(Wq·xn), rope(Wk·xn), Wv·xn) for the n tokens of the chunk.
+void Session::attention_block(int layer, int n) {
+  const ModelConfig& c = model_.config();
+  const LayerWeights& lw = model_.weights().layers[size_t(layer)];
+  const int pos0 = n_past_;
+  ops::rms_norm(x_.data(), lw.attn_norm, n, c.d_model, c.rms_eps, xn_.data());
+  matmul_->run(xn_.data(), n, lw.wq, q_.data());
+  matmul_->run(xn_.data(), n, lw.wk, k_.data());
+  matmul_->run(xn_.data(), n, lw.wv, v_.data());
+  const bool neox = c.rope_pairing == RopePairing::kNeox;
+  ops::rope(rope_, {q_.data(), n, c.n_heads, c.head_dim, pos0, neox});
+  ops::rope(rope_, {k_.data(), n, c.n_kv_heads, c.head_dim, pos0, neox});
+  kv_->write(layer, pos0, n, k_.data(), v_.data());
+  ops::AttentionArgs args;
+  args.layer = layer;
+  args.q = q_.data();
+  args.n_tokens = n;
+  args.pos0 = pos0;
+  args.n_heads = c.n_heads;
+  args.out = attn_.data();
+  ops::attention(*kv_, args, *attn_scratch_);
+  matmul_->run(attn_.data(), n, lw.wo, xn_.data());
+  ops::add_inplace(x_.data(), xn_.data(), int64_t(n) * c.d_model);
+}
+
+// x += W_down · (silu(W_gate·xn) ⊙ W_up·xn)
+void Session::ffn_block(int layer, int n) {
+  const ModelConfig& c = model_.config();
+  const LayerWeights& lw = model_.weights().layers[size_t(layer)];
+  ops::rms_norm(x_.data(), lw.ffn_norm, n, c.d_model, c.rms_eps, xn_.data());
+  matmul_->run(xn_.data(), n, lw.w_gate, gate_.data());
+  matmul_->run(xn_.data(), n, lw.w_up, up_.data());
+  ops::swiglu(gate_.data(), up_.data(), int64_t(n) * c.d_ff);
+  matmul_->run(gate_.data(), n, lw.w_down, xn_.data());
+  ops::add_inplace(x_.data(), xn_.data(), int64_t(n) * c.d_model);
+}
+
+}  // namespace kvrt::model

@@ -1,0 +1,69 @@
+// A Session owns all mutable state of one generation stream: the KV cache and every scratch
+// buffer, allocated up front for n_ctx positions. Nothing is allocated inside eval().
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "kv/kv_cache.h"
+#include "model/model.h"
+#include "ops/attention.h"
+#include "ops/matmul.h"
+#include "ops/transformer_ops.h"
+
+namespace kvrt::model {
+
+struct SessionOptions {
+  int n_ctx = 0;      // positions; 0 = the model's context length
+  int n_threads = 0;  // 0 = all cores
+  int n_batch = 256;  // tokens per forward chunk during prefill
+  kv::KvConfig kv;
+};
+
+class Session {
+ public:
+  Session(const Model& model, const SessionOptions& options);
+  ~Session();
+
+  // Runs tokens at positions [n_past, n_past + n). When `logits` is given, writes the logits
+  // of every token there ([n][n_vocab]); the last token's logits are kept in last_logits().
+  // A token id out of range or running past n_ctx is a kvrt::Error; the session is unchanged then.
+  void eval(const int32_t* tokens, int n, float* logits = nullptr);
+
+  const float* last_logits() const { return last_logits_.data(); }  // [n_vocab]
+  int n_past() const { return n_past_; }
+  int n_ctx() const { return n_ctx_; }
+  int n_threads() const { return n_threads_; }
+  void reset();  // forget every position
+
+  const Model& model() const { return model_; }
+  const kv::KvCache& kv_cache() const { return *kv_; }
+  size_t bytes_allocated() const;  // KV cache plus scratch
+  const char* matmul_implementation() const { return matmul_->implementation(); }
+
+ private:
+  void forward_chunk(const int32_t* tokens, int n, float* logits);
+  void attention_block(int layer, int n);
+  void ffn_block(int layer, int n);
+
+  const Model& model_;
+  int n_ctx_, n_threads_, n_batch_;
+  int n_past_ = 0;
+  std::unique_ptr<kv::KvCache> kv_;
+  std::unique_ptr<ops::AttentionScratch> attn_scratch_;
+  std::unique_ptr<ops::Matmul> matmul_;
+  ops::RopeTable rope_;
+  // Scratch for one chunk of up to n_batch tokens.
+  std::vector<float> x_;     // [n_batch][d_model] residual stream
+  std::vector<float> xn_;    // [n_batch][d_model] normalized
+  std::vector<float> q_;     // [n_batch][n_heads * head_dim]
+  std::vector<float> k_;     // [n_batch][n_kv_heads * head_dim]
+  std::vector<float> v_;     // [n_batch][n_kv_heads * head_dim]
+  std::vector<float> attn_;  // [n_batch][n_heads * head_dim]
+  std::vector<float> gate_;  // [n_batch][d_ff]
+  std::vector<float> up_;    // [n_batch][d_ff]
+  std::vector<float> last_logits_;  // [n_vocab]
+};
+
+}  // namespace kvrt::model

@@ -1,0 +1,35 @@
+// Causal multi-head attention (GQA) of new query tokens over a layer of the KV cache.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "kv/kv_cache.h"
+
+namespace kvrt::ops {
+
+// Scratch buffers for attention, sized once for (n_ctx, max tokens per call, heads).
+class AttentionScratch {
+ public:
+  AttentionScratch(const kv::CacheShape& shape, int n_heads, int max_tokens, int n_threads);
+  ~AttentionScratch();
+  struct Impl;
+  Impl& impl() { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+struct AttentionArgs {
+  int layer = 0;
+  const float* q = nullptr;  // [n_tokens][n_heads][head_dim], RoPE applied
+  int n_tokens = 0;
+  int pos0 = 0;              // position of q[0]; the cache already holds [0, pos0 + n_tokens)
+  int n_heads = 0;           // query heads; head h reads kv head h / (n_heads / n_kv_heads)
+  float* out = nullptr;      // [n_tokens][n_heads][head_dim]
+};
+
+// out[t][h] = softmax(q[t][h] · K[0 .. pos0+t]ᵀ / sqrt(head_dim)) · V[0 .. pos0+t]
+void attention(const kv::KvCache& cache, const AttentionArgs& args, AttentionScratch& scratch);
+
+}  // namespace kvrt::ops

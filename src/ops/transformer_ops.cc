@@ -1,0 +1,56 @@
+#include "ops/transformer_ops.h"
+
+#include <cmath>
+
+namespace kvrt::ops {
+
+void rms_norm(const float* x, const float* weight, int n_rows, int n, float eps, float* y) {
+  for (int r = 0; r < n_rows; ++r) {
+    const float* xr = x + size_t(r) * size_t(n);
+    float* yr = y + size_t(r) * size_t(n);
+    double ss = 0.0;
+    for (int i = 0; i < n; ++i) ss += double(xr[i]) * double(xr[i]);
+    const float scale = float(1.0 / std::sqrt(ss / n + double(eps)));
+    for (int i = 0; i < n; ++i) yr[i] = xr[i] * scale * weight[i];
+  }
+}
+
+RopeTable::RopeTable(int n_ctx, int rope_dim, float base)
+    : half_(rope_dim / 2), cos_(size_t(n_ctx) * size_t(rope_dim / 2)), sin_(cos_.size()) {
+  for (int pos = 0; pos < n_ctx; ++pos) {
+    for (int i = 0; i < half_; ++i) {
+      const double freq = std::pow(double(base), -2.0 * i / rope_dim);
+      const double angle = pos * freq;
+      cos_[size_t(pos) * half_ + i] = float(std::cos(angle));
+      sin_[size_t(pos) * half_ + i] = float(std::sin(angle));
+    }
+  }
+}
+
+void rope(const RopeTable& table, const RopeArgs& a) {
+  const int half = table.half();
+  for (int t = 0; t < a.n_tokens; ++t) {
+    const float* c = table.cos_at(a.pos0 + t);
+    const float* s = table.sin_at(a.pos0 + t);
+    for (int h = 0; h < a.n_heads; ++h) {
+      float* x = a.x + (size_t(t) * a.n_heads + h) * size_t(a.head_dim);
+      for (int i = 0; i < half; ++i) {
+        const int i0 = a.neox ? i : 2 * i;
+        const int i1 = a.neox ? i + half : 2 * i + 1;
+        const float x0 = x[i0], x1 = x[i1];
+        x[i0] = x0 * c[i] - x1 * s[i];
+        x[i1] = x0 * s[i] + x1 * c[i];
+      }
+    }
+  }
+}
+
+void swiglu(float* gate, const float* up, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+void add_inplace(float* y, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+}  // namespace kvrt::ops

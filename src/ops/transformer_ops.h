@@ -1,0 +1,42 @@
+// Element-wise and per-row operations of the llama block: RMSNorm, RoPE, SwiGLU.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace kvrt::ops {
+
+// y[r] = x[r] / sqrt(mean(x[r]²) + eps) * weight, for n_rows rows of n values.
+void rms_norm(const float* x, const float* weight, int n_rows, int n, float eps, float* y);
+
+// Precomputed rotation angles for positions [0, n_ctx): cos/sin [n_ctx][rope_dim / 2].
+class RopeTable {
+ public:
+  RopeTable(int n_ctx, int rope_dim, float base);
+  const float* cos_at(int pos) const { return cos_.data() + size_t(pos) * size_t(half_); }
+  const float* sin_at(int pos) const { return sin_.data() + size_t(pos) * size_t(half_); }
+  int half() const { return half_; }
+
+ private:
+  int half_;
+  std::vector<float> cos_, sin_;  // [n_ctx][rope_dim / 2]
+};
+
+struct RopeArgs {
+  float* x = nullptr;  // [n_tokens][n_heads][head_dim], rotated in place
+  int n_tokens = 0;
+  int n_heads = 0;
+  int head_dim = 0;
+  int pos0 = 0;        // position of token 0
+  bool neox = false;   // pair (i, i + rope_dim/2) instead of (2i, 2i+1)
+};
+void rope(const RopeTable& table, const RopeArgs& args);
+
+// gate[i] = silu(gate[i]) * up[i] for n values (in place in gate).
+void swiglu(float* gate, const float* up, int64_t n);
+
+// y[i] += x[i]
+void add_inplace(float* y, const float* x, int64_t n);
+
+}  // namespace kvrt::ops
