@@ -1,0 +1,41 @@
+#include "kv/kv_config.h"
+
+#include <string>
+
+#include "common/error.h"
+
+namespace kvrt::kv {
+
+const char* format_name(Format f) {
+  switch (f) {
+    case Format::kF32: return "f32";
+    case Format::kQ8: return "q8";
+    case Format::kQ4: return "q4";
+  }
+  return "?";
+}
+
+Format parse_format(std::string_view name) {
+  if (name == "f32") return Format::kF32;
+  if (name == "q8") return Format::kQ8;
+  if (name == "q4") return Format::kQ4;
+  throw Error("unknown KV format '" + std::string(name) + "' (valid: f32, q8, q4)", ErrorKind::kUsage);
+}
+
+const char* key_axis_name(KeyAxis a) { return a == KeyAxis::kToken ? "token" : "channel"; }
+
+KeyAxis parse_key_axis(std::string_view name) {
+  if (name == "token") return KeyAxis::kToken;
+  if (name == "channel") return KeyAxis::kChannel;
+  throw Error("unknown key axis '" + std::string(name) + "' (valid: token, channel)", ErrorKind::kUsage);
+}
+
+std::string KvConfig::name() const {
+  std::string s = std::string("k=") + format_name(k_format) + ",v=" + format_name(v_format) +
+                  ",g=" + std::to_string(group_size) + ",axis=" + key_axis_name(k_axis) +
+                  ",r=" + std::to_string(residual) + ",rot=" + (rotate ? "1" : "0");
+  if (debug_scale_noise != 0) s += ",noise=" + std::to_string(debug_scale_noise);
+  return s;
+}
+
+}  // namespace kvrt::kv
