@@ -1,0 +1,193 @@
+// kvrt bench: end-to-end decode and prefill speed versus context length for each KV setting.
+// The cache is filled by real prefill (in chunks), and decode speed is measured at each
+// requested context on the way up, so every number comes from the real forward pass.
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "command_line.h"
+#include "commands.h"
+#include "common/error.h"
+#include "model/sampler.h"
+#include "model/session.h"
+#include "model_options.h"
+#include "simd/kernels.h"
+
+namespace kvrt::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct BenchOptions {
+  ModelOptions model;
+  std::string contexts = "1024,4096,8192,16384";
+  std::string settings = "f32,q8,q4,k=q8:v=q4";
+  int decode_tokens = 16;
+  int prefill_tokens = 8192;
+  int group = 0;
+  std::string json;
+};
+
+struct Row {
+  std::string setting;
+  double bytes_per_token = 0;
+  double prefill_tok_s = 0;
+  int prefill_tokens = 0;
+  std::vector<std::pair<int, double>> decode;  // (context, tok/s)
+};
+
+std::vector<int> parse_int_list(const std::string& s, const char* flag) {
+  std::vector<int> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');) {
+    char* end = nullptr;
+    long v = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end || v <= 0)
+      throw Error(std::string("invalid value '") + s + "' for " + flag + ": expected positive integers separated by commas",
+                  ErrorKind::kUsage);
+    out.push_back(int(v));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// "q4" (both), or "k=q8:v=q4".
+kv::KvConfig parse_setting(const std::string& s, int group) {
+  kv::KvConfig c;
+  c.group_size = group;
+  if (s.rfind("k=", 0) == 0) {
+    auto colon = s.find(":v=");
+    if (colon == std::string::npos)
+      throw Error("invalid KV setting '" + s + "': write FMT or k=FMT:v=FMT", ErrorKind::kUsage);
+    c.k_format = kv::parse_format(s.substr(2, colon - 2));
+    c.v_format = kv::parse_format(s.substr(colon + 3));
+  } else {
+    c.k_format = c.v_format = kv::parse_format(s);
+  }
+  return c;
+}
+
+double elapsed(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Advances the session to `target` positions with prefill chunks of random tokens.
+void fill_to(model::Session& s, int target, std::mt19937& rng) {
+  std::vector<int32_t> chunk;
+  std::uniform_int_distribution<int32_t> tok(0, s.model().config().n_vocab - 1);
+  while (s.n_past() < target) {
+    chunk.resize(size_t(std::min(1024, target - s.n_past())));
+    for (auto& t : chunk) t = tok(rng);
+    s.eval(chunk.data(), int(chunk.size()));
+  }
+}
+
+Row bench_setting(const model::Model& m, const BenchOptions& o, const std::string& name,
+                  const std::vector<int>& contexts) {
+  model::SessionOptions so;
+  so.n_ctx = contexts.back() + o.decode_tokens;
+  so.n_threads = o.model.n_threads;
+  so.kv = parse_setting(name, o.group);
+  model::Session s(m, so);
+  Row row{name, s.kv_cache().bytes_per_token(), 0, 0, {}};
+  std::mt19937 rng(42);
+  row.prefill_tokens = std::min(o.prefill_tokens, contexts.back());
+  auto t0 = Clock::now();
+  fill_to(s, row.prefill_tokens, rng);
+  row.prefill_tok_s = row.prefill_tokens / elapsed(t0);
+  for (int ctx : contexts) {
+    if (s.n_past() > ctx) continue;  // already past it (context below the prefill length)
+    fill_to(s, ctx, rng);
+    int32_t next = model::argmax(s.last_logits(), m.config().n_vocab);
+    t0 = Clock::now();
+    for (int i = 0; i < o.decode_tokens; ++i) {
+      s.eval(&next, 1);
+      next = model::argmax(s.last_logits(), m.config().n_vocab);
+    }
+    row.decode.emplace_back(ctx, o.decode_tokens / elapsed(t0));
+    std::fprintf(stderr, "kvrt bench: %-10s ctx %6d: decode %.2f tok/s\n", name.c_str(), ctx,
+                 row.decode.back().second);
+  }
+  return row;
+}
+
+void print_table(const std::vector<Row>& rows, const std::vector<int>& contexts) {
+  std::printf("%-12s %10s %14s", "setting", "KV B/tok", "prefill tok/s");
+  for (int c : contexts) std::printf("  decode@%-6d", c);
+  std::printf("\n");
+  for (const Row& r : rows) {
+    std::printf("%-12s %10.0f %14.1f", r.setting.c_str(), r.bytes_per_token, r.prefill_tok_s);
+    for (int c : contexts) {
+      auto it = std::find_if(r.decode.begin(), r.decode.end(), [&](auto& d) { return d.first == c; });
+      if (it == r.decode.end()) std::printf("  %13s", "-");
+      else std::printf("  %6.2f (%.2fx)", it->second, it->second / rows[0].decode[size_t(it - r.decode.begin())].second);
+    }
+    std::printf("\n");
+  }
+}
+
+void write_json(const std::string& path, const std::vector<Row>& rows, const model::Model& m,
+                int n_threads) {
+  std::ostringstream js;
+  js << "{\n  \"model\": \"" << m.file().path() << "\",\n  \"isa\": \"" << simd::isa_name()
+     << "\",\n  \"threads\": " << n_threads << ",\n  \"results\": [\n";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    js << "    {\"setting\": \"" << r.setting << "\", \"kv_bytes_per_token\": " << r.bytes_per_token
+       << ", \"prefill_tokens\": " << r.prefill_tokens << ", \"prefill_tok_s\": " << r.prefill_tok_s
+       << ", \"decode\": [";
+    for (size_t j = 0; j < r.decode.size(); ++j)
+      js << (j ? ", " : "") << "{\"ctx\": " << r.decode[j].first << ", \"tok_s\": " << r.decode[j].second << "}";
+    js << "]}" << (i + 1 < rows.size() ? "," : "") << "\n";
+  }
+  js << "  ]\n}\n";
+  const std::string tmp = path + ".tmp";
+  std::ofstream out(tmp, std::ios::binary);
+  out << js.str();
+  out.close();
+  if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw Error("cannot write '" + path + "'");
+  }
+}
+
+}  // namespace
+
+int cmd_bench(int argc, char** argv) {
+  BenchOptions o;
+  CommandLine cl("kvrt bench [-m MODEL] [--ctx LIST] [--settings LIST] [--json FILE]",
+                 "Measures prefill and decode tokens/s of the real forward pass for each KV setting\n"
+                 "at each context length. Ratios in the table are against the first setting.");
+  o.model.add_to(cl, false);
+  cl.add("--ctx", "LIST", "context lengths for decode, comma-separated (default 1024,4096,8192,16384)",
+         &o.contexts);
+  cl.add("--settings", "LIST", "KV settings, comma-separated: FMT or k=FMT:v=FMT (default f32,q8,q4,k=q8:v=q4)",
+         &o.settings);
+  cl.add("--decode-tokens", "N", "decode steps timed at each context (default 16)", &o.decode_tokens, 1, 4096);
+  cl.add("--prefill-tokens", "N", "tokens of the timed prefill (default 8192)", &o.prefill_tokens, 1, 1 << 20);
+  cl.add("--group", "G", "quantization group size (default min(32, head_dim))", &o.group, 0, 128);
+  cl.add("--json", "FILE", "also write the results as JSON", &o.json);
+  if (!cl.parse(argc, argv)) return kExitOk;
+
+  const std::vector<int> contexts = parse_int_list(o.contexts, "--ctx");
+  std::vector<std::string> names;
+  std::stringstream ss(o.settings);
+  for (std::string s; std::getline(ss, s, ',');) {
+    parse_setting(s, o.group);  // reject bad names before any work
+    names.push_back(s);
+  }
+  auto model = o.model.load();
+  const int n_threads = o.model.n_threads > 0 ? o.model.n_threads : omp_get_num_procs();
+  std::fprintf(stderr, "kvrt bench: %s, ISA %s, %d threads\n", model->file().path().c_str(),
+               simd::isa_name(), n_threads);
+  std::vector<Row> rows;
+  for (const auto& n : names) rows.push_back(bench_setting(*model, o, n, contexts));
+  print_table(rows, contexts);
+  if (!o.json.empty()) write_json(o.json, rows, *model, n_threads);
+  return kExitOk;
+}
+
+}  // namespace kvrt::cli

@@ -1,0 +1,71 @@
+// kvrt info: what a model file holds and what this machine will run it with.
+#include <cstdio>
+#include <map>
+
+#include "command_line.h"
+#include "commands.h"
+#include "model/model.h"
+#include "model_options.h"
+#include "simd/kernels.h"
+
+namespace kvrt::cli {
+namespace {
+
+void print_tensors(const io::GgufFile& f, bool all) {
+  std::map<std::string, int> by_type;
+  for (const auto& t : f.tensors()) ++by_type[io::tensor_type_name(t.type)];
+  std::printf("tensors:        %zu (", f.tensors().size());
+  const char* sep = "";
+  for (const auto& [type, n] : by_type) {
+    std::printf("%s%d %s", sep, n, type.c_str());
+    sep = ", ";
+  }
+  std::printf(")\n");
+  if (!all) return;
+  for (const auto& t : f.tensors()) {
+    std::printf("  %-28s %-5s [", t.name.c_str(), io::tensor_type_name(t.type));
+    for (size_t d = 0; d < t.dims.size(); ++d) std::printf("%s%lld", d ? ", " : "", (long long)t.dims[d]);
+    std::printf("]\n");
+  }
+}
+
+}  // namespace
+
+int cmd_info(int argc, char** argv) {
+  ModelOptions mo;
+  bool list_tensors = false;
+  CommandLine cl("kvrt info [-m MODEL] [--tensors]",
+                 "Prints the model's architecture, shapes, tensor types, tokenizer and context\n"
+                 "length, and the SIMD instruction set kvrt selected on this machine.");
+  mo.add_to(cl, false);
+  cl.add_flag("--tensors", "list every tensor with its type and shape", &list_tensors);
+  if (!cl.parse(argc, argv)) return kExitOk;
+
+  auto model = mo.load();
+  const model::ModelConfig& c = model->config();
+  const model::Tokenizer& tok = model->tokenizer();
+  std::printf("file:           %s (%llu bytes, GGUF v%u)\n", model->file().path().c_str(),
+              (unsigned long long)model->file().file_size(), model->file().version());
+  std::printf("name:           %s\n", c.name.empty() ? "(none)" : c.name.c_str());
+  std::printf("architecture:   %s\n", c.arch.c_str());
+  std::printf("layers:         %d\n", c.n_layers);
+  std::printf("d_model:        %d\n", c.d_model);
+  std::printf("heads:          %d query, %d key/value (head_dim %d)\n", c.n_heads, c.n_kv_heads, c.head_dim);
+  std::printf("d_ff:           %d\n", c.d_ff);
+  std::printf("vocabulary:     %d\n", c.n_vocab);
+  std::printf("context length: %d\n", c.n_ctx_train);
+  std::printf("rms epsilon:    %g\n", double(c.rms_eps));
+  std::printf("rope:           base %g, %d dims, %s pairs\n", double(c.rope_base), c.rope_dim,
+              model::rope_pairing_name(c.rope_pairing));
+  std::printf("output matrix:  %s\n", c.tied_output ? "tied to token_embd" : "separate");
+  print_tensors(model->file(), list_tensors);
+  std::printf("weights:        %zu bytes mapped in place, %zu bytes converted to FP32\n",
+              model->weights().bytes_mapped(), model->weights().bytes_converted());
+  std::printf("tokenizer:      %s (pre-tokenizer %s%s), BOS %d, EOS %d\n",
+              std::string(tok.model_name()).c_str(), std::string(tok.pre_name()).c_str(),
+              tok.pre_tokenizer_supported() ? "" : ", NOT SUPPORTED", tok.bos_id(), tok.eos_id());
+  std::printf("ISA:            %s\n", simd::isa_name());
+  return kExitOk;
+}
+
+}  // namespace kvrt::cli

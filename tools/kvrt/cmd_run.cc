@@ -1,0 +1,128 @@
+// kvrt run: stream generated text to stdout; timings and KV usage go to stderr.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "command_line.h"
+#include "commands.h"
+#include "common/error.h"
+#include "kv_options.h"
+#include "model/sampler.h"
+#include "model/session.h"
+#include "model_options.h"
+#include "simd/kernels.h"
+
+namespace kvrt::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+struct RunOptions {
+  ModelOptions model;
+  KvOptions kv;
+  std::string prompt, prompt_file;
+  int n_predict = 128;
+  model::SamplerOptions sampler;
+  bool allow_unvalidated = false;
+};
+
+std::string read_prompt(const RunOptions& o) {
+  if (o.prompt_file.empty()) return o.prompt;
+  if (!o.prompt.empty()) throw Error("give either -p or -f, not both", ErrorKind::kUsage);
+  std::ifstream in(o.prompt_file, std::ios::binary);
+  if (!in) throw Error("cannot read prompt file '" + o.prompt_file + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_piece(const std::string& piece) {
+  std::fwrite(piece.data(), 1, piece.size(), stdout);
+  std::fflush(stdout);
+}
+
+void report(const model::Session& s, int n_prompt, double t_prefill, int n_gen, double t_decode) {
+  const auto& kv = s.kv_cache();
+  std::fprintf(stderr, "kvrt: ISA %s, matmul %s, %d threads\n", simd::isa_name(),
+               s.matmul_implementation(), s.n_threads());
+  std::fprintf(stderr, "kvrt: prefill %d tokens in %.1f ms (%.1f tok/s)\n", n_prompt,
+               t_prefill * 1e3, n_prompt / t_prefill);
+  if (n_gen > 0)
+    std::fprintf(stderr, "kvrt: decode %d tokens in %.1f ms (%.1f tok/s)\n", n_gen, t_decode * 1e3,
+                 n_gen / t_decode);
+  std::fprintf(stderr, "kvrt: KV cache %s: %.1f bytes/token, %zu bytes in use (%d positions), %zu allocated\n",
+               kv.config().name().c_str(), kv.bytes_per_token(), kv.bytes_in_use(s.n_past()),
+               s.n_past(), kv.bytes_allocated());
+}
+
+}  // namespace
+
+int cmd_run(int argc, char** argv) {
+  RunOptions o;
+  CommandLine cl("kvrt run [-m MODEL] -p PROMPT [-n N] [options]",
+                 "Generates text from a prompt and streams it to stdout. Greedy unless --temp is set.");
+  o.model.add_to(cl);
+  cl.add("-p,--prompt", "TEXT", "prompt text (BOS is added; empty = BOS alone)", &o.prompt);
+  cl.add("-f,--file", "FILE", "read the prompt from a file", &o.prompt_file);
+  cl.add("-n,--n-predict", "N", "tokens to generate (default 128)", &o.n_predict, 0, 1 << 24);
+  cl.add("--temp", "T", "sampling temperature; 0 = greedy (default)", &o.sampler.temperature, 0.0f, 100.0f);
+  cl.add("--top-k", "K", "sample from the K most likely tokens (0 = all)", &o.sampler.top_k, 0, 1 << 24);
+  cl.add("--top-p", "P", "nucleus sampling mass (default 1 = off)", &o.sampler.top_p, 1e-6f, 1.0f);
+  cl.add("--seed", "S", "random seed for sampling (default 0)", &o.sampler.seed);
+  o.kv.add_to(cl);
+  cl.add_flag("--allow-unvalidated", "use a compressed KV setting without a PASS record (prints a warning)",
+              &o.allow_unvalidated);
+  if (!cl.parse(argc, argv)) return kExitOk;
+
+  const kv::KvConfig kv_config = o.kv.config();
+  const std::string prompt = read_prompt(o);
+  auto model = o.model.load();
+  const model::Tokenizer& tok = model->tokenizer();
+  std::vector<int32_t> tokens = tok.encode(prompt, true);
+  model::SessionOptions so;
+  so.n_ctx = o.model.ctx_for(*model);
+  so.n_threads = o.model.n_threads;
+  so.kv = kv_config;
+  if (int(tokens.size()) > so.n_ctx)
+    throw Error("the prompt has " + std::to_string(tokens.size()) +
+                    " tokens, more than the context of " + std::to_string(so.n_ctx) + " (raise -c)",
+                ErrorKind::kResource);
+  model::Session session(*model, so);
+  model::Sampler sampler(o.sampler, model->config().n_vocab);
+
+  auto t0 = Clock::now();
+  session.eval(tokens.data(), int(tokens.size()));
+  const double t_prefill = seconds_since(t0);
+  std::string text = tok.decode(tokens);
+  write_piece(text);
+  bool at_start = text.empty();
+
+  int n_gen = 0;
+  t0 = Clock::now();
+  while (n_gen < o.n_predict) {
+    if (session.n_past() >= session.n_ctx()) {
+      std::fprintf(stderr, "\nkvrt: context full (%d positions); generation stopped (raise -c)\n",
+                   session.n_ctx());
+      break;
+    }
+    const int32_t next = sampler.sample(session.last_logits());
+    if (next == tok.eos_id()) break;
+    std::string piece = tok.token_to_piece(next);
+    if (at_start && tok.adds_space_prefix() && !piece.empty() && piece[0] == ' ') piece.erase(0, 1);
+    at_start = at_start && piece.empty();
+    write_piece(piece);
+    ++n_gen;
+    if (n_gen < o.n_predict) session.eval(&next, 1);
+  }
+  const double t_decode = seconds_since(t0);
+  write_piece("\n");
+  report(session, int(tokens.size()), t_prefill, n_gen, t_decode);
+  return kExitOk;
+}
+
+}  // namespace kvrt::cli

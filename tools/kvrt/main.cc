@@ -1,0 +1,75 @@
+// kvrt: a CPU inference runtime with a validated, SIMD-packed KV cache.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "commands.h"
+#include "common/error.h"
+#include "kvrt_config.h"
+
+namespace {
+
+struct Subcommand {
+  const char* name;
+  int (*run)(int, char**);
+  const char* summary;
+};
+
+constexpr Subcommand kSubcommands[] = {
+    {"run", kvrt::cli::cmd_run, "generate text from a prompt"},
+    {"info", kvrt::cli::cmd_info, "describe a model file and this machine"},
+    {"bench", kvrt::cli::cmd_bench, "measure prefill and decode speed per KV setting"},
+};
+
+void print_usage(std::FILE* out) {
+  std::fprintf(out, "kvrt %s — CPU inference with a validated quantized KV cache\n\n", KVRT_VERSION);
+  std::fprintf(out, "usage: kvrt <command> [options]   (kvrt <command> --help for its options)\n\n");
+  for (const auto& s : kSubcommands) std::fprintf(out, "  %-10s %s\n", s.name, s.summary);
+}
+
+int exit_code(kvrt::ErrorKind kind) {
+  switch (kind) {
+    case kvrt::ErrorKind::kRefused: return kvrt::cli::kExitNotValidated;
+    case kvrt::ErrorKind::kResource: return kvrt::cli::kExitResource;
+    case kvrt::ErrorKind::kInternal: return kvrt::cli::kExitInternal;
+    default: return kvrt::cli::kExitUsage;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    print_usage(stderr);
+    return kvrt::cli::kExitUsage;
+  }
+  const std::string name = argv[1];
+  if (name == "-h" || name == "--help" || name == "help") {
+    print_usage(stdout);
+    return kvrt::cli::kExitOk;
+  }
+  if (name == "--version") {
+    std::printf("kvrt %s\n", KVRT_VERSION);
+    return kvrt::cli::kExitOk;
+  }
+  for (const auto& s : kSubcommands) {
+    if (name != s.name) continue;
+    try {
+      return s.run(argc - 2, argv + 2);
+    } catch (const kvrt::Error& e) {
+      std::fflush(stdout);
+      std::fprintf(stderr, "kvrt %s: error: %s\n", s.name, e.what());
+      return exit_code(e.kind());
+    } catch (const std::bad_alloc&) {
+      std::fprintf(stderr, "kvrt %s: error: out of memory\n", s.name);
+      return kvrt::cli::kExitResource;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "kvrt %s: internal error: %s\n", s.name, e.what());
+      return kvrt::cli::kExitInternal;
+    }
+  }
+  std::fprintf(stderr, "kvrt: unknown command '%s'\n\n", name.c_str());
+  print_usage(stderr);
+  return kvrt::cli::kExitUsage;
+}
