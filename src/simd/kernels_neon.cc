@@ -1,0 +1,40 @@
+// Kernels for aarch64 NEON: kernels_body.inc over xsimd::neon64 (4 float lanes).
+#include <arm_neon.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+#include <xsimd/xsimd.hpp>
+
+#include "kv/blocks.h"
+#include "simd/kernels_isa.h"
+#include "simd/kernels_scalar.h"
+
+namespace kvrt::simd::neon {
+
+#include "simd/kernels_body_decl.inc"
+
+// 4 int8 codes or 4 nibbles to 4 floats.
+template <class A>
+inline Vec<A> cvt_i8(const uint8_t* p) {
+  uint32_t w;
+  std::memcpy(&w, p, sizeof w);
+  const int16x8_t h = vmovl_s8(vreinterpret_s8_u32(vdup_n_u32(w)));
+  return Vec<A>(vcvtq_f32_s32(vmovl_s16(vget_low_s16(h))));
+}
+
+template <class A, bool kHigh>
+inline Vec<A> cvt_nibbles(const uint8_t* p) {
+  uint32_t w;
+  std::memcpy(&w, p, sizeof w);
+  const uint32x4_t b = vmovl_u16(vget_low_u16(vmovl_u8(vreinterpret_u8_u32(vdup_n_u32(w)))));
+  return Vec<A>(vcvtq_f32_u32(kHigh ? vshrq_n_u32(b, 4) : vandq_u32(b, vdupq_n_u32(15))));
+}
+
+#include "simd/kernels_body.inc"
+#include "simd/kernels_table.inc"
+
+const Kernels& table() { return make_table<xsimd::neon64>("neon"); }
+
+}  // namespace kvrt::simd::neon
