@@ -1,0 +1,52 @@
+// The tile kernel body of the blocked GEMM over xsimd batches, included once per ISA by
+// matmul_blocked_<isa>.cc. Internal linkage, so no instantiation compiled with one ISA's -m flags
+// can be merged by the linker into another ISA's code.
+#pragma once
+
+#include <xsimd/xsimd.hpp>
+
+#include <utility>
+
+#include "ops/matmul_blocked.h"
+
+namespace kvrt::ops {
+namespace {
+
+// An mr x nr block of dot products: mr + nr vector loads feed mr * nr FMAs per step of k.
+template <class Arch, int MR, int NR>
+void blocked_tile(const TileArgs& a) {
+  using Batch = xsimd::batch<float, Arch>;
+  constexpr int64_t kLanes = Batch::size;
+  Batch acc[MR][NR];  // [mr][nr] partial sums, one lane per k residue
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) acc[i][j] = Batch(0.0f);
+  int64_t k = 0;
+  for (; k + kLanes <= a.n_in; k += kLanes) {
+    Batch xv[MR];
+    for (int i = 0; i < MR; ++i) xv[i] = Batch::load_unaligned(a.x + i * a.x_stride + k);
+    for (int j = 0; j < NR; ++j) {
+      const Batch wv = Batch::load_unaligned(a.w + j * a.w_stride + k);
+      for (int i = 0; i < MR; ++i) acc[i][j] = xsimd::fma(xv[i], wv, acc[i][j]);
+    }
+  }
+  for (int i = 0; i < MR; ++i) {
+    for (int j = 0; j < NR; ++j) {
+      float sum = xsimd::hadd(acc[i][j]);
+      for (int64_t t = k; t < a.n_in; ++t) sum += a.x[i * a.x_stride + t] * a.w[j * a.w_stride + t];
+      a.y[i * a.y_stride + j] = sum;
+    }
+  }
+}
+
+// Every tile shape up to MR x NR, for the edges of y.
+template <class Arch, int MR, int NR>
+constexpr TileKernels blocked_tile_table(const char* name) {
+  TileKernels t{name, MR, NR, {}};
+  [&]<int... I>(std::integer_sequence<int, I...>) {
+    ((t.fn[I / NR][I % NR] = &blocked_tile<Arch, I / NR + 1, I % NR + 1>), ...);
+  }(std::make_integer_sequence<int, MR * NR>{});
+  return t;
+}
+
+}  // namespace
+}  // namespace kvrt::ops

@@ -1,0 +1,167 @@
+// Matmul (oneDNN or kvrt's blocked GEMM, whichever the build has) against a double-precision
+// loop, for decode (m = 1), odd and prefill-sized shapes, f32 and bf16 weights.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/half.h"
+#include "kvrt_config.h"
+#include "ops/matmul.h"
+#if !KVRT_HAVE_DNNL
+#include "ops/matmul_blocked.h"
+#endif
+
+namespace {
+
+using kvrt::ops::Matmul;
+using kvrt::ops::WeightMatrix;
+using kvrt::ops::WeightType;
+
+struct Problem {
+  int64_t m, n_out, n_in;
+  WeightType type;
+  std::vector<float> x;         // [m][n_in]
+  std::vector<float> w;         // [n_out][n_in] as f32 (bf16 weights: their exact f32 values)
+  std::vector<uint16_t> w_bf16; // [n_out][n_in] when type is bf16
+
+  WeightMatrix weights() const {
+    const void* data = type == WeightType::kBF16 ? static_cast<const void*>(w_bf16.data()) : w.data();
+    return {data, type, n_out, n_in};
+  }
+};
+
+Problem make_problem(int64_t m, int64_t n_out, int64_t n_in, WeightType type, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  Problem p{m, n_out, n_in, type, std::vector<float>(size_t(m * n_in)), std::vector<float>(size_t(n_out * n_in)), {}};
+  for (float& v : p.x) v = normal(rng);
+  for (float& v : p.w) v = normal(rng);
+  if (type == WeightType::kBF16) {
+    p.w_bf16.resize(p.w.size());
+    for (size_t i = 0; i < p.w.size(); ++i) {
+      p.w_bf16[i] = kvrt::f32_to_bf16(p.w[i]);
+      p.w[i] = kvrt::bf16_to_f32(p.w_bf16[i]);
+    }
+  }
+  return p;
+}
+
+// Checks y against sum_k x*w in double. The weights the reference sees are exactly the ones the
+// kernel sees (bf16 widens to f32 exactly), so the only error is f32 accumulation: any summation
+// order of n_in products satisfies |err| <= n_in * u * sum_k |x_k w_k| with u = 2^-24 (plus one
+// rounding per product, covered by the factor 2 on n_in).
+void check_against_reference(const Problem& p, const std::vector<float>& y) {
+  const double u = std::ldexp(1.0, -24);
+  int64_t n_bad = 0;
+  std::string first_bad;
+  for (int64_t i = 0; i < p.m; ++i) {
+    for (int64_t j = 0; j < p.n_out; ++j) {
+      double sum = 0.0, abs_sum = 0.0;
+      for (int64_t k = 0; k < p.n_in; ++k) {
+        const double prod = double(p.x[size_t(i * p.n_in + k)]) * double(p.w[size_t(j * p.n_in + k)]);
+        sum += prod;
+        abs_sum += std::fabs(prod);
+      }
+      const double bound = 2.0 * double(p.n_in) * u * abs_sum;
+      const double got = y[size_t(i * p.n_out + j)];
+      if (std::fabs(got - sum) <= bound) continue;
+      if (n_bad++ == 0) {
+        first_bad = "y[" + std::to_string(i) + "][" + std::to_string(j) + "] = " + std::to_string(got) +
+                    ", reference " + std::to_string(sum) + ", bound " + std::to_string(bound);
+      }
+    }
+  }
+  INFO("m " << p.m << ", n_out " << p.n_out << ", n_in " << p.n_in << "; first: " << first_bad);
+  CHECK(n_bad == 0);
+}
+
+std::vector<float> run(Matmul& mm, const Problem& p) {
+  std::vector<float> y(size_t(p.m * p.n_out), std::nanf(""));  // every output must be written
+  mm.run(p.x.data(), p.m, p.weights(), y.data());
+  return y;
+}
+
+struct Shape {
+  int64_t m, n_out, n_in;
+};
+// Decode (m = 1), a short prompt with odd sizes everywhere, prefill-sized blocks, and sizes below
+// one vector so every tile edge and k tail is taken.
+constexpr Shape kShapes[] = {{1, 64, 64},    {1, 257, 1023}, {7, 33, 29},  {64, 100, 130},
+                             {300, 67, 515}, {5, 3, 3},      {2, 1, 17},   {300, 256, 64}};
+
+}  // namespace
+
+TEST_CASE("matmul: f32 weights match a double-precision reference") {
+  Matmul mm(2);
+  uint32_t seed = 1;
+  for (const Shape& s : kShapes) {
+    const Problem p = make_problem(s.m, s.n_out, s.n_in, WeightType::kF32, seed++);
+    check_against_reference(p, run(mm, p));
+  }
+  MESSAGE("implementation: " << std::string(mm.implementation()));
+}
+
+#if !KVRT_HAVE_DNNL  // the oneDNN path takes f32 weights only (matmul_dnnl.cc)
+TEST_CASE("matmul: bf16 weights match a double-precision reference") {
+  Matmul mm(2);
+  uint32_t seed = 100;
+  for (const Shape& s : kShapes) {
+    const Problem p = make_problem(s.m, s.n_out, s.n_in, WeightType::kBF16, seed++);
+    check_against_reference(p, run(mm, p));
+  }
+}
+
+TEST_CASE("matmul: every tile shape of every runnable ISA matches the reference") {
+  // Each tile writes its mr x nr corner of a larger strided y and nothing else; k tails are
+  // shorter and longer than one vector.
+  for (kvrt::simd::Isa isa : kvrt::simd::runnable_isas()) {
+    const kvrt::ops::TileKernels& tiles = kvrt::ops::tile_kernels_for(isa);
+    INFO("ISA " << kvrt::simd::isa_to_string(isa) << ", tiles " << tiles.name);
+    for (int64_t n_in : {1, 7, 16, 37, 259}) {
+      const Problem p = make_problem(tiles.rows + 1, tiles.cols + 1, n_in, WeightType::kF32, uint32_t(n_in));
+      for (int mr = 1; mr <= tiles.rows; ++mr) {
+        for (int nr = 1; nr <= tiles.cols; ++nr) {
+          std::vector<float> y(size_t(p.m * p.n_out), 0.0f);  // [m][n_out]
+          tiles.fn[mr - 1][nr - 1]({p.x.data(), size_t(n_in), p.w.data(), size_t(n_in), y.data(), size_t(p.n_out), n_in});
+          std::vector<float> corner;  // [mr][nr]
+          int n_outside = 0;          // nonzero outputs outside the corner
+          for (int64_t i = 0; i < p.m; ++i) {
+            for (int64_t j = 0; j < p.n_out; ++j) {
+              const float v = y[size_t(i * p.n_out + j)];
+              if (i < mr && j < nr) corner.push_back(v);
+              else n_outside += v != 0.0f;
+            }
+          }
+          CHECK(n_outside == 0);
+          Problem sub = p;  // x and W rows are prefixes of p's, so only the counts change
+          sub.m = mr;
+          sub.n_out = nr;
+          check_against_reference(sub, corner);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("matmul: one and two threads give identical outputs") {
+  // Each output is one tile's dot product whichever thread computes it.
+  Matmul one(1), two(2);
+  for (WeightType type : {WeightType::kF32, WeightType::kBF16}) {
+    const Problem p = make_problem(64, 257, 515, type, 7);
+    CHECK(run(one, p) == run(two, p));
+  }
+}
+#endif
+
+TEST_CASE("matmul: a cached shape reused with new data gives new results") {
+  Matmul mm(2);
+  const Problem a = make_problem(7, 33, 29, WeightType::kF32, 11);
+  const Problem b = make_problem(7, 33, 29, WeightType::kF32, 12);
+  check_against_reference(a, run(mm, a));
+  check_against_reference(b, run(mm, b));
+  CHECK(std::string(mm.implementation()) != "none");
+}

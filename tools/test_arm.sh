@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Cross-builds kvrt for 64-bit ARM (NEON) in build-aarch64/ and runs the whole test suite under
+# qemu-user. Installs what it needs from Debian on first use (cross g++, qemu-user, arm64 toml++).
+# oneDNN is disabled there: kvrt's blocked GEMM does the matrix products (see README).
+# Extra arguments go to `meson test`, e.g. tools/test_arm.sh matmul
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${KVRT_ARM_BUILD:-$root/build-aarch64}"
+cross="$root/tools/cross/aarch64-linux-gnu.ini"
+
+sudo_cmd=(); [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+
+# toml++ is a compiled library: its arm64 build comes from Debian multiarch.
+need_update=0
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  "${sudo_cmd[@]}" dpkg --add-architecture arm64
+  need_update=1
+fi
+packages=(g++ g++-aarch64-linux-gnu qemu-user meson ninja-build pkg-config libxsimd-dev doctest-dev
+          libtomlplusplus-dev:arm64)
+missing=()
+for p in "${packages[@]}"; do installed "$p" || missing+=("$p"); done
+if ((${#missing[@]})); then
+  echo "kvrt test_arm: installing ${missing[*]}" >&2
+  need_update=1
+fi
+if ((need_update)); then "${sudo_cmd[@]}" apt-get update -qq >&2; fi
+if ((${#missing[@]})); then
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >&2
+fi
+
+if [ ! -f "$build/build.ninja" ]; then
+  meson setup "$build" "$root" --cross-file "$cross" -Ddnnl=disabled --buildtype=release >&2
+fi
+ninja -C "$build" >&2
+
+start=$(date +%s)
+status=0
+# Emulation runs the tests about an order of magnitude slower than native.
+meson test -C "$build" --print-errorlogs --timeout-multiplier 3 "$@" || status=$?
+echo "kvrt test_arm: emulated test run took $(($(date +%s) - start)) s" >&2
+exit "$status"
