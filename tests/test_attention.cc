@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "kv/kv_cache.h"
 #include "ops/attention.h"
+#include "simd/kernels_scalar.h"
 
 namespace {
 
@@ -72,15 +73,13 @@ std::vector<double> reference(const Case& c, const Data& d) {
   return out;
 }
 
-// Runs prefill then decode through the cache; returns max |out - reference| over all outputs.
-double max_error(const KvConfig& cfg, const Case& c, const Data& d, int n_threads) {
+// Runs prefill then decode through the cache; returns every output [n][n_heads][head_dim].
+std::vector<float> run_cache(const KvConfig& cfg, const Case& c, const Data& d, int n_threads) {
   const int hd = c.shape.head_dim, nkv = c.shape.n_kv_heads;
   KvCache cache(cfg, c.shape);
   kvrt::ops::AttentionScratch scratch(c.shape, c.n_heads, std::max(c.n_prompt, 1), n_threads);
-  const std::vector<double> ref = reference(c, d);
   const size_t q_tok = static_cast<size_t>(c.n_heads) * hd, kv_tok = static_cast<size_t>(nkv) * hd;
-  std::vector<float> out(q_tok * std::max(c.n_prompt, 1));
-  double err = 0;
+  std::vector<float> out(q_tok * (c.n_prompt + c.n_decode));
   int pos = 0;
   auto step = [&](int n) {
     cache.write(0, pos, n, &d.k[pos * kv_tok], &d.v[pos * kv_tok]);
@@ -90,13 +89,20 @@ double max_error(const KvConfig& cfg, const Case& c, const Data& d, int n_thread
     a.n_tokens = n;
     a.pos0 = pos;
     a.n_heads = c.n_heads;
-    a.out = out.data();
+    a.out = &out[pos * q_tok];
     kvrt::ops::attention(cache, a, scratch);
-    for (size_t i = 0; i < n * q_tok; ++i) err = std::max(err, std::abs(out[i] - ref[pos * q_tok + i]));
     pos += n;
   };
   if (c.n_prompt > 0) step(c.n_prompt);
   for (int i = 0; i < c.n_decode; ++i) step(1);
+  return out;
+}
+
+double max_error(const KvConfig& cfg, const Case& c, const Data& d, int n_threads) {
+  const std::vector<float> out = run_cache(cfg, c, d, n_threads);
+  const std::vector<double> ref = reference(c, d);
+  double err = 0;
+  for (size_t i = 0; i < out.size(); ++i) err = std::max(err, std::abs(out[i] - ref[i]));
   return err;
 }
 
@@ -131,4 +137,169 @@ TEST_CASE("writing past n_ctx is a clear error") {
   KvCache cache(KvConfig{}, shape);
   std::vector<float> kv(5 * 8, 1.0f);
   CHECK_THROWS_AS(cache.write(0, 0, 5, kv.data(), kv.data()), kvrt::Error);
+}
+
+namespace {
+
+using kvrt::kv::Format;
+using kvrt::kv::KeyAxis;
+
+// Per-element bound of the stored error of one side, in the stored (maybe rotated) domain:
+// q8 d/2 = amax/254 and q4 d/2 = (max-min)/30 over each group (along head_dim, or along
+// G tokens per channel for channel-axis keys), with a little slack for float rounding.
+std::vector<double> stored_error_bound(const std::vector<float>& x, int n, int nkv, int hd, Format f, bool per_channel,
+                                       bool rotate, int group) {
+  std::vector<float> y = x;  // [n][nkv][hd]
+  if (rotate) for (int r = 0; r < n * nkv; ++r) kvrt::simd::scalar::hadamard(&y[r * hd], hd);
+  std::vector<double> e(y.size(), 0.0);
+  if (f == Format::kF32) return e;
+  auto group_bound = [&](auto index, int len) {  // index(i) -> element of the group
+    double mn = y[index(0)], mx = mn, amax = 0;
+    for (int i = 0; i < len; ++i) {
+      const double v = y[index(i)];
+      mn = std::min(mn, v), mx = std::max(mx, v), amax = std::max(amax, std::abs(v));
+    }
+    const double b = (f == Format::kQ8 ? amax / 254 : (mx - mn) / 30) * (1 + 1e-5) + 1e-6 * amax;
+    for (int i = 0; i < len; ++i) e[index(i)] = b;
+  };
+  for (int h = 0; h < nkv; ++h) {
+    if (per_channel) {
+      for (int t0 = 0; t0 < n; t0 += group) {
+        for (int ch = 0; ch < hd; ++ch) {
+          group_bound([&](int i) { return ((t0 + i) * nkv + h) * hd + ch; }, std::min(group, n - t0));
+        }
+      }
+    } else {
+      for (int t = 0; t < n; ++t) {
+        for (int g0 = 0; g0 < hd; g0 += group) group_bound([&](int i) { return (t * nkv + h) * hd + g0 + i; }, group);
+      }
+    }
+  }
+  return e;
+}
+
+// Bound on |out - exact| for query (t, h): a key error ε = |q/√d|₂·|δk|₂ moves each score by at
+// most ε, so the softmax weights change by a factor within e^{±2ε} and Σ|p̂ - p| <= e^{2ε} - 1;
+// the output moves by at most (e^{2ε} - 1)·max|v| + max|δv|.
+double attention_bound(const Case& c, const Data& d, const std::vector<double>& ek, const std::vector<double>& ev,
+                       bool rotate, int t, int h) {
+  const int hd = c.shape.head_dim, nkv = c.shape.n_kv_heads, kvh = h / (c.n_heads / nkv);
+  double qn = 0, eps = 0, vmax = 0, dv = 0;
+  for (int i = 0; i < hd; ++i) qn += std::pow(d.q[(t * c.n_heads + h) * hd + i], 2) / hd;
+  for (int j = 0; j <= t; ++j) {
+    double k2 = 0, v2 = 0, vinf = 0;
+    for (int i = 0; i < hd; ++i) {
+      const size_t idx = (static_cast<size_t>(j) * nkv + kvh) * hd + i;
+      k2 += ek[idx] * ek[idx];
+      v2 += ev[idx] * ev[idx];
+      vinf = std::max(vinf, ev[idx]);
+      vmax = std::max(vmax, static_cast<double>(std::abs(d.v[idx])));
+    }
+    eps = std::max(eps, std::sqrt(qn * k2));
+    dv = std::max(dv, rotate ? std::sqrt(v2) : vinf);
+  }
+  return std::expm1(2 * eps) * vmax + dv + 1e-4;
+}
+
+}  // namespace
+
+TEST_CASE("quantized attention stays within the bound derived from the quantization error") {
+  for (int hd : {8, 64}) {
+    Case c;
+    c.shape = CacheShape{1, 2, hd, 200};
+    c.n_heads = 4;
+    c.n_prompt = 70;
+    c.n_decode = 41;
+    const int n = c.n_prompt + c.n_decode;
+    const Data d = make_data(c, 99 + hd, 6.0f);
+    const std::vector<double> ref = reference(c, d);
+    for (Format kf : {Format::kF32, Format::kQ8, Format::kQ4}) {
+      for (Format vf : {Format::kQ8, Format::kQ4, Format::kF32}) {
+        for (KeyAxis axis : {KeyAxis::kToken, KeyAxis::kChannel}) {
+          for (int variant = 0; variant < 3; ++variant) {  // plain, residual window, rotation
+            KvConfig cfg;
+            cfg.k_format = kf;
+            cfg.v_format = vf;
+            cfg.k_axis = axis;
+            cfg.residual = variant == 1 ? 5 : 0;
+            cfg.rotate = variant == 2;
+            cfg.group_size = hd == 8 ? 8 : 16;
+            const bool per_channel = axis == KeyAxis::kChannel && kf != Format::kF32;
+            const auto ek = stored_error_bound(d.k, n, 2, hd, kf, per_channel, cfg.rotate, cfg.group_size);
+            const auto ev = stored_error_bound(d.v, n, 2, hd, vf, false, cfg.rotate, cfg.group_size);
+            const std::vector<float> out = run_cache(cfg, c, d, 2);
+            double worst = 0;  // largest err / bound
+            for (int t = 0; t < n; ++t) {
+              for (int h = 0; h < c.n_heads; ++h) {
+                const double bound = attention_bound(c, d, ek, ev, cfg.rotate, t, h);
+                for (int i = 0; i < hd; ++i) {
+                  const size_t idx = (static_cast<size_t>(t) * c.n_heads + h) * hd + i;
+                  worst = std::max(worst, std::abs(out[idx] - ref[idx]) / bound);
+                }
+              }
+            }
+            INFO(cfg.name() << " head_dim " << hd << " worst err/bound " << worst);
+            CHECK(worst <= 1.0);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("decode and prefill paths agree on a quantized cache") {
+  Case c;
+  c.shape = CacheShape{1, 4, 64, 300};
+  c.n_heads = 16;
+  c.n_prompt = 200;
+  c.n_decode = 0;
+  const Data d = make_data(c, 5, 4.0f);
+  KvConfig cfg;
+  cfg.k_format = Format::kQ4;
+  cfg.v_format = Format::kQ8;
+  const std::vector<float> tiled = run_cache(cfg, c, d, 2);
+  Case one = c;  // same tokens, fed one at a time through the decode path
+  one.n_prompt = 0;
+  one.n_decode = 200;
+  const std::vector<float> fused = run_cache(cfg, one, d, 1);
+  double err = 0;
+  for (size_t i = 0; i < tiled.size(); ++i) err = std::max(err, static_cast<double>(std::abs(tiled[i] - fused[i])));
+  CHECK(err < 1e-4);
+}
+
+TEST_CASE("byte accounting equals the layout prediction") {
+  const CacheShape shape{8, 4, 64, 256};
+  auto per_token = [&](Format kf, Format vf, KeyAxis axis, int g) {
+    KvConfig cfg;
+    cfg.k_format = kf, cfg.v_format = vf, cfg.k_axis = axis, cfg.group_size = g;
+    return KvCache(cfg, shape).bytes_per_token();
+  };
+  const double heads_layers = 8 * 4;
+  // q8: 64/32 blocks of (4 + 32) bytes; q4: 64/32 blocks of (8 + 16) bytes; f32: 256 bytes.
+  CHECK(per_token(Format::kQ8, Format::kQ8, KeyAxis::kToken, 32) == heads_layers * (72 + 72));
+  CHECK(per_token(Format::kQ4, Format::kQ4, KeyAxis::kToken, 32) == heads_layers * (48 + 48));
+  CHECK(per_token(Format::kQ4, Format::kQ8, KeyAxis::kToken, 8) == heads_layers * (8 * 12 + 8 * 12));
+  CHECK(per_token(Format::kF32, Format::kQ4, KeyAxis::kToken, 128 / 2) == heads_layers * (256 + 40));
+  // channel-axis keys, G = 32: per channel scale (+ min) once per 32 tokens, then the codes.
+  CHECK(per_token(Format::kQ8, Format::kF32, KeyAxis::kChannel, 32) == heads_layers * ((64 * 4 + 32 * 64) / 32.0 + 256));
+  CHECK(per_token(Format::kQ4, Format::kF32, KeyAxis::kChannel, 32) == heads_layers * ((64 * 8 + 32 * 32) / 32.0 + 256));
+  KvConfig q4;
+  q4.k_format = q4.v_format = Format::kQ4;
+  q4.residual = 16;
+  const KvCache cache(q4, shape);
+  CHECK(cache.bytes_in_use(100) == static_cast<size_t>(100 * 8 * 4 * 96 + 2 * 8 * 16 * 4 * 64 * 4));
+}
+
+TEST_CASE("invalid KV settings are clear errors") {
+  const CacheShape shape{1, 2, 48, 64};
+  KvConfig cfg;
+  cfg.k_format = Format::kQ8;
+  cfg.group_size = 32;  // does not divide 48
+  CHECK_THROWS_AS(KvCache(cfg, shape), kvrt::Error);
+  cfg.group_size = 12;
+  CHECK_THROWS_AS(KvCache(cfg, shape), kvrt::Error);
+  cfg.group_size = 16;
+  cfg.rotate = true;  // 48 is not a power of two
+  CHECK_THROWS_AS(KvCache(cfg, shape), kvrt::Error);
+  CHECK_THROWS_AS(kvrt::kv::parse_format("q3"), kvrt::Error);
 }

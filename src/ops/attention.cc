@@ -1,79 +1,110 @@
+// Attention entry point and the decode path: a few query tokens, all query heads of a kv head
+// at once, online softmax over tiles of kTile positions read straight from the packed cache.
 #include "ops/attention.h"
 
 #include <omp.h>
 
 #include <algorithm>
 #include <cmath>
-#include <vector>
 
 #include "common/error.h"
-#include "kv/kv_cache_impl.h"
+#include "ops/attention_internal.h"
+#include "simd/dispatch.h"
 
 namespace kvrt::ops {
 
-struct AttentionScratch::Impl {
-  int n_threads = 1;
-  int n_ctx = 0;
-  int head_dim = 0;
-  std::vector<float> scores;  // [n_threads][n_ctx]
-};
+namespace {
+
+constexpr int kPrefillRows = 64;    // query rows (tokens x group heads) per prefill block
+constexpr int kDecodeMaxTokens = 4; // calls with more query tokens take the tiled prefill path
+
+}  // namespace
 
 AttentionScratch::AttentionScratch(const kv::CacheShape& shape, int n_heads, int max_tokens, int n_threads)
     : impl_(std::make_unique<Impl>()) {
-  KVRT_ASSERT(n_heads > 0 && max_tokens > 0 && n_threads > 0);
-  impl_->n_threads = n_threads;
-  impl_->n_ctx = shape.n_ctx;
-  impl_->head_dim = shape.head_dim;
-  impl_->scores.assign(static_cast<size_t>(n_threads) * shape.n_ctx, 0.0f);
+  KVRT_ASSERT(n_heads > 0 && max_tokens > 0 && n_threads > 0 && n_heads % shape.n_kv_heads == 0);
+  const int group = n_heads / shape.n_kv_heads, hd = shape.head_dim;
+  Impl& s = *impl_;
+  s.n_threads = n_threads;
+  s.prefill_tokens = std::max(1, kPrefillRows / group);
+  const int rows = (std::max(group, s.prefill_tokens * group) + simd::kGemmRows - 1) / simd::kGemmRows * simd::kGemmRows;
+  s.max_rows = rows;
+  s.threads.resize(n_threads);
+  for (ThreadScratch& t : s.threads) {
+    t.q.assign(static_cast<size_t>(rows) * hd, 0.0f);
+    t.s.assign(static_cast<size_t>(rows) * kTile, 0.0f);
+    t.m.assign(rows, 0.0f);
+    t.l.assign(rows, 0.0f);
+    t.o.assign(static_cast<size_t>(rows) * hd, 0.0f);
+    t.kt.assign(static_cast<size_t>(hd) * kTile, 0.0f);
+    t.x.assign(static_cast<size_t>(kTile) * hd, 0.0f);
+    t.qd.assign(static_cast<size_t>(group) * hd, 0.0f);
+    t.bias.assign(group, 0.0f);
+  }
+  simd::kernels();  // decide the ISA now, not inside the first decode step
 }
 
 AttentionScratch::~AttentionScratch() = default;
 
 namespace {
 
-// One query head over positions [0, n_pos) of an f32 cache; two passes (scores, then softmax·V).
-void attend_f32(const kv::KvCache::Impl& c, int layer, int kv_head, const float* q, int n_pos,
-                float* scores, float* out) {
-  const int hd = c.shape.head_dim;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  float max_score = -INFINITY;
-  for (int j = 0; j < n_pos; ++j) {
-    const float* k = reinterpret_cast<const float*>(c.row(c.k, layer, j, kv_head));  // [head_dim]
-    float s = 0;
-    for (int d = 0; d < hd; ++d) s += q[d] * k[d];
-    scores[j] = s * scale;
-    max_score = std::max(max_score, scores[j]);
+// Online softmax update of rows [0, n_q) with the scores of n positions in ts.s (row stride
+// kTile): rescales o and l to the new maximum and turns the scores into probabilities.
+void softmax_step(ThreadScratch& ts, int n_q, int n, int hd) {
+  const simd::Kernels& k = simd::kernels();
+  for (int i = 0; i < n_q; ++i) {
+    float* s = ts.s.data() + i * kTile;
+    const float tile_max = *std::max_element(s, s + n);
+    if (tile_max == -INFINITY) {
+      std::fill(s, s + n, 0.0f);
+      continue;
+    }
+    const float m_new = std::max(ts.m[i], tile_max);
+    const float corr = std::exp(ts.m[i] - m_new);
+    if (corr != 1.0f) {
+      for (int d = 0; d < hd; ++d) ts.o[i * hd + d] *= corr;
+    }
+    ts.l[i] = ts.l[i] * corr + k.exp_sum(s, n, m_new);
+    ts.m[i] = m_new;
   }
-  float sum = 0;
-  for (int j = 0; j < n_pos; ++j) {
-    scores[j] = std::exp(scores[j] - max_score);
-    sum += scores[j];
+}
+
+// Query token t of the call, all `group` heads of one kv head.
+void decode_item(const kv::KvCache::Impl& c, const AttentionArgs& a, int kv_head, int t, ThreadScratch& ts) {
+  const int hd = c.shape.head_dim, group = a.n_heads / c.shape.n_kv_heads;
+  const int n_pos = a.pos0 + t + 1;
+  const HeadView view{&c, a.layer, kv_head};
+  const size_t q_off = (static_cast<size_t>(t) * a.n_heads + kv_head * group) * hd;
+  for (int i = 0; i < group; ++i) prepare_query(c, a.q + q_off + i * hd, ts.q.data() + i * hd);
+  std::fill(ts.m.begin(), ts.m.begin() + group, -INFINITY);
+  std::fill(ts.l.begin(), ts.l.begin() + group, 0.0f);
+  std::fill(ts.o.begin(), ts.o.begin() + static_cast<size_t>(group) * hd, 0.0f);
+  for (int j0 = 0; j0 < n_pos; j0 += kTile) {
+    const int j1 = std::min(n_pos, j0 + kTile);
+    k_scores(view, ts.q.data(), group, j0, j1, ts.s.data(), ts);
+    softmax_step(ts, group, j1 - j0, hd);
+    v_accumulate(view, ts.s.data(), group, j0, j1, ts.o.data());
   }
-  std::fill(out, out + hd, 0.0f);
-  for (int j = 0; j < n_pos; ++j) {
-    const float* v = reinterpret_cast<const float*>(c.row(c.v, layer, j, kv_head));  // [head_dim]
-    const float p = scores[j] / sum;
-    for (int d = 0; d < hd; ++d) out[d] += p * v[d];
-  }
+  for (int i = 0; i < group; ++i) finish_row(c, ts.o.data() + i * hd, ts.l[i], a.out + q_off + i * hd);
 }
 
 }  // namespace
 
+void online_softmax_step(ThreadScratch& ts, int n_rows, int n, int hd) { softmax_step(ts, n_rows, n, hd); }
+
 void attention(const kv::KvCache& cache, const AttentionArgs& args, AttentionScratch& scratch) {
   const kv::KvCache::Impl& c = cache.impl();
   AttentionScratch::Impl& s = scratch.impl();
-  const int hd = c.shape.head_dim;
-  const int group = args.n_heads / c.shape.n_kv_heads;
-  KVRT_ASSERT(group * c.shape.n_kv_heads == args.n_heads);
+  KVRT_ASSERT(args.n_heads % c.shape.n_kv_heads == 0);
   KVRT_ASSERT(args.pos0 + args.n_tokens <= c.length[args.layer]);
-  const int n_items = args.n_tokens * args.n_heads;
+  if (args.n_tokens > kDecodeMaxTokens) {
+    attention_prefill(c, args, s);
+    return;
+  }
+  const int n_items = args.n_tokens * c.shape.n_kv_heads;
 #pragma omp parallel for num_threads(s.n_threads) schedule(dynamic, 1)
   for (int item = 0; item < n_items; ++item) {
-    const int t = item / args.n_heads;
-    const int h = item % args.n_heads;
-    const size_t off = (static_cast<size_t>(t) * args.n_heads + h) * hd;
-    float* scores = s.scores.data() + static_cast<size_t>(omp_get_thread_num()) * s.n_ctx;
-    attend_f32(c, args.layer, h / group, args.q + off, args.pos0 + t + 1, scores, args.out + off);
+    decode_item(c, args, item % c.shape.n_kv_heads, item / c.shape.n_kv_heads, s.threads[omp_get_thread_num()]);
   }
 }
 

@@ -1,0 +1,54 @@
+// Shared pieces of the decode (attention.cc) and prefill (attention_prefill.cc) attention paths.
+#pragma once
+
+#include <vector>
+
+#include "kv/kv_cache_impl.h"
+#include "ops/attention.h"
+#include "simd/kernels.h"
+
+namespace kvrt::ops {
+
+constexpr int kTile = 64;  // key positions per online-softmax step (a multiple of simd::kGemmCols)
+
+// Per-thread buffers, sized once; `rows` = query rows handled together (GQA group x tokens).
+struct ThreadScratch {
+  std::vector<float> q;      // [rows][head_dim]  scaled (and rotated) queries
+  std::vector<float> s;      // [rows][kTile]     scores, then probabilities
+  std::vector<float> m, l;   // [rows]            running max and sum of the online softmax
+  std::vector<float> o;      // [rows][head_dim]  unnormalized output
+  std::vector<float> kt;     // [head_dim][kTile] prefill: K tile transposed
+  std::vector<float> x;      // [kTile][head_dim] prefill: K or V tile as FP32 rows
+  std::vector<float> qd;     // [group][head_dim] channel tiles: q * scale per channel
+  std::vector<float> bias;   // [group]           channel tiles: q · minimum
+};
+
+struct AttentionScratch::Impl {
+  int n_threads = 1;
+  int max_rows = 0;
+  int prefill_tokens = 0;  // query tokens per prefill block
+  std::vector<ThreadScratch> threads;
+};
+
+// One layer and kv head of the cache, as the attention paths see it.
+struct HeadView {
+  const kv::KvCache::Impl* c;
+  int layer;
+  int kv_head;
+};
+
+// scores[i][j - j0] = q_i · k_j for j in [j0, j1), straight from the packed blocks.
+void k_scores(const HeadView& v, const float* q, int n_q, int j0, int j1, float* scores, ThreadScratch& ts);
+// o_i += sum_j p[i][j - j0] * v_j for j in [j0, j1), straight from the packed blocks.
+void v_accumulate(const HeadView& v, const float* p, int n_q, int j0, int j1, float* o);
+// rows j0..j1 of K or V as FP32 (dequantized a tile at a time for prefill); x [j1 - j0][head_dim]
+void load_rows(const HeadView& v, const kv::SideStore& s, int j0, int j1, float* x);
+
+// Copies query rows, scales by 1/sqrt(head_dim) and rotates them like the stored keys.
+void prepare_query(const kv::KvCache::Impl& c, const float* q, float* dst);
+// out = o / l, rotated back if V is stored rotated.
+void finish_row(const kv::KvCache::Impl& c, const float* o, float l, float* out);
+
+void attention_prefill(const kv::KvCache::Impl& c, const AttentionArgs& a, AttentionScratch::Impl& s);
+
+}  // namespace kvrt::ops
