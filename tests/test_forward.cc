@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "common/error.h"
 #include "model/sampler.h"
 #include "model/session.h"
 #include "test_util.h"

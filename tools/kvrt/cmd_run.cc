@@ -46,15 +46,16 @@ void write_piece(const std::string& piece) {
   std::fflush(stdout);
 }
 
-void report(const model::Session& s, int n_prompt, double t_prefill, int n_gen, double t_decode) {
+// n_decoded: single-token forward passes timed in t_decode.
+void report(const model::Session& s, int n_prompt, double t_prefill, int n_decoded, double t_decode) {
   const auto& kv = s.kv_cache();
   std::fprintf(stderr, "kvrt: ISA %s, matmul %s, %d threads\n", simd::isa_name(),
                s.matmul_implementation(), s.n_threads());
   std::fprintf(stderr, "kvrt: prefill %d tokens in %.1f ms (%.1f tok/s)\n", n_prompt,
                t_prefill * 1e3, n_prompt / t_prefill);
-  if (n_gen > 0)
-    std::fprintf(stderr, "kvrt: decode %d tokens in %.1f ms (%.1f tok/s)\n", n_gen, t_decode * 1e3,
-                 n_gen / t_decode);
+  if (n_decoded > 0)
+    std::fprintf(stderr, "kvrt: decode %d tokens in %.1f ms (%.1f tok/s)\n", n_decoded,
+                 t_decode * 1e3, n_decoded / t_decode);
   std::fprintf(stderr, "kvrt: KV cache %s: %.1f bytes/token, %zu bytes in use (%d positions), %zu allocated\n",
                kv.config().name().c_str(), kv.bytes_per_token(), kv.bytes_in_use(s.n_past()),
                s.n_past(), kv.bytes_allocated());
@@ -102,26 +103,29 @@ int cmd_run(int argc, char** argv) {
   write_piece(text);
   bool at_start = text.empty();
 
-  int n_gen = 0;
+  int n_gen = 0, n_decoded = 0;
   t0 = Clock::now();
+  // Policy at the end of the context: the token predicted by the last position is still
+  // printed, then generation stops with a message (no position is left to evaluate it).
   while (n_gen < o.n_predict) {
-    if (session.n_past() >= session.n_ctx()) {
-      std::fprintf(stderr, "\nkvrt: context full (%d positions); generation stopped (raise -c)\n",
-                   session.n_ctx());
-      break;
-    }
     const int32_t next = sampler.sample(session.last_logits());
     if (next == tok.eos_id()) break;
     std::string piece = tok.token_to_piece(next);
     if (at_start && tok.adds_space_prefix() && !piece.empty() && piece[0] == ' ') piece.erase(0, 1);
     at_start = at_start && piece.empty();
     write_piece(piece);
-    ++n_gen;
-    if (n_gen < o.n_predict) session.eval(&next, 1);
+    if (++n_gen == o.n_predict) break;
+    if (session.n_past() >= session.n_ctx()) {
+      std::fprintf(stderr, "\nkvrt: context full (%d positions); generation stopped (raise -c)\n",
+                   session.n_ctx());
+      break;
+    }
+    session.eval(&next, 1);
+    ++n_decoded;
   }
   const double t_decode = seconds_since(t0);
   write_piece("\n");
-  report(session, int(tokens.size()), t_prefill, n_gen, t_decode);
+  report(session, int(tokens.size()), t_prefill, n_decoded, t_decode);
   return kExitOk;
 }
 
