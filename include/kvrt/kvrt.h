@@ -1,0 +1,222 @@
+/* kvrt — the stable C API (C99 and C++ compatible).
+ *
+ * Everything an embedder needs: open a GGUF model, create a session with a KV-cache setting and a
+ * memory cap, tokenize, prefill, decode or generate with a sampler, read logits, query memory and
+ * the SIMD instruction set in use. The C++ classes under src/ are private and unstable; this header
+ * is the only stable interface (KVRT_API_VERSION changes when it does).
+ *
+ * Conventions
+ *  - Every fallible call returns a kvrt_status. On failure, kvrt_last_error() gives one sentence
+ *    (thread-local, valid until the next kvrt call on the same thread). No C++ exception ever
+ *    leaves a kvrt_* function.
+ *  - Handles are opaque. A kvrt_model is immutable once opened: several sessions (in several
+ *    threads) may share it. A kvrt_session or kvrt_sampler must be used by one thread at a time.
+ *    Free sessions before the model they were created from.
+ *  - Memory: a session allocates everything for its context length at creation
+ *    (kvrt_session_create); eval, decode and generate allocate nothing that persists, so memory
+ *    does not grow during decode.
+ *  - Context policy: a call that would put more tokens in the session than n_ctx returns
+ *    KVRT_ERR_CONTEXT_FULL and leaves the session unchanged; there is no silent sliding window.
+ *    Call kvrt_session_reset() to start over.
+ *
+ * Link: pkg-config --cflags --libs kvrt (shared), or pkg-config --static --cflags --libs kvrt.
+ */
+#ifndef KVRT_KVRT_H
+#define KVRT_KVRT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KVRT_API_VERSION 1
+
+#if defined(__GNUC__)
+#define KVRT_EXPORT __attribute__((visibility("default")))
+#else
+#define KVRT_EXPORT
+#endif
+
+/* ---- status and errors ------------------------------------------------------------------- */
+
+typedef enum kvrt_status {
+  KVRT_OK = 0,
+  KVRT_ERR_INVALID_ARGUMENT = 1, /* null pointer, value out of range, unknown KV format name */
+  KVRT_ERR_INPUT = 2,            /* missing, unreadable, malformed or unsupported file */
+  KVRT_ERR_MEMORY_CAP = 3,       /* the session would need more bytes than the caller's cap */
+  KVRT_ERR_CONTEXT_FULL = 4,     /* the tokens do not fit in the session's n_ctx positions */
+  KVRT_ERR_OUT_OF_MEMORY = 5,    /* an allocation failed */
+  KVRT_ERR_BUFFER_TOO_SMALL = 6, /* the caller's buffer is too small; the needed size is reported */
+  KVRT_ERR_REFUSED = 7,          /* the validation gate refused a setting */
+  KVRT_ERR_STOPPED = 8,          /* a callback asked generation to stop (not a failure of kvrt) */
+  KVRT_ERR_INTERNAL = 9          /* a bug or a third-party library failure */
+} kvrt_status;
+
+/* One sentence describing the last failure on this thread ("" after success). */
+KVRT_EXPORT const char* kvrt_last_error(void);
+/* A constant name for a status, e.g. "KVRT_ERR_CONTEXT_FULL". */
+KVRT_EXPORT const char* kvrt_status_name(kvrt_status status);
+/* Library version, e.g. "0.1.0". */
+KVRT_EXPORT const char* kvrt_version(void);
+/* The SIMD instruction set chosen for the KV kernels on this CPU (e.g. "avx512", "avx2", "scalar").
+ * Decided once per process; the environment variable KVRT_ISA can force a lower one. */
+KVRT_EXPORT const char* kvrt_isa_name(void);
+
+/* ---- model -------------------------------------------------------------------------------- */
+
+typedef struct kvrt_model kvrt_model;
+
+/* Maps a GGUF v3 file read-only. A malformed file is KVRT_ERR_INPUT naming the file and offset. */
+KVRT_EXPORT kvrt_status kvrt_model_open(const char* path, kvrt_model** out_model);
+KVRT_EXPORT void kvrt_model_free(kvrt_model* model); /* NULL is fine */
+
+typedef struct kvrt_model_info {
+  const char* arch;      /* "llama"; strings live as long as the model */
+  const char* name;      /* general.name, may be "" */
+  const char* tokenizer; /* "llama" (SentencePiece) or "gpt2" (byte-level BPE) */
+  int32_t n_layers, d_model, n_heads, n_kv_heads, head_dim, d_ff, n_vocab;
+  int32_t n_ctx_train; /* context length the model declares */
+  int32_t bos_id, eos_id;
+} kvrt_model_info;
+
+KVRT_EXPORT kvrt_status kvrt_model_get_info(const kvrt_model* model, kvrt_model_info* out_info);
+
+/* ---- tokens ------------------------------------------------------------------------------- */
+
+/* Token ids of `text` (`text_len` bytes), BOS first when add_bos != 0. Writes at most `capacity`
+ * ids; *out_n_tokens is the number of ids of the text (also when it returns
+ * KVRT_ERR_BUFFER_TOO_SMALL, so a caller can size its buffer and call again). */
+KVRT_EXPORT kvrt_status kvrt_tokenize(const kvrt_model* model, const char* text, size_t text_len,
+                                      int add_bos, int32_t* tokens, size_t capacity,
+                                      size_t* out_n_tokens);
+
+/* Text of a token sequence, NUL-terminated. *out_len is the text's length without the NUL (also
+ * on KVRT_ERR_BUFFER_TOO_SMALL; the buffer needs *out_len + 1 bytes). */
+KVRT_EXPORT kvrt_status kvrt_detokenize(const kvrt_model* model, const int32_t* tokens,
+                                        size_t n_tokens, char* buf, size_t capacity,
+                                        size_t* out_len);
+
+/* ---- KV-cache setting --------------------------------------------------------------------- */
+
+typedef enum kvrt_kv_format { KVRT_KV_F32 = 0, KVRT_KV_Q8 = 1, KVRT_KV_Q4 = 2 } kvrt_kv_format;
+typedef enum kvrt_key_axis { KVRT_KEY_AXIS_TOKEN = 0, KVRT_KEY_AXIS_CHANNEL = 1 } kvrt_key_axis;
+
+typedef struct kvrt_kv_config {
+  kvrt_kv_format k_format; /* keys */
+  kvrt_kv_format v_format; /* values */
+  int32_t group_size;      /* values per quantization group, 8..128 power of two; 0 = min(32, head_dim) */
+  kvrt_key_axis k_axis;    /* channel = per-channel key groups along tokens (needs a residual window) */
+  int32_t residual;        /* most recent tokens kept in FP32 */
+  int32_t rotate;          /* non-zero: Hadamard rotation before quantization */
+} kvrt_kv_config;
+
+/* f32 keys and values, default group, token axis, no residual, no rotation. */
+KVRT_EXPORT void kvrt_kv_config_default(kvrt_kv_config* out_config);
+
+/* Parses a setting: a format name for both sides ("f32", "q8", "q4") or the canonical form used
+ * in reports and validation records, "k=q4,v=q8,g=32,axis=token,r=0,rot=0" (any subset, any
+ * order; omitted fields keep their defaults). Unknown names are KVRT_ERR_INVALID_ARGUMENT. */
+KVRT_EXPORT kvrt_status kvrt_kv_config_parse(const char* text, kvrt_kv_config* out_config);
+
+/* ---- session ------------------------------------------------------------------------------ */
+
+typedef struct kvrt_session kvrt_session;
+
+typedef struct kvrt_session_options {
+  int32_t n_ctx;             /* positions; 0 = the model's declared context length */
+  int32_t n_threads;         /* 0 = all cores */
+  int32_t n_batch;           /* tokens per forward chunk during prefill; 0 = 256 */
+  kvrt_kv_config kv;         /* KV-cache setting */
+  uint64_t max_memory_bytes; /* cap on the session's allocation; 0 = no cap */
+} kvrt_session_options;
+
+KVRT_EXPORT void kvrt_session_options_default(kvrt_session_options* out_options);
+
+/* Bytes a session with these options would allocate (KV cache plus scratch), computed without
+ * allocating anything. Invalid options give the same error kvrt_session_create would. */
+KVRT_EXPORT kvrt_status kvrt_session_bytes_required(const kvrt_model* model,
+                                                    const kvrt_session_options* options,
+                                                    uint64_t* out_bytes);
+
+/* Allocates the session for n_ctx positions. When max_memory_bytes is set and the session would
+ * need more, fails with KVRT_ERR_MEMORY_CAP before allocating anything. */
+KVRT_EXPORT kvrt_status kvrt_session_create(const kvrt_model* model,
+                                            const kvrt_session_options* options,
+                                            kvrt_session** out_session);
+KVRT_EXPORT void kvrt_session_free(kvrt_session* session); /* NULL is fine */
+
+/* Forgets every position (storage is kept). */
+KVRT_EXPORT kvrt_status kvrt_session_reset(kvrt_session* session);
+
+typedef struct kvrt_session_info {
+  int32_t n_ctx;             /* positions the session holds */
+  int32_t n_past;            /* positions in use */
+  int32_t n_threads;
+  uint64_t bytes_allocated;  /* KV cache plus scratch, allocated at creation */
+  uint64_t kv_bytes_allocated;
+  uint64_t kv_bytes_in_use;  /* for the n_past positions */
+  double kv_bytes_per_token; /* over all layers, keys and values */
+  const char* kv_setting;    /* canonical name, e.g. "k=q8,v=q8,g=32,axis=token,r=0,rot=0" */
+  const char* matmul;        /* matrix-product implementation in use */
+} kvrt_session_info;
+
+/* Strings in the info live until the session is freed. */
+KVRT_EXPORT kvrt_status kvrt_session_get_info(const kvrt_session* session,
+                                              kvrt_session_info* out_info);
+
+/* Prefill: runs n_tokens tokens at positions [n_past, n_past + n_tokens). Fails with
+ * KVRT_ERR_CONTEXT_FULL (session unchanged) when they do not fit. */
+KVRT_EXPORT kvrt_status kvrt_session_eval(kvrt_session* session, const int32_t* tokens,
+                                          size_t n_tokens);
+
+/* Logits of the last evaluated token, [n_vocab] floats owned by the session, valid until its
+ * next eval, decode, generate or reset. KVRT_ERR_INVALID_ARGUMENT before any eval. */
+KVRT_EXPORT kvrt_status kvrt_session_logits(const kvrt_session* session, const float** out_logits,
+                                            int32_t* out_n_vocab);
+
+/* ---- sampling and generation -------------------------------------------------------------- */
+
+typedef struct kvrt_sampler kvrt_sampler;
+
+typedef struct kvrt_sampler_options {
+  float temperature; /* 0 = greedy (argmax) */
+  int32_t top_k;     /* 0 = no limit */
+  float top_p;       /* 1 = no nucleus cut */
+  uint64_t seed;     /* same seed and settings give the same tokens on every platform */
+} kvrt_sampler_options;
+
+KVRT_EXPORT void kvrt_sampler_options_default(kvrt_sampler_options* out_options); /* greedy */
+KVRT_EXPORT kvrt_status kvrt_sampler_create(const kvrt_model* model,
+                                            const kvrt_sampler_options* options,
+                                            kvrt_sampler** out_sampler);
+KVRT_EXPORT void kvrt_sampler_free(kvrt_sampler* sampler); /* NULL is fine */
+
+/* Picks a token from logits ([n_vocab] floats, e.g. from kvrt_session_logits). */
+KVRT_EXPORT kvrt_status kvrt_sampler_sample(kvrt_sampler* sampler, const float* logits,
+                                            int32_t* out_token);
+
+/* One decode step: samples the next token from the session's last logits and evaluates it (so it
+ * occupies one position). KVRT_ERR_CONTEXT_FULL, before sampling, when every position is used. */
+KVRT_EXPORT kvrt_status kvrt_session_decode(kvrt_session* session, kvrt_sampler* sampler,
+                                            int32_t* out_token);
+
+/* Receives each generated piece of text (not NUL-terminated; may be empty for control tokens).
+ * Return 0 to go on, non-zero to stop generation (kvrt_generate then returns KVRT_ERR_STOPPED). */
+typedef int (*kvrt_piece_callback)(const char* piece, size_t len, int32_t token, void* user_data);
+
+/* Decodes up to max_tokens tokens after what the session holds (prefill a prompt first), passing
+ * each piece to `callback` (may be NULL). Stops early at the end-of-sequence token (not passed to
+ * the callback) and returns KVRT_OK. When the context fills first it returns KVRT_ERR_CONTEXT_FULL
+ * with the tokens generated so far counted in *out_n_generated (may be NULL). The first piece of a
+ * session that holds only BOS loses SentencePiece's dummy leading space, as in kvrt_detokenize. */
+KVRT_EXPORT kvrt_status kvrt_generate(kvrt_session* session, kvrt_sampler* sampler,
+                                      int32_t max_tokens, kvrt_piece_callback callback,
+                                      void* user_data, int32_t* out_n_generated);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KVRT_KVRT_H */

@@ -1,0 +1,64 @@
+// What the opaque C handles hold, and the guard that turns every C++ exception into a status.
+#pragma once
+
+#include <memory>
+#include <new>
+#include <string>
+
+#include "common/error.h"
+#include "kvrt/kvrt.h"
+#include "model/model.h"
+#include "model/sampler.h"
+#include "model/session.h"
+
+struct kvrt_model {
+  std::unique_ptr<kvrt::model::Model> model;
+  std::string arch, name, tokenizer;  // backing store of kvrt_model_info's strings
+};
+
+struct kvrt_session {
+  const kvrt_model* owner = nullptr;
+  std::unique_ptr<kvrt::model::Session> session;
+  bool has_text = false;     // some evaluated token produced text (SPM dummy-space rule)
+  bool has_logits = false;   // last_logits() holds the logits of an evaluated token
+  std::string kv_setting;    // backing store of kvrt_session_info::kv_setting
+};
+
+struct kvrt_sampler {
+  std::unique_ptr<kvrt::model::Sampler> sampler;
+};
+
+namespace kvrt::api {
+
+// Records `message` as this thread's last error and returns `status`.
+kvrt_status fail(kvrt_status status, const std::string& message);
+void clear_error();
+kvrt_status status_of(ErrorKind kind);
+
+// Runs `body` (returning kvrt_status), mapping every exception to a status and message.
+template <typename Body>
+kvrt_status guard(Body&& body) noexcept {
+  try {
+    clear_error();
+    return body();
+  } catch (const Error& e) {
+    return fail(status_of(e.kind()), e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(KVRT_ERR_OUT_OF_MEMORY, "out of memory");
+  } catch (const std::exception& e) {
+    return fail(KVRT_ERR_INTERNAL, std::string("internal error: ") + e.what());
+  } catch (...) {
+    return fail(KVRT_ERR_INTERNAL, "internal error: unknown exception");
+  }
+}
+
+// Evaluates tokens, keeping the handle's flags; CONTEXT_FULL (session unchanged) when they do not fit.
+kvrt_status eval_tokens(kvrt_session& s, const int32_t* tokens, size_t n);
+
+}  // namespace kvrt::api
+
+#define KVRT_REQUIRE(ptr)                                                                 \
+  do {                                                                                    \
+    if ((ptr) == nullptr)                                                                 \
+      return ::kvrt::api::fail(KVRT_ERR_INVALID_ARGUMENT, "argument '" #ptr "' is NULL"); \
+  } while (0)

@@ -1,0 +1,342 @@
+// The C API (include/kvrt/kvrt.h): errors, model, tokens, KV settings and sessions.
+// Sampling and generation are in kvrt_generate.cc.
+#include <charconv>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+#include "api/handles.h"
+#include "api/session_plan.h"
+#include "kv/kv_config.h"
+#include "kvrt_config.h"
+#include "simd/dispatch.h"
+
+namespace kvrt::api {
+namespace {
+
+thread_local std::string t_last_error;
+
+kv::Format to_format(kvrt_kv_format f) {
+  switch (f) {
+    case KVRT_KV_F32: return kv::Format::kF32;
+    case KVRT_KV_Q8: return kv::Format::kQ8;
+    case KVRT_KV_Q4: return kv::Format::kQ4;
+  }
+  throw Error("unknown KV format value " + std::to_string(int(f)), ErrorKind::kUsage);
+}
+
+kvrt_kv_format from_format(kv::Format f) {
+  switch (f) {
+    case kv::Format::kQ8: return KVRT_KV_Q8;
+    case kv::Format::kQ4: return KVRT_KV_Q4;
+    default: return KVRT_KV_F32;
+  }
+}
+
+model::SessionOptions to_options(const kvrt_session_options& o) {
+  if (o.n_ctx < 0 || o.n_threads < 0 || o.n_batch < 0)
+    throw Error("n_ctx, n_threads and n_batch must not be negative", ErrorKind::kUsage);
+  if (o.kv.group_size < 0 || o.kv.residual < 0)
+    throw Error("KV group size and residual must not be negative", ErrorKind::kUsage);
+  if (o.kv.k_axis != KVRT_KEY_AXIS_TOKEN && o.kv.k_axis != KVRT_KEY_AXIS_CHANNEL)
+    throw Error("unknown key axis value " + std::to_string(int(o.kv.k_axis)), ErrorKind::kUsage);
+  model::SessionOptions so;
+  so.n_ctx = o.n_ctx;
+  so.n_threads = o.n_threads;
+  so.n_batch = o.n_batch > 0 ? o.n_batch : so.n_batch;
+  so.kv.k_format = to_format(o.kv.k_format);
+  so.kv.v_format = to_format(o.kv.v_format);
+  so.kv.group_size = o.kv.group_size;
+  so.kv.k_axis = o.kv.k_axis == KVRT_KEY_AXIS_CHANNEL ? kv::KeyAxis::kChannel : kv::KeyAxis::kToken;
+  so.kv.residual = o.kv.residual;
+  so.kv.rotate = o.kv.rotate != 0;
+  return so;
+}
+
+int32_t parse_int(std::string_view key, std::string_view value) {
+  int32_t v = 0;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  if (ec != std::errc() || end != value.data() + value.size() || v < 0)
+    throw Error("KV setting '" + std::string(key) + "' needs a non-negative integer, not '" +
+                    std::string(value) + "'", ErrorKind::kUsage);
+  return v;
+}
+
+void parse_field(std::string_view field, kvrt_kv_config& c) {
+  const size_t eq = field.find('=');
+  if (eq == std::string_view::npos)
+    throw Error("KV setting field '" + std::string(field) + "' is not key=value", ErrorKind::kUsage);
+  const std::string_view key = field.substr(0, eq), value = field.substr(eq + 1);
+  if (key == "k") c.k_format = from_format(kv::parse_format(value));
+  else if (key == "v") c.v_format = from_format(kv::parse_format(value));
+  else if (key == "g") c.group_size = parse_int(key, value);
+  else if (key == "axis") c.k_axis = kv::parse_key_axis(value) == kv::KeyAxis::kChannel ? KVRT_KEY_AXIS_CHANNEL : KVRT_KEY_AXIS_TOKEN;
+  else if (key == "r") c.residual = parse_int(key, value);
+  else if (key == "rot") c.rotate = parse_int(key, value) != 0;
+  else
+    throw Error("unknown KV setting key '" + std::string(key) + "' (expected k, v, g, axis, r, rot)",
+                ErrorKind::kUsage);
+}
+
+// Copies `src` into the caller's buffer; *out_n is the element count either way.
+template <typename T>
+kvrt_status copy_out(const T* src, size_t n, T* dst, size_t capacity, size_t* out_n, const char* what) {
+  *out_n = n;
+  if (n > capacity)
+    return fail(KVRT_ERR_BUFFER_TOO_SMALL, std::string(what) + " needs room for " + std::to_string(n) +
+                                               ", the buffer holds " + std::to_string(capacity));
+  if (n > 0) std::memcpy(dst, src, n * sizeof(T));
+  return KVRT_OK;
+}
+
+}  // namespace
+
+kvrt_status fail(kvrt_status status, const std::string& message) {
+  try {
+    t_last_error = message;
+  } catch (...) {
+    t_last_error.clear();
+  }
+  return status;
+}
+
+void clear_error() { t_last_error.clear(); }
+
+kvrt_status status_of(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kInput: return KVRT_ERR_INPUT;
+    case ErrorKind::kUsage: return KVRT_ERR_INVALID_ARGUMENT;
+    case ErrorKind::kRefused: return KVRT_ERR_REFUSED;
+    case ErrorKind::kResource: return KVRT_ERR_OUT_OF_MEMORY;
+    case ErrorKind::kInternal: return KVRT_ERR_INTERNAL;
+  }
+  return KVRT_ERR_INTERNAL;
+}
+
+kvrt_status eval_tokens(kvrt_session& s, const int32_t* tokens, size_t n) {
+  model::Session& session = *s.session;
+  const size_t room = size_t(session.n_ctx() - session.n_past());
+  if (n > room)
+    return fail(KVRT_ERR_CONTEXT_FULL, "context full: " + std::to_string(session.n_past()) +
+                                           " of " + std::to_string(session.n_ctx()) + " positions used, " +
+                                           std::to_string(n) + " more tokens do not fit");
+  session.eval(tokens, int(n));
+  s.has_logits = true;
+  const model::Tokenizer& tok = session.model().tokenizer();
+  for (size_t i = 0; i < n && !s.has_text; ++i) s.has_text = !tok.token_to_piece(tokens[i]).empty();
+  return KVRT_OK;
+}
+
+}  // namespace kvrt::api
+
+using kvrt::api::fail;
+using kvrt::api::guard;
+
+extern "C" {
+
+const char* kvrt_last_error(void) { return kvrt::api::t_last_error.c_str(); }
+
+const char* kvrt_status_name(kvrt_status status) {
+  switch (status) {
+    case KVRT_OK: return "KVRT_OK";
+    case KVRT_ERR_INVALID_ARGUMENT: return "KVRT_ERR_INVALID_ARGUMENT";
+    case KVRT_ERR_INPUT: return "KVRT_ERR_INPUT";
+    case KVRT_ERR_MEMORY_CAP: return "KVRT_ERR_MEMORY_CAP";
+    case KVRT_ERR_CONTEXT_FULL: return "KVRT_ERR_CONTEXT_FULL";
+    case KVRT_ERR_OUT_OF_MEMORY: return "KVRT_ERR_OUT_OF_MEMORY";
+    case KVRT_ERR_BUFFER_TOO_SMALL: return "KVRT_ERR_BUFFER_TOO_SMALL";
+    case KVRT_ERR_REFUSED: return "KVRT_ERR_REFUSED";
+    case KVRT_ERR_STOPPED: return "KVRT_ERR_STOPPED";
+    case KVRT_ERR_INTERNAL: return "KVRT_ERR_INTERNAL";
+  }
+  return "KVRT_ERR_UNKNOWN";
+}
+
+const char* kvrt_version(void) { return KVRT_VERSION; }
+
+const char* kvrt_isa_name(void) {
+  try {
+    return kvrt::simd::isa_name();
+  } catch (...) {
+    return "unknown";
+  }
+}
+
+kvrt_status kvrt_model_open(const char* path, kvrt_model** out_model) {
+  return guard([&] {
+    KVRT_REQUIRE(out_model);
+    *out_model = nullptr;
+    KVRT_REQUIRE(path);
+    auto m = std::make_unique<kvrt_model>();
+    m->model = std::make_unique<kvrt::model::Model>(path);
+    const auto& c = m->model->config();
+    m->arch = c.arch;
+    m->name = c.name;
+    m->tokenizer = std::string(m->model->tokenizer().model_name());
+    *out_model = m.release();
+    return KVRT_OK;
+  });
+}
+
+void kvrt_model_free(kvrt_model* model) { delete model; }
+
+kvrt_status kvrt_model_get_info(const kvrt_model* model, kvrt_model_info* out) {
+  return guard([&] {
+    KVRT_REQUIRE(model);
+    KVRT_REQUIRE(out);
+    const auto& c = model->model->config();
+    const auto& tok = model->model->tokenizer();
+    *out = kvrt_model_info{model->arch.c_str(), model->name.c_str(), model->tokenizer.c_str(),
+                           c.n_layers, c.d_model, c.n_heads, c.n_kv_heads, c.head_dim, c.d_ff,
+                           c.n_vocab, c.n_ctx_train, tok.bos_id(), tok.eos_id()};
+    return KVRT_OK;
+  });
+}
+
+kvrt_status kvrt_tokenize(const kvrt_model* model, const char* text, size_t text_len, int add_bos,
+                          int32_t* tokens, size_t capacity, size_t* out_n_tokens) {
+  return guard([&] {
+    KVRT_REQUIRE(model);
+    KVRT_REQUIRE(out_n_tokens);
+    *out_n_tokens = 0;
+    if (text == nullptr && text_len > 0) return fail(KVRT_ERR_INVALID_ARGUMENT, "argument 'text' is NULL");
+    if (tokens == nullptr && capacity > 0) return fail(KVRT_ERR_INVALID_ARGUMENT, "argument 'tokens' is NULL");
+    const std::vector<int32_t> ids =
+        model->model->tokenizer().encode(std::string_view(text ? text : "", text_len), add_bos != 0);
+    return kvrt::api::copy_out(ids.data(), ids.size(), tokens, capacity, out_n_tokens, "the token list");
+  });
+}
+
+kvrt_status kvrt_detokenize(const kvrt_model* model, const int32_t* tokens, size_t n_tokens, char* buf,
+                            size_t capacity, size_t* out_len) {
+  return guard([&] {
+    KVRT_REQUIRE(model);
+    KVRT_REQUIRE(out_len);
+    *out_len = 0;
+    if (tokens == nullptr && n_tokens > 0) return fail(KVRT_ERR_INVALID_ARGUMENT, "argument 'tokens' is NULL");
+    if (buf == nullptr && capacity > 0) return fail(KVRT_ERR_INVALID_ARGUMENT, "argument 'buf' is NULL");
+    const int32_t n_vocab = model->model->tokenizer().n_vocab();
+    for (size_t i = 0; i < n_tokens; ++i)
+      if (tokens[i] < 0 || tokens[i] >= n_vocab)
+        return fail(KVRT_ERR_INVALID_ARGUMENT, "token id " + std::to_string(tokens[i]) +
+                                                   " is outside the vocabulary of " + std::to_string(n_vocab));
+    const std::string text = model->model->tokenizer().decode(std::vector<int32_t>(tokens, tokens + n_tokens));
+    const kvrt_status st = kvrt::api::copy_out(text.c_str(), text.size() + 1, buf, capacity, out_len, "the text");
+    *out_len = text.size();
+    return st;
+  });
+}
+
+void kvrt_kv_config_default(kvrt_kv_config* out) {
+  if (out) *out = kvrt_kv_config{KVRT_KV_F32, KVRT_KV_F32, 0, KVRT_KEY_AXIS_TOKEN, 0, 0};
+}
+
+kvrt_status kvrt_kv_config_parse(const char* text, kvrt_kv_config* out) {
+  return guard([&] {
+    KVRT_REQUIRE(text);
+    KVRT_REQUIRE(out);
+    kvrt_kv_config c;
+    kvrt_kv_config_default(&c);
+    const std::string_view all(text);
+    if (all.find('=') == std::string_view::npos) {
+      c.k_format = c.v_format = kvrt::api::from_format(kvrt::kv::parse_format(all));
+    } else {
+      for (size_t start = 0; start <= all.size();) {
+        const size_t comma = std::min(all.find(',', start), all.size());
+        kvrt::api::parse_field(all.substr(start, comma - start), c);
+        start = comma + 1;
+      }
+    }
+    *out = c;
+    return KVRT_OK;
+  });
+}
+
+void kvrt_session_options_default(kvrt_session_options* out) {
+  if (!out) return;
+  *out = kvrt_session_options{};
+  kvrt_kv_config_default(&out->kv);
+}
+
+kvrt_status kvrt_session_bytes_required(const kvrt_model* model, const kvrt_session_options* options,
+                                        uint64_t* out_bytes) {
+  return guard([&] {
+    KVRT_REQUIRE(model);
+    KVRT_REQUIRE(options);
+    KVRT_REQUIRE(out_bytes);
+    *out_bytes = kvrt::api::planned_session_bytes(model->model->config(), kvrt::api::to_options(*options));
+    return KVRT_OK;
+  });
+}
+
+kvrt_status kvrt_session_create(const kvrt_model* model, const kvrt_session_options* options,
+                                kvrt_session** out_session) {
+  return guard([&] {
+    KVRT_REQUIRE(out_session);
+    *out_session = nullptr;
+    KVRT_REQUIRE(model);
+    KVRT_REQUIRE(options);
+    const kvrt::model::SessionOptions so = kvrt::api::to_options(*options);
+    const size_t need = kvrt::api::planned_session_bytes(model->model->config(), so);
+    if (options->max_memory_bytes > 0 && need > options->max_memory_bytes)
+      return fail(KVRT_ERR_MEMORY_CAP, "the session needs " + std::to_string(need) +
+                                           " bytes, more than the cap of " +
+                                           std::to_string(options->max_memory_bytes) +
+                                           " (lower n_ctx or choose a smaller KV format)");
+    auto s = std::make_unique<kvrt_session>();
+    s->owner = model;
+    s->session = std::make_unique<kvrt::model::Session>(*model->model, so);
+    s->kv_setting = s->session->kv_cache().config().name();
+    *out_session = s.release();
+    return KVRT_OK;
+  });
+}
+
+void kvrt_session_free(kvrt_session* session) { delete session; }
+
+kvrt_status kvrt_session_reset(kvrt_session* session) {
+  return guard([&] {
+    KVRT_REQUIRE(session);
+    session->session->reset();
+    session->has_text = false;
+    session->has_logits = false;
+    return KVRT_OK;
+  });
+}
+
+kvrt_status kvrt_session_get_info(const kvrt_session* session, kvrt_session_info* out) {
+  return guard([&] {
+    KVRT_REQUIRE(session);
+    KVRT_REQUIRE(out);
+    const kvrt::model::Session& s = *session->session;
+    const auto& kv = s.kv_cache();
+    *out = kvrt_session_info{s.n_ctx(), s.n_past(), s.n_threads(), s.bytes_allocated(),
+                             kv.bytes_allocated(), kv.bytes_in_use(s.n_past()), kv.bytes_per_token(),
+                             session->kv_setting.c_str(), s.matmul_implementation()};
+    return KVRT_OK;
+  });
+}
+
+kvrt_status kvrt_session_eval(kvrt_session* session, const int32_t* tokens, size_t n_tokens) {
+  return guard([&] {
+    KVRT_REQUIRE(session);
+    KVRT_REQUIRE(tokens);
+    if (n_tokens == 0) return fail(KVRT_ERR_INVALID_ARGUMENT, "nothing to evaluate: n_tokens is 0");
+    return kvrt::api::eval_tokens(*session, tokens, n_tokens);
+  });
+}
+
+kvrt_status kvrt_session_logits(const kvrt_session* session, const float** out_logits, int32_t* out_n_vocab) {
+  return guard([&] {
+    KVRT_REQUIRE(session);
+    KVRT_REQUIRE(out_logits);
+    *out_logits = nullptr;
+    if (!session->has_logits)
+      return fail(KVRT_ERR_INVALID_ARGUMENT, "no logits yet: evaluate at least one token first");
+    *out_logits = session->session->last_logits();
+    if (out_n_vocab) *out_n_vocab = session->owner->model->config().n_vocab;
+    return KVRT_OK;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,74 @@
+// Bodies of the fuzz targets, shared by the libFuzzer entry points (fuzz_*.cc, built by
+// tools/fuzz.sh) and by tests/test_fuzz_regressions.cc, which replays the seed corpus and every
+// input that once crashed. A target returns normally or throws kvrt::Error for bad input;
+// anything else (a crash, a sanitizer report, another exception, an abort) is a bug.
+#pragma once
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "common/error.h"
+#include "io/gguf.h"
+#include "model/model.h"
+#include "model/tokenizer.h"
+
+namespace kvrt::fuzz {
+
+// Bytes as a GGUF model file, through the reader's real open/mmap path (an in-memory file).
+inline void gguf_one(const uint8_t* data, size_t size) {
+  static const int fd = memfd_create("kvrt-fuzz-gguf", 0);
+  if (fd < 0 || ftruncate(fd, 0) != 0) std::abort();
+  if (size > 0 && pwrite(fd, data, size, 0) != static_cast<ssize_t>(size)) std::abort();
+  try {
+    model::Model m("/proc/self/fd/" + std::to_string(fd));
+    (void)m.tokenizer().decode(m.tokenizer().encode("Once upon a time", true));
+  } catch (const Error&) {
+  }
+}
+
+struct Vocab {
+  std::unique_ptr<io::GgufFile> file;
+  std::unique_ptr<model::Tokenizer> tokenizer;
+};
+
+// A vocabulary from $KVRT_SHARED_DIR (default ../shared).
+inline Vocab load_vocab(const std::string& relative) {
+  const char* env = std::getenv("KVRT_SHARED_DIR");
+  const std::string path = std::string(env && *env ? env : "../shared") + "/" + relative;
+  Vocab v;
+  v.file = std::make_unique<io::GgufFile>(path);
+  v.tokenizer = std::make_unique<model::Tokenizer>(*v.file);
+  return v;
+}
+
+inline void encode_checked(const model::Tokenizer& tok, std::string_view text, bool add_bos) {
+  try {
+    for (int32_t id : tok.encode(text, add_bos))
+      if (id < 0 || id >= tok.n_vocab()) {
+        std::fprintf(stderr, "token id %d outside the vocabulary of %d\n", id, tok.n_vocab());
+        std::abort();
+      }
+    (void)tok.decode(tok.encode(text, false));
+  } catch (const Error&) {
+  }
+}
+
+// Bytes as text through a SentencePiece vocabulary (stories260K) and a byte-level BPE one (GPT-2).
+inline void tokenizer_one(const uint8_t* data, size_t size) {
+  static const Vocab spm = load_vocab("models/stories260K.gguf");
+  static const Vocab bpe = load_vocab("vocab/ggml-vocab-gpt-2.gguf");
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  const bool add_bos = size > 0 && (data[0] & 1);
+  encode_checked(*spm.tokenizer, text, add_bos);
+  encode_checked(*bpe.tokenizer, text, add_bos);
+}
+
+}  // namespace kvrt::fuzz

@@ -1,0 +1,86 @@
+// The installed C library: `meson install` into a temporary DESTDIR, then tools/example_c/generate.c
+// compiled with plain `cc` through the installed pkg-config file, linked once against the shared
+// and once against the static library, and run on stories260K (golden greedy text).
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "kvrt_config.h"
+#include "test_util.h"
+
+namespace {
+
+#if defined(__SANITIZE_ADDRESS__)
+// A sanitized libkvrt needs the sanitizer runtimes in the program that links it.
+constexpr const char* kSanitizeFlags = " -fsanitize=address,undefined";
+#else
+constexpr const char* kSanitizeFlags = "";
+#endif
+
+// Runs a shell command; returns its exit status and appends its stdout to *out.
+int sh(const std::string& cmd, std::string* out = nullptr) {
+  std::FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0)
+    if (out) out->append(buf.data(), n);
+  const int status = pclose(p);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("generate.c builds against the installed library and prints the golden text") {
+  const char* build = std::getenv("KVRT_BUILD_DIR");
+  REQUIRE(build != nullptr);
+  kvrt::test::TempDir tmp;
+  const std::string root = tmp / "root";
+  REQUIRE(sh("meson install -C '" + std::string(build) + "' --no-rebuild --quiet --destdir '" + root +
+             "' >'" + tmp / "install.log" + "' 2>&1") == 0);
+  std::string pc_file;
+  REQUIRE(sh("find '" + root + "' -name kvrt.pc", &pc_file) == 0);
+  pc_file = trim(pc_file);
+  REQUIRE_MESSAGE(!pc_file.empty(), "kvrt.pc was not installed");
+  CHECK(sh("find '" + root + "' -path '*/include/kvrt/kvrt.h' | grep -q .") == 0);
+
+  // The .pc file names the install prefix; point it at the DESTDIR copy.
+  const std::string pc_dir = pc_file.substr(0, pc_file.rfind('/'));
+  std::string prefix;
+  REQUIRE(sh("PKG_CONFIG_PATH='" + pc_dir + "' pkg-config --variable=prefix kvrt", &prefix) == 0);
+  const std::string pkg = "PKG_CONFIG_PATH='" + pc_dir + "' pkg-config --define-variable=prefix='" + root +
+                          trim(prefix) + "' ";
+  std::string libdir;
+  REQUIRE(sh(pkg + "--variable=libdir kvrt", &libdir) == 0);
+  libdir = trim(libdir);
+
+  const std::string src = std::string(KVRT_SOURCE_DIR) + "/tools/example_c/generate.c";
+  const std::string cc = "cc -std=c99 -Wall -Wextra -Werror" + std::string(kSanitizeFlags) + " '" + src + "' ";
+  REQUIRE(sh(cc + "$(" + pkg + "--cflags --libs kvrt) -o '" + tmp / "generate_shared" + "'") == 0);
+  REQUIRE(sh(cc + "$(" + pkg + "--static --cflags --libs kvrt | sed 's/-lkvrt\\b/-l:libkvrt.a/') -o '" +
+             tmp / "generate_static" + "'") == 0);
+  std::string needed;
+  sh("readelf -d '" + tmp / "generate_static" + "'", &needed);
+  CHECK(needed.find("libkvrt.so") == std::string::npos);
+
+  const std::string golden =
+      trim(kvrt::test::read_file(kvrt::test::shared_dir() + "/models/golden_greedy_prompt_once_n64.txt"));
+  for (const char* exe : {"generate_shared", "generate_static"}) {
+    CAPTURE(exe);
+    std::string out;
+    const int rc = sh("LD_LIBRARY_PATH='" + libdir + "' '" + tmp / exe + "' '" + kvrt::test::stories_path() +
+                          "' 'Once upon a time' 65 2>'" + tmp / "stderr" + "'",
+                      &out);
+    CHECK(rc == 0);
+    CHECK(trim(out) == golden);
+    CHECK(kvrt::test::read_file(tmp / "stderr").find("context full after 65 positions") != std::string::npos);
+  }
+}
