@@ -1,0 +1,65 @@
+// Internal to the tokenizer: the vocabulary as loaded from GGUF and the encoders that use it.
+// Split by algorithm: tokenizer.cc (loading, special tokens, decoding), tokenizer_spm.cc
+// (SentencePiece merges), tokenizer_bpe.cc (byte-level BPE merges), tokenizer_pre.cc (BPE
+// pre-tokenizers). The algorithms follow llama.cpp's llama-vocab.cpp and unicode.cpp so that
+// token ids agree with it exactly.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace kvrt::model::detail {
+
+// tokenizer.ggml.token_type values.
+enum class TokenType : int32_t {
+  kUndefined = 0, kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6,
+};
+
+enum class VocabKind { kSpm, kBpe };
+
+// Pre-tokenizer regex sets of llama.cpp, by tokenizer.ggml.pre; kUnsupported for all others.
+enum class PreTokenizer { kUnsupported, kDefault, kGpt2, kStarcoder, kFalcon, kDeepseekCoder };
+
+struct TokenData {
+  std::string text;
+  float score = 0.0f;
+  TokenType type = TokenType::kNormal;
+  bool rstrip = false;  // whitespace after this user-defined token is dropped (phi-3)
+};
+
+struct Vocab {
+  std::string path;  // GGUF file, for error messages
+  VocabKind kind = VocabKind::kSpm;
+  std::string model_name;  // tokenizer.ggml.model
+  std::string pre_name;    // tokenizer.ggml.pre, "default" when absent
+  PreTokenizer pre = PreTokenizer::kDefault;
+  bool add_space_prefix = true;
+  int32_t bos_id = -1, eos_id = -1, unk_id = -1;  // -1: none
+
+  std::vector<TokenData> tokens;                              // [n_vocab]
+  std::unordered_map<std::string_view, int32_t> token_ids;    // views into tokens[].text
+  std::unordered_map<std::string, int32_t> merge_ranks;       // "left right" -> rank (BPE)
+  std::vector<int32_t> special_ids;  // user-defined tokens cut out of raw text, longest first
+  std::array<int32_t, 256> byte_ids{};  // SPM byte-fallback token per byte, -1 when none
+
+  int32_t find(std::string_view text) const {
+    auto it = token_ids.find(text);
+    return it == token_ids.end() ? -1 : it->second;
+  }
+};
+
+// SentencePiece merges over `text` (spaces already escaped to U+2581); appends ids.
+void spm_encode(const Vocab& v, std::string_view text, std::vector<int32_t>& out);
+
+// Byte-level BPE over raw `text` (pre-tokenized with v.pre); appends ids.
+void bpe_encode(const Vocab& v, std::string_view text, std::vector<int32_t>& out);
+
+// Splits `text` into words by the pre-tokenizer's regex set (v.pre must be supported).
+// Throws kvrt::Error when `text` is not valid UTF-8.
+std::vector<std::string> pre_tokenize(PreTokenizer pre, std::string_view text);
+
+}  // namespace kvrt::model::detail
