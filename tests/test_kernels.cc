@@ -103,7 +103,7 @@ TEST_CASE("dot, acc and dequantize equal the scalar twin") {
             for (int i = 0; i < n_q; ++i) {
               double mag = 0;
               for (int j = 0; j < n; ++j) mag += std::abs(q[i * n + j] * x[j]);
-              INFO(isa_to_string(isa) << " codec " << int(c) << " n " << n << " group " << group);
+              INFO(std::string(isa_to_string(isa)) << " codec " << int(c) << " n " << n << " group " << group);
               REQUIRE(std::abs(s_simd[i * n_rows + t] - s_ref[i * n_rows + t]) <= kSumTol * mag + 1e-6);
             }
           }
@@ -115,7 +115,7 @@ TEST_CASE("dot, acc and dequantize equal the scalar twin") {
           a.acc = a_ref.data();
           scalar::acc(c, a);
           for (size_t i = 0; i < a_ref.size(); ++i) {
-            INFO(isa_to_string(isa) << " acc codec " << int(c) << " n " << n << " group " << group);
+            INFO(std::string(isa_to_string(isa)) << " acc codec " << int(c) << " n " << n << " group " << group);
             REQUIRE(std::abs(a_simd[i] - a_ref[i]) <= kSumTol * (std::abs(a_ref[i]) + 40.0) + 1e-5);
           }
         }
@@ -138,7 +138,7 @@ TEST_CASE("quantize equals the scalar twin bit for bit and round trips within th
           std::vector<uint8_t> r_simd(rb), r_ref(rb);
           k.quantize[static_cast<int>(c)](x.data(), n, group, r_simd.data());
           (c == Codec::kQ8 ? scalar::q8_quantize : scalar::q4_quantize)(x.data(), n, group, r_ref.data());
-          INFO(isa_to_string(isa) << " codec " << int(c) << " n " << n << " group " << group);
+          INFO(std::string(isa_to_string(isa)) << " codec " << int(c) << " n " << n << " group " << group);
           CHECK(r_simd == r_ref);
           std::vector<float> y(n);
           k.dequantize[static_cast<int>(c)](r_simd.data(), n, group, y.data());

@@ -32,6 +32,12 @@ inline Vec<A> cvt_nibbles(const uint8_t* p) {
   return Vec<A>(vcvtq_f32_u32(kHigh ? vshrq_n_u32(b, 4) : vandq_u32(b, vdupq_n_u32(15))));
 }
 
+// out[e] = sum of the lanes of v[e] for e < 4.
+template <class A>
+inline void lane_sums(const Vec<A>* v, float* out) {
+  xsimd::haddp(v).store_unaligned(out);
+}
+
 #include "simd/kernels_body.inc"
 #include "simd/kernels_table.inc"
 
