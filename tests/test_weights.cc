@@ -1,0 +1,137 @@
+// Weight loading: every supported tensor type gives the logits of the FP32 model it encodes,
+// tied output matrices work, and models with a missing key or an unsupported type are refused
+// with a sentence naming the key or tensor.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <vector>
+
+#include "common/error.h"
+#include "io/gguf_writer.h"
+#include "model/session.h"
+#include "test_util.h"
+#include "tools/synth_model/synth.h"
+
+using namespace kvrt;
+
+namespace {
+
+synth::SynthConfig small_config(io::TensorType type) {
+  synth::SynthConfig c;
+  c.d_model = 64;
+  c.n_layers = 2;
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.head_dim = 16;
+  c.d_ff = 96;
+  c.n_ctx = 128;
+  c.type = type;
+  c.vocab_path = test::stories_path();  // 512 tokens keep the models small
+  c.seed = 7;
+  return c;
+}
+
+// Logits [n_tokens][n_vocab] of a fixed token sequence.
+std::vector<float> logits_of(const std::string& path) {
+  model::Model m(path);
+  model::SessionOptions o;
+  o.n_ctx = 64;
+  o.n_threads = 1;
+  model::Session s(m, o);
+  std::vector<int32_t> tokens{1, 10, 200, 300, 45, 77, 400, 3};
+  std::vector<float> out(tokens.size() * size_t(m.config().n_vocab));
+  s.eval(tokens.data(), int(tokens.size()), out.data());
+  return out;
+}
+
+double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double scale = 0, diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    scale = std::max(scale, std::fabs(double(a[i])));
+    diff = std::max(diff, std::fabs(double(a[i]) - double(b[i])));
+  }
+  return diff / scale;
+}
+
+std::string error_of(const std::string& path) {
+  try {
+    model::Model m(path);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("F16, BF16 and Q8_0 weights give the logits of the FP32 weights they round") {
+  test::TempDir tmp;
+  synth::write_synth_model(small_config(io::TensorType::kF32), tmp / "f32.gguf");
+  const auto reference = logits_of(tmp / "f32.gguf");
+  // Tolerances: relative rounding of each format (f16 2^-11, bf16 2^-8, q8_0 1/254 of the block
+  // maximum) grown through two layers of sums; measured errors are well inside them.
+  struct Case {
+    io::TensorType type;
+    const char* name;
+    double tol;
+  } cases[] = {{io::TensorType::kF16, "f16", 5e-3},
+               {io::TensorType::kBF16, "bf16", 4e-2},
+               {io::TensorType::kQ8_0, "q8_0", 4e-2}};
+  for (const auto& c : cases) {
+    const std::string path = tmp / (std::string(c.name) + ".gguf");
+    synth::write_synth_model(small_config(c.type), path);
+    const double err = max_rel_diff(reference, logits_of(path));
+    INFO(c.name << " max relative logit error " << err);
+    CHECK(err < c.tol);
+    CHECK(err > 0.0);  // the weights really were rounded, so the comparison is not vacuous
+  }
+}
+
+TEST_CASE("a tied output matrix reuses token_embd") {
+  test::TempDir tmp;
+  auto c = small_config(io::TensorType::kF32);
+  c.tied = true;
+  synth::write_synth_model(c, tmp / "tied.gguf");
+  model::Model m(tmp / "tied.gguf");
+  CHECK(m.config().tied_output);
+  CHECK(m.weights().output.data == m.weights().token_embd);
+  CHECK(logits_of(tmp / "tied.gguf").size() == 8 * size_t(m.config().n_vocab));
+}
+
+TEST_CASE("a model without a required key is refused naming the key") {
+  test::TempDir tmp;
+  io::GgufFile src(test::stories_path());
+  io::GgufWriter w;
+  for (const auto& [key, value] : src.metadata())
+    if (key != "llama.block_count" && key != "general.alignment") w.add_value(key, value);
+  for (const auto& t : src.tensors()) {
+    const float* data = reinterpret_cast<const float*>(t.data);
+    w.add_tensor(t.name, t.dims, t.type, std::span<const float>(data, size_t(t.n_elements)));
+  }
+  w.write(tmp / "no_blocks.gguf");
+  const std::string err = error_of(tmp / "no_blocks.gguf");
+  CHECK(err.find("no_blocks.gguf") != std::string::npos);
+  CHECK(err.find("llama.block_count") != std::string::npos);
+}
+
+TEST_CASE("a tensor of an unsupported type is refused naming the tensor") {
+  test::TempDir tmp;
+  synth::write_synth_model(small_config(io::TensorType::kF32), tmp / "m.gguf");
+  // Re-type blk.0.attn_q.weight as Q4_0 in place: its rows of 64 are whole Q4_0 blocks and the
+  // smaller Q4_0 data still lies inside the file, so only the type check can reject it.
+  std::string bytes = test::read_file(tmp / "m.gguf");
+  const std::string name = "blk.0.attn_q.weight";
+  size_t at = bytes.find(name);
+  REQUIRE(at != std::string::npos);
+  at += name.size();
+  uint32_t n_dims;
+  std::memcpy(&n_dims, &bytes[at], 4);
+  const uint32_t q4_0 = 2;
+  std::memcpy(&bytes[at + 4 + 8 * n_dims], &q4_0, 4);
+  std::ofstream(tmp / "q4.gguf", std::ios::binary) << bytes;
+  const std::string err = error_of(tmp / "q4.gguf");
+  CHECK(err.find("blk.0.attn_q.weight") != std::string::npos);
+  CHECK(err.find("Q4_0") != std::string::npos);
+}
