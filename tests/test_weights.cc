@@ -83,7 +83,7 @@ TEST_CASE("F16, BF16 and Q8_0 weights give the logits of the FP32 weights they r
     const std::string path = tmp / (std::string(c.name) + ".gguf");
     synth::write_synth_model(small_config(c.type), path);
     const double err = max_rel_diff(reference, logits_of(path));
-    INFO(c.name << " max relative logit error " << err);
+    INFO(std::string(c.name) << " max relative logit error " << err);
     CHECK(err < c.tol);
     CHECK(err > 0.0);  // the weights really were rounded, so the comparison is not vacuous
   }
