@@ -15,5 +15,6 @@ constexpr int kExitInternal = 5;       // a library failed
 int cmd_run(int argc, char** argv);
 int cmd_info(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
+int cmd_validate(int argc, char** argv);
 
 }  // namespace kvrt::cli

@@ -1,0 +1,180 @@
+#include "validate/case_set.h"
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "common/error.h"
+#include "common/sha256.h"
+#include "validate/toml_util.h"
+
+namespace kvrt::validate {
+namespace {
+
+struct Loader {
+  Sha256 hash;
+  std::set<std::string> ids;
+
+  std::string read_text(const TomlView& v, std::string_view key, const std::string& dir) {
+    const std::string rel = *v.string(key);
+    const std::string path = dir + "/" + rel;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) v.fail_key(key, "names a file that cannot be read: " + path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string s = ss.str();
+    hash.update("file\0", 5);
+    hash.update(s);
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+    return s;
+  }
+
+  // `key` inline or `key_file` relative to the manifest's directory.
+  std::optional<std::string> text(const TomlView& v, const std::string& key, const std::string& dir) {
+    const std::string file_key = key + "_file";
+    if (v.has(key) && v.has(file_key)) v.fail_key(file_key, "cannot be given together with '" + key + "'");
+    if (v.has(file_key)) return read_text(v, file_key, dir);
+    return v.string(key);
+  }
+
+  void claim_id(const TomlView& v, const std::string& id) {
+    if (id.empty()) v.fail_key("id", "must not be empty");
+    if (!ids.insert(id).second) v.fail_key("id", "'" + id + "' is already used by another case");
+  }
+
+  CaseDef read_case(const TomlView& v, const std::string& dir);
+  TemplateDef read_template(const TomlView& v, const std::string& dir);
+};
+
+Mode parse_mode(const TomlView& v) {
+  const std::string m = v.required_string("mode");
+  for (Mode x : {Mode::kTeacherForced, Mode::kGreedy, Mode::kRecall, Mode::kMultiTurn, Mode::kSampling})
+    if (m == mode_name(x)) return x;
+  v.fail_key("mode", "is '" + m + "'; expected teacher_forced, greedy, recall, multi_turn or sampling");
+}
+
+int read_generate(const TomlView& v, int fallback) {
+  const auto g = v.integer("generate");
+  if (g && (*g < 1 || *g > 4096)) v.fail_key("generate", "must be between 1 and 4096");
+  return g ? int(*g) : fallback;
+}
+
+CaseDef Loader::read_case(const TomlView& v, const std::string& dir) {
+  v.allow_only({"id", "category", "mode", "text", "text_file", "turns", "answer", "expect",
+                "generate", "seeds", "temperature"});
+  CaseDef c;
+  c.id = v.required_string("id");
+  claim_id(v, c.id);
+  c.category = v.required_string("category");
+  c.mode = parse_mode(v);
+  c.source = v.file() + ":" + std::to_string(v.line());
+  if (c.mode == Mode::kMultiTurn) {
+    auto turns = v.strings("turns");
+    if (!turns || turns->size() < 2) v.fail(nullptr, "a multi_turn case needs 'turns' with at least two strings");
+    c.turns = *turns;
+  } else {
+    if (v.has("turns")) v.fail_key("turns", "is only for multi_turn cases");
+    auto t = text(v, "text", dir);
+    if (!t || t->empty()) v.fail(nullptr, "needs a non-empty 'text' or 'text_file'");
+    c.turns = {*t};
+  }
+  c.answer = v.string("answer").value_or("");
+  c.expect = v.string("expect").value_or("");
+  if (c.mode == Mode::kRecall && c.answer.empty()) v.fail(nullptr, "a recall case needs 'answer'");
+  if (c.mode != Mode::kRecall && (v.has("answer") || v.has("expect")))
+    v.fail(nullptr, "'answer' and 'expect' are only for recall cases");
+  if (c.mode == Mode::kRecall && c.expect.empty()) c.expect = c.answer;
+  c.n_generate = c.mode == Mode::kTeacherForced ? 0 : read_generate(v, 16);
+  if (c.mode == Mode::kTeacherForced && v.has("generate")) v.fail_key("generate", "is not used by teacher_forced cases");
+  if (c.mode == Mode::kSampling) {
+    auto seeds = v.integers("seeds");
+    if (!seeds || seeds->size() < 2) v.fail(nullptr, "a sampling case needs 'seeds' with at least two seeds");
+    for (int64_t s : *seeds) c.seeds.push_back(uint64_t(s));
+    c.temperature = v.number("temperature").value_or(0.8);
+    if (!(c.temperature > 0 && c.temperature <= 10)) v.fail_key("temperature", "must be in (0, 10]");
+  } else if (v.has("seeds") || v.has("temperature")) {
+    v.fail(nullptr, "'seeds' and 'temperature' are only for sampling cases");
+  }
+  return c;
+}
+
+std::vector<double> fractions(const TomlView& v, std::string_view key, double lo) {
+  auto xs = v.numbers(key);
+  if (!xs || xs->empty()) v.fail(nullptr, "needs '" + std::string(key) + "', a non-empty array of fractions");
+  for (double x : *xs)
+    if (!(x >= lo && x <= 1.0)) v.fail_key(key, "values must lie in [" + std::to_string(lo).substr(0, 4) + ", 1]");
+  return *xs;
+}
+
+TemplateDef Loader::read_template(const TomlView& v, const std::string& dir) {
+  v.allow_only({"id", "category", "mode", "fact", "cue", "answer", "values", "filler_file",
+                "lengths", "positions", "generate"});
+  TemplateDef t;
+  t.id = v.required_string("id");
+  claim_id(v, t.id);
+  t.category = v.required_string("category");
+  t.mode = parse_mode(v);
+  if (t.mode != Mode::kRecall) v.fail_key("mode", "of a template must be recall");
+  t.source = v.file() + ":" + std::to_string(v.line());
+  t.fact = v.required_string("fact");
+  t.cue = v.required_string("cue");
+  t.answer = v.required_string("answer");
+  auto values = v.strings("values");
+  if (!values || values->empty()) v.fail(nullptr, "needs 'values', a non-empty array of strings");
+  t.values = *values;
+  if (!v.has("filler_file")) v.fail(nullptr, "needs 'filler_file', a text file of filler sentences");
+  std::istringstream filler(read_text(v, "filler_file", dir));
+  for (std::string line; std::getline(filler, line);)
+    if (!line.empty()) t.filler.push_back(line);
+  if (t.filler.empty()) v.fail_key("filler_file", "names an empty file");
+  t.lengths = fractions(v, "lengths", 0.05);
+  t.positions = fractions(v, "positions", 0.0);
+  t.n_generate = read_generate(v, 12);
+  return t;
+}
+
+}  // namespace
+
+const char* mode_name(Mode m) {
+  switch (m) {
+    case Mode::kTeacherForced: return "teacher_forced";
+    case Mode::kGreedy: return "greedy";
+    case Mode::kRecall: return "recall";
+    case Mode::kMultiTurn: return "multi_turn";
+    case Mode::kSampling: return "sampling";
+  }
+  return "?";
+}
+
+CaseSet load_case_set(const std::vector<std::string>& dirs) {
+  CaseSet set;
+  Loader loader;
+  for (const std::string& dir : dirs) {
+    const std::string path = dir + "/manifest.toml";
+    const toml::table doc = parse_toml_file(path, "case manifest");
+    set.dirs.push_back(std::filesystem::absolute(dir).lexically_normal().string());
+    loader.hash.update("manifest\0", 9);
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    loader.hash.update(ss.str());
+    const TomlView top(path, doc, "");
+    top.allow_only({"case", "template"});
+    for (const char* kind : {"case", "template"}) {
+      const toml::array* arr = top.array(kind);
+      if (!arr) continue;
+      for (const auto& node : *arr) {
+        if (!node.is_table()) top.fail(&node, std::string("each [[") + kind + "]] must be a table");
+        const TomlView v(path, *node.as_table(), kind);
+        if (kind == std::string("case")) set.cases.push_back(loader.read_case(v, dir));
+        else set.templates.push_back(loader.read_template(v, dir));
+      }
+    }
+    if (!top.has("case") && !top.has("template")) top.fail(nullptr, "defines no [[case]] or [[template]]");
+  }
+  set.sha256 = loader.hash.hex_digest();
+  return set;
+}
+
+}  // namespace kvrt::validate

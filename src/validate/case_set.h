@@ -1,0 +1,84 @@
+// The acceptance set: cases as data. A case directory holds manifest.toml ([[case]] entries and
+// [[template]] entries) and the text files they name. Templates are expanded against the model:
+// their lengths are fractions of the usable context, so the same set scales from a 512-token
+// toy model to long-context models. See validation/cases/manifest.toml for the format.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/tokenizer.h"
+
+namespace kvrt::validate {
+
+enum class Mode : uint8_t {
+  kTeacherForced,  // the text is fed once; per-token metrics only
+  kGreedy,         // prompt, then greedy continuation compared with the baseline's
+  kRecall,         // prompt + answer teacher-forced; the answer must appear in the greedy continuation
+  kMultiTurn,      // each turn appended to the same cache, each followed by a greedy continuation
+  kSampling,       // the prompt sampled with several seeds at a fixed temperature
+};
+
+const char* mode_name(Mode m);
+
+// One [[case]] as written in a manifest.
+struct CaseDef {
+  std::string id, category, source;  // source: "FILE:LINE" for messages
+  Mode mode = Mode::kTeacherForced;
+  std::vector<std::string> turns;  // the prompt (one entry), or the turns of a multi-turn case
+  std::string answer;              // recall: teacher-forced after the prompt
+  std::string expect;              // recall: text the continuation must contain
+  int n_generate = 0;              // tokens generated after the prompt (after each turn)
+  std::vector<uint64_t> seeds;     // sampling
+  double temperature = 0.8;        // sampling
+};
+
+// One [[template]]: a fact placed at a swept position inside filler text of swept length,
+// then a cue whose continuation should repeat the fact's value.
+struct TemplateDef {
+  std::string id, category, source;
+  Mode mode = Mode::kRecall;
+  std::string fact, cue, answer;      // "{value}" is replaced by one of `values`
+  std::vector<std::string> values;
+  std::vector<std::string> filler;    // sentences, used in turn
+  std::vector<double> lengths;        // total positions as fractions of the usable context
+  std::vector<double> positions;      // where the fact sits in the filler, 0 = start, 1 = end
+  int n_generate = 12;
+};
+
+struct CaseSet {
+  std::vector<std::string> dirs;
+  std::vector<CaseDef> cases;
+  std::vector<TemplateDef> templates;
+  std::string sha256;  // over every manifest and text file read, in order (not their paths)
+};
+
+// Reads manifest.toml of each directory in order. Errors name the file and line; a duplicate
+// id anywhere in the set is an error.
+CaseSet load_case_set(const std::vector<std::string>& dirs);
+
+// A concrete case ready to run: tokens for the model at hand.
+struct Case {
+  std::string id, category, bucket;
+  Mode mode = Mode::kTeacherForced;
+  std::vector<std::vector<int32_t>> turns;  // the first turn starts with BOS
+  std::vector<int32_t> answer;              // recall: follows turns[0]
+  std::string expect;
+  int n_generate = 0;
+  std::vector<uint64_t> seeds;
+  double temperature = 0.8;
+
+  int n_positions() const;  // positions the case occupies in the cache
+};
+
+// Length buckets by share of the usable context: short <= 1/4, medium <= 1/2, long above.
+const char* length_bucket(int n_positions, int max_len);
+constexpr const char* kBuckets[] = {"short", "medium", "long"};
+
+// Tokenizes the cases and expands the templates for a usable context of max_len positions.
+// Cases that do not fit in max_len are left out and named in `skipped`.
+std::vector<Case> build_cases(const CaseSet& set, const model::Tokenizer& tok, int max_len,
+                              std::vector<std::string>* skipped);
+
+}  // namespace kvrt::validate

@@ -1,0 +1,54 @@
+#include "validate/gate.h"
+
+#include "common/error.h"
+#include "common/sha256.h"
+#include "validate/case_set.h"
+#include "validate/record.h"
+
+namespace kvrt::validate {
+namespace {
+
+[[noreturn]] void refuse(const GateQuery& q, const std::string& why) {
+  throw Error("KV setting " + q.setting + " is not validated: " + why + ". Run `kvrt validate -m " +
+                  q.model_path + "` (add the same KV flags to validate just this setting), or pass " +
+                  "--allow-unvalidated to use it anyway",
+              ErrorKind::kRefused);
+}
+
+}  // namespace
+
+std::string require_pass_record(const GateQuery& q) {
+  const std::string model_sha = sha256_file(q.model_path);
+  const std::string path = q.record_path.empty() ? default_record_path(model_sha, q.isa) : q.record_path;
+  Record r;
+  try {
+    r = read_record(path);
+  } catch (const Error& e) {
+    refuse(q, e.what());
+  }
+  if (r.model_sha256 != model_sha) refuse(q, "record '" + path + "' was made for another model file (sha256 " + r.model_sha256.substr(0, 12) + "...)");
+  if (r.kvrt_version != q.kvrt_version) refuse(q, "record '" + path + "' was made by kvrt " + r.kvrt_version);
+  if (r.isa != q.isa) refuse(q, "record '" + path + "' was made with ISA " + r.isa + ", this process runs " + q.isa);
+  std::string thresholds_sha;
+  try {
+    thresholds_sha = sha256_file(r.thresholds_path);
+  } catch (const Error&) {
+    refuse(q, "the thresholds file of record '" + path + "' (" + r.thresholds_path + ") is gone");
+  }
+  if (thresholds_sha != r.thresholds_sha256) refuse(q, "the thresholds file " + r.thresholds_path + " changed since validation");
+  std::string acceptance_sha;
+  try {
+    acceptance_sha = load_case_set(r.case_dirs).sha256;
+  } catch (const Error&) {
+    refuse(q, "the acceptance set of record '" + path + "' can no longer be read");
+  }
+  if (acceptance_sha != r.acceptance_sha256) refuse(q, "the acceptance set changed since validation");
+  for (const RecordSetting& s : r.settings) {
+    if (s.name != q.setting) continue;
+    if (s.verdict == Verdict::kPass) return path;
+    refuse(q, "record '" + path + "' says " + verdict_name(s.verdict));
+  }
+  refuse(q, "record '" + path + "' does not cover it");
+}
+
+}  // namespace kvrt::validate

@@ -1,0 +1,21 @@
+// The gate `kvrt run` goes through before it enables a compressed KV setting: a PASS record for
+// this model file, this kvrt version and ISA, and unchanged thresholds and acceptance set.
+#pragma once
+
+#include <string>
+
+namespace kvrt::validate {
+
+struct GateQuery {
+  std::string model_path;
+  std::string setting;        // canonical KvConfig::name() as resolved by the cache
+  std::string record_path;    // empty = default_record_path() for the model and ISA
+  std::string isa;            // the ISA this process runs
+  std::string kvrt_version;
+};
+
+// Returns the record path that allowed the setting. Throws kvrt::Error(kRefused) with one
+// sentence that says why and names `kvrt validate` when there is no matching PASS record.
+std::string require_pass_record(const GateQuery& q);
+
+}  // namespace kvrt::validate

@@ -1,0 +1,142 @@
+#include "validate/record.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/error.h"
+#include "common/sha256.h"
+#include "validate/toml_util.h"
+
+namespace kvrt::validate {
+namespace {
+
+constexpr std::string_view kHashKey = "content_sha256 = ";
+
+std::string body_text(const Record& r) {
+  std::ostringstream o;
+  o << "format = " << kRecordFormat << "\n";
+  o << "kvrt_version = " << toml_quote(r.kvrt_version) << "\n";
+  o << "isa = " << toml_quote(r.isa) << "\n";
+  o << "model_path = " << toml_quote(r.model_path) << "\n";
+  o << "model_sha256 = " << toml_quote(r.model_sha256) << "\n";
+  o << "thresholds_path = " << toml_quote(r.thresholds_path) << "\n";
+  o << "thresholds_sha256 = " << toml_quote(r.thresholds_sha256) << "\n";
+  o << "case_dirs = [";
+  for (size_t i = 0; i < r.case_dirs.size(); ++i) o << (i ? ", " : "") << toml_quote(r.case_dirs[i]);
+  o << "]\n";
+  o << "acceptance_sha256 = " << toml_quote(r.acceptance_sha256) << "\n";
+  o << "max_len = " << r.max_len << "\n";
+  for (const RecordSetting& s : r.settings) {
+    o << "\n[[setting]]\n";
+    o << "name = " << toml_quote(s.name) << "\n";
+    o << "label = " << toml_quote(s.label) << "\n";
+    o << "verdict = " << toml_quote(verdict_name(s.verdict)) << "\n";
+    char bpt[64];
+    std::snprintf(bpt, sizeof bpt, "%.6g", s.bytes_per_token);
+    o << "bytes_per_token = " << bpt << "\n";
+  }
+  return o.str();
+}
+
+constexpr const char* kHeader =
+    "# kvrt validation record, written by `kvrt validate`. Do not edit: kvrt run refuses a\n"
+    "# record whose content hash does not match. Re-run `kvrt validate` instead.\n";
+
+[[noreturn]] void refuse(const std::string& path, const std::string& why) {
+  throw Error("validation record '" + path + "' " + why + "; run `kvrt validate` again", ErrorKind::kRefused);
+}
+
+Verdict parse_verdict(const TomlView& v) {
+  const std::string s = v.required_string("verdict");
+  for (Verdict x : {Verdict::kPass, Verdict::kFail, Verdict::kInconclusive})
+    if (s == verdict_name(x)) return x;
+  v.fail_key("verdict", "must be PASS, FAIL or INCONCLUSIVE");
+}
+
+Record parse_record(const std::string& path, const toml::table& doc) {
+  const TomlView top(path, doc, "");
+  top.allow_only({"format", "kvrt_version", "isa", "model_path", "model_sha256", "thresholds_path",
+                  "thresholds_sha256", "case_dirs", "acceptance_sha256", "max_len", "content_sha256",
+                  "setting"});
+  if (top.integer("format").value_or(0) != kRecordFormat) top.fail_key("format", "is not a known record format");
+  Record r;
+  r.kvrt_version = top.required_string("kvrt_version");
+  r.isa = top.required_string("isa");
+  r.model_path = top.required_string("model_path");
+  r.model_sha256 = top.required_string("model_sha256");
+  r.thresholds_path = top.required_string("thresholds_path");
+  r.thresholds_sha256 = top.required_string("thresholds_sha256");
+  r.case_dirs = top.strings("case_dirs").value_or(std::vector<std::string>{});
+  r.acceptance_sha256 = top.required_string("acceptance_sha256");
+  r.max_len = int(top.integer("max_len").value_or(0));
+  if (const toml::array* arr = top.array("setting")) {
+    for (const auto& node : *arr) {
+      if (!node.is_table()) top.fail(&node, "each [[setting]] must be a table");
+      const TomlView v(path, *node.as_table(), "setting");
+      v.allow_only({"name", "label", "verdict", "bytes_per_token"});
+      r.settings.push_back({v.required_string("name"), v.string("label").value_or(""), parse_verdict(v),
+                            v.number("bytes_per_token").value_or(0)});
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+std::string record_text(const Record& r) {
+  const std::string body = body_text(r);
+  return std::string(kHeader) + std::string(kHashKey) + toml_quote(sha256_hex(std::string(kHeader) + body)) +
+         "\n" + body;
+}
+
+void write_record(const Record& r, const std::string& path) {
+  const std::filesystem::path p(path);
+  std::error_code ec;
+  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << record_text(r);
+    if (!out) throw Error("cannot write validation record '" + path + "'");
+  }
+  std::filesystem::rename(tmp, path, ec);  // atomic: run never sees half a record
+  if (ec) throw Error("cannot write validation record '" + path + "': " + ec.message());
+}
+
+Record read_record(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) refuse(path, "does not exist");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  const size_t at = text.find("\n" + std::string(kHashKey));
+  if (at == std::string::npos) refuse(path, "has no content hash");
+  const size_t line_end = text.find('\n', at + 1);
+  if (line_end == std::string::npos) refuse(path, "is truncated");
+  const std::string line = text.substr(at + 1, line_end - at - 1);
+  const std::string claimed = line.substr(kHashKey.size());
+  const std::string rest = text.substr(0, at + 1) + text.substr(line_end + 1);
+  if (claimed != toml_quote(sha256_hex(rest))) refuse(path, "was edited after it was written (content hash mismatch)");
+  try {
+    return parse_record(path, toml::parse(text, path));
+  } catch (const toml::parse_error& e) {
+    refuse(path, "is not valid TOML (" + std::string(e.description()) + ")");
+  } catch (const Error& e) {
+    refuse(path, std::string("is malformed: ") + e.what());
+  }
+}
+
+std::string state_dir() {
+  if (const char* d = std::getenv("KVRT_STATE_DIR"); d && *d) return d;
+  if (const char* x = std::getenv("XDG_STATE_HOME"); x && *x) return std::string(x) + "/kvrt";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.local/state/kvrt";
+  return ".kvrt-state";
+}
+
+std::string default_record_path(const std::string& model_sha256, const std::string& isa) {
+  return state_dir() + "/records/" + model_sha256.substr(0, 16) + "-" + isa + ".toml";
+}
+
+}  // namespace kvrt::validate

@@ -1,0 +1,46 @@
+// Validation records: the verdicts of one `kvrt validate` run, bound to the exact model file,
+// thresholds, acceptance set, kvrt version and ISA. A record carries a SHA-256 of its own
+// content, so an edited or truncated record is refused. (The hash detects edits and corruption;
+// it is not a signature: whoever can write the state directory can also re-run validate.)
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "validate/verdict.h"
+
+namespace kvrt::validate {
+
+struct RecordSetting {
+  std::string name;   // canonical KvConfig::name()
+  std::string label;
+  Verdict verdict = Verdict::kInconclusive;
+  double bytes_per_token = 0;
+};
+
+struct Record {
+  std::string kvrt_version, isa;
+  std::string model_path, model_sha256;
+  std::string thresholds_path, thresholds_sha256;
+  std::vector<std::string> case_dirs;
+  std::string acceptance_sha256;
+  int max_len = 0;
+  std::vector<RecordSetting> settings;
+};
+
+constexpr int kRecordFormat = 1;
+
+std::string record_text(const Record& r);  // TOML with the content hash line
+void write_record(const Record& r, const std::string& path);  // creates parent directories
+
+// Reads and verifies the content hash. A missing file, bad TOML or a hash mismatch is a
+// kvrt::Error(kRefused) naming the file.
+Record read_record(const std::string& path);
+
+// $KVRT_STATE_DIR, else $XDG_STATE_HOME/kvrt, else ~/.local/state/kvrt.
+std::string state_dir();
+// Where validate writes, and run looks, by default: one record per model file and ISA.
+std::string default_record_path(const std::string& model_sha256, const std::string& isa);
+
+}  // namespace kvrt::validate

@@ -1,0 +1,40 @@
+// Reports of a validation run: a text table for the terminal, JSON for machines and a
+// self-contained HTML page with inline SVG plots (KL by position and by length bucket).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "validate/case_set.h"
+#include "validate/runner.h"
+#include "validate/thresholds.h"
+#include "validate/verdict.h"
+
+namespace kvrt::validate {
+
+struct Report {
+  const std::vector<Case>* cases = nullptr;
+  const RunResult* run = nullptr;
+  const Thresholds* thresholds = nullptr;
+  std::vector<SettingVerdict> verdicts;  // parallel to run->settings
+  SettingVerdict noise_verdict;
+  int recommended = -1;                  // index into run->settings
+  std::string model_path, model_sha256, isa, kvrt_version, acceptance_sha256;
+  int n_ctx_full = 0;                    // the model's full context, for "memory saved"
+  int max_len = 0;                       // usable context the cases were built for
+  int n_threads = 0;
+  std::vector<std::string> skipped;      // cases left out (too long)
+};
+
+// Mean and interval of a metric over the cases of one category or bucket ("" = all).
+Interval breakdown(const Report& r, const SettingResult& s, Metric m, const std::string& category,
+                   const std::string& bucket);
+std::vector<std::string> categories(const std::vector<Case>& cases);  // sorted, unique
+
+std::string format_number(double x);  // 3 significant digits, fixed or scientific
+
+std::string report_text(const Report& r);
+std::string report_json(const Report& r);  // deterministic except the "seconds" line
+std::string report_html(const Report& r);
+
+}  // namespace kvrt::validate

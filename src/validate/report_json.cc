@@ -1,0 +1,97 @@
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "validate/report.h"
+
+namespace kvrt::validate {
+namespace {
+
+std::string q(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\', out += c;
+    else if (c == '\n') out += "\\n";
+    else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", unsigned(c));
+      out += buf;
+    } else out += c;
+  }
+  return out + "\"";
+}
+
+std::string num(double x) {
+  if (!std::isfinite(x)) return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", x);
+  return buf;
+}
+
+std::string interval(const Interval& i) {
+  return "{\"mean\": " + num(i.mean) + ", \"lower\": " + num(i.lower) + ", \"upper\": " + num(i.upper) +
+         ", \"cases\": " + std::to_string(i.n_cases) + "}";
+}
+
+void setting(const Report& r, const SettingResult& s, const SettingVerdict& v, std::ostringstream& o) {
+  o << "    {\"label\": " << q(s.setting.label) << ", \"name\": " << q(s.name)
+    << ", \"verdict\": " << q(verdict_name(v.verdict)) << ", \"bytes_per_token\": " << num(s.bytes_per_token)
+    << ", \"bytes_saved_at_full_context\": "
+    << num((r.run->baseline_bytes_per_token - s.bytes_per_token) * r.n_ctx_full) << ",\n";
+  o << "     \"checks\": [";
+  for (size_t i = 0; i < v.checks.size(); ++i) {
+    const Check& c = v.checks[i];
+    o << (i ? ",\n       " : "\n       ") << "{\"metric\": " << q(metric_name(c.metric)) << ", \"scope\": " << q(c.scope)
+      << ", \"limit\": " << num(c.limit) << ", \"interval\": " << interval(c.interval)
+      << ", \"verdict\": " << q(verdict_name(c.verdict)) << "}";
+  }
+  o << "],\n     \"metrics\": {";
+  for (size_t mi = 0; mi < kAllMetrics.size(); ++mi) {
+    const Metric m = kAllMetrics[mi];
+    o << (mi ? ",\n       " : "\n       ") << q(metric_name(m)) << ": {\"all\": " << interval(breakdown(r, s, m, "", ""));
+    for (const char* b : kBuckets) o << ", " << q(std::string("bucket=") + b) << ": " << interval(breakdown(r, s, m, "", b));
+    for (const std::string& c : categories(*r.cases))
+      o << ", " << q("category=" + c) << ": " << interval(breakdown(r, s, m, c, ""));
+    o << "}";
+  }
+  o << "},\n     \"kl_by_position\": [";
+  for (size_t b = 0; b < s.kl_by_pos.size(); ++b) o << (b ? ", " : "") << num(s.kl_by_pos[b]);
+  o << "]}";
+}
+
+}  // namespace
+
+std::string report_json(const Report& r) {
+  std::ostringstream o;
+  const auto& bs = r.thresholds->bootstrap;
+  o << "{\n  \"kvrt_version\": " << q(r.kvrt_version) << ",\n  \"isa\": " << q(r.isa)
+    << ",\n  \"model\": {\"path\": " << q(r.model_path) << ", \"sha256\": " << q(r.model_sha256)
+    << ", \"full_context\": " << r.n_ctx_full << "},\n  \"max_len\": " << r.max_len
+    << ",\n  \"threads\": " << r.n_threads << ",\n  \"acceptance_sha256\": " << q(r.acceptance_sha256)
+    << ",\n  \"thresholds\": {\"path\": " << q(r.thresholds->path) << ", \"sha256\": " << q(r.thresholds->sha256)
+    << "},\n  \"bootstrap\": {\"resamples\": " << bs.resamples << ", \"confidence\": " << num(bs.confidence)
+    << ", \"seed\": " << bs.seed << ", \"min_cases\": " << r.thresholds->min_cases << "},\n";
+  o << "  \"cases\": [";
+  for (size_t i = 0; i < r.cases->size(); ++i) {
+    const Case& c = (*r.cases)[i];
+    o << (i ? ",\n    " : "\n    ") << "{\"id\": " << q(c.id) << ", \"category\": " << q(c.category)
+      << ", \"mode\": " << q(mode_name(c.mode)) << ", \"bucket\": " << q(c.bucket)
+      << ", \"positions\": " << c.n_positions() << "}";
+  }
+  o << "],\n  \"skipped\": [";
+  for (size_t i = 0; i < r.skipped.size(); ++i) o << (i ? ", " : "") << q(r.skipped[i]);
+  o << "],\n  \"kl_bin_width\": " << r.run->kl_bin_width << ",\n  \"baseline_bytes_per_token\": "
+    << num(r.run->baseline_bytes_per_token) << ",\n  \"noise_floor\":\n";
+  setting(r, r.run->noise_floor, r.noise_verdict, o);
+  o << ",\n  \"settings\": [\n";
+  for (size_t i = 0; i < r.run->settings.size(); ++i) {
+    if (i) o << ",\n";
+    setting(r, r.run->settings[i], r.verdicts[i], o);
+  }
+  o << "\n  ],\n  \"recommended\": "
+    << (r.recommended >= 0 ? q(r.run->settings[size_t(r.recommended)].name) : std::string("null"))
+    << ",\n  \"seconds\": " << num(r.run->seconds) << "\n}\n";
+  return o.str();
+}
+
+}  // namespace kvrt::validate

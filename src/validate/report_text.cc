@@ -1,0 +1,139 @@
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <sstream>
+
+#include "validate/report.h"
+
+namespace kvrt::validate {
+namespace {
+
+std::string pad(std::string s, size_t w) {
+  if (s.size() < w) s.resize(w, ' ');
+  return s;
+}
+
+std::string interval_text(const Interval& i) {
+  std::string s = "[";  // built step by step: GCC 12 warns (-Wrestrict) on "[" + std::string
+  s += format_number(i.lower);
+  s += ", ";
+  s += format_number(i.upper);
+  return s + "]";
+}
+
+void summary(const Report& r, std::ostringstream& o) {
+  const RunResult& run = *r.run;
+  o << pad("setting", 16) << pad("bytes/tok", 11) << pad("saved@" + std::to_string(r.n_ctx_full), 13)
+    << pad("kl mean", 10) << pad("kl 95% interval", 22) << pad("top1 miss", 11) << pad("greedy miss", 13)
+    << "verdict\n";
+  auto line = [&](const SettingResult& s, const SettingVerdict& v) {
+    const double saved = (run.baseline_bytes_per_token - s.bytes_per_token) * r.n_ctx_full;
+    const Interval kl = breakdown(r, s, Metric::kKl, "", "");
+    char bpt[32], sv[32];
+    std::snprintf(bpt, sizeof bpt, "%.1f", s.bytes_per_token);
+    std::snprintf(sv, sizeof sv, "%.1f KiB", saved / 1024.0);
+    o << pad(s.setting.label, 16) << pad(bpt, 11) << pad(sv, 13) << pad(format_number(kl.mean), 10)
+      << pad(interval_text(kl), 22) << pad(format_number(breakdown(r, s, Metric::kTop1Mismatch, "", "").mean), 11)
+      << pad(format_number(breakdown(r, s, Metric::kGreedyMismatch, "", "").mean), 13)
+      << verdict_name(v.verdict) << "\n";
+  };
+  line(run.noise_floor, r.noise_verdict);
+  for (size_t i = 0; i < run.settings.size(); ++i) line(run.settings[i], r.verdicts[i]);
+}
+
+void details(const Report& r, const SettingResult& s, const SettingVerdict& v, std::ostringstream& o) {
+  o << "\n" << s.setting.label << "  (" << s.name << ")  " << verdict_name(v.verdict) << "\n";
+  o << "  " << pad("metric", 16) << pad("scope", 20) << pad("mean", 10) << pad("95% interval", 24)
+    << pad("limit", 9) << pad("cases", 7) << "verdict\n";
+  for (const Check& c : v.checks)
+    o << "  " << pad(metric_name(c.metric), 16) << pad(c.scope, 20) << pad(format_number(c.interval.mean), 10)
+      << pad(interval_text(c.interval), 24) << pad(format_number(c.limit), 9)
+      << pad(std::to_string(c.interval.n_cases), 7) << verdict_name(c.verdict) << "\n";
+  o << "  kl by bucket:  ";
+  for (const char* b : kBuckets) {
+    const Interval i = breakdown(r, s, Metric::kKl, "", b);
+    if (i.n_cases) o << b << " " << format_number(i.mean) << " (" << i.n_cases << ")  ";
+  }
+  o << "\n  kl by category: ";
+  for (const std::string& c : categories(*r.cases))
+    o << c << " " << format_number(breakdown(r, s, Metric::kKl, c, "").mean) << "  ";
+  o << "\n";
+}
+
+void set_summary(const Report& r, std::ostringstream& o) {
+  const auto& cases = *r.cases;
+  o << "acceptance set: " << cases.size() << " cases (sha256 " << r.acceptance_sha256.substr(0, 12) << "...), ";
+  o << "usable context " << r.max_len << " positions; by bucket:";
+  for (const char* b : kBuckets) {
+    int n = 0;
+    for (const Case& c : cases) n += c.bucket == b;
+    o << " " << b << " " << n;
+  }
+  o << "; by category:";
+  for (const std::string& cat : categories(cases)) {
+    int n = 0;
+    for (const Case& c : cases) n += c.category == cat;
+    o << " " << cat << " " << n;
+  }
+  o << "\n";
+  for (const std::string& s : r.skipped) o << "skipped (longer than the usable context): " << s << "\n";
+  const auto& b = r.thresholds->bootstrap;
+  o << "statistics: per-case means, percentile bootstrap over cases, " << b.resamples << " resamples, "
+    << int(std::lround(b.confidence * 100)) << "% intervals, seed " << b.seed << ", min " << r.thresholds->min_cases
+    << " cases per limit; thresholds " << r.thresholds->path << "\n";
+}
+
+}  // namespace
+
+std::string report_text(const Report& r) {
+  std::ostringstream o;
+  o << "kvrt " << r.kvrt_version << " validate: " << r.model_path << " (sha256 " << r.model_sha256.substr(0, 12)
+    << "...), ISA " << r.isa << ", " << r.n_threads << " threads\n";
+  set_summary(r, o);
+  o << "\n";
+  summary(r, o);
+  o << "(noise floor: FP32 against FP32 with other threads and prefill chunking; its values are the "
+       "resolution of this comparison)\n";
+  details(r, r.run->noise_floor, r.noise_verdict, o);
+  for (size_t i = 0; i < r.run->settings.size(); ++i) details(r, r.run->settings[i], r.verdicts[i], o);
+  o << "\n";
+  if (r.recommended >= 0) {
+    const SettingResult& s = r.run->settings[size_t(r.recommended)];
+    const double saved = (r.run->baseline_bytes_per_token - s.bytes_per_token) * r.n_ctx_full;
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "%.1f bytes/token (f32: %.1f), saves %.1f KiB of KV cache at the full context of %d",
+                  s.bytes_per_token, r.run->baseline_bytes_per_token, saved / 1024.0, r.n_ctx_full);
+    o << "recommended: " << s.setting.label << "  " << s.name << ": " << buf << "\n";
+  } else {
+    o << "recommended: none of the requested settings passed; keep the f32 cache\n";
+  }
+  char t[64];
+  std::snprintf(t, sizeof t, "%.1f s", r.run->seconds);
+  o << "run time: " << t << "\n";
+  return o.str();
+}
+
+std::string format_number(double x) {
+  char buf[32];
+  if (x == 0) return "0";
+  const double a = std::fabs(x);
+  if (a >= 1e-3 && a < 1e4) std::snprintf(buf, sizeof buf, "%.3g", x);
+  else std::snprintf(buf, sizeof buf, "%.2e", x);
+  return buf;
+}
+
+std::vector<std::string> categories(const std::vector<Case>& cases) {
+  std::set<std::string> s;
+  for (const Case& c : cases) s.insert(c.category);
+  return {s.begin(), s.end()};
+}
+
+Interval breakdown(const Report& r, const SettingResult& s, Metric m, const std::string& category,
+                   const std::string& bucket) {
+  return bootstrap_mean(metric_values(s, *r.cases, m, [&](const Case& c) {
+                          return (category.empty() || c.category == category) && (bucket.empty() || c.bucket == bucket);
+                        }),
+                        r.thresholds->bootstrap);
+}
+
+}  // namespace kvrt::validate

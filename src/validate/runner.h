@@ -1,0 +1,64 @@
+// Replays the acceptance set on the FP32-cache baseline and on every candidate setting, in
+// lockstep: each case feeds the same tokens to every session, chunk by chunk, so the baseline
+// logits are compared while they are fresh (memory stays O(n_batch x n_vocab) per session,
+// whatever the case length) and every comparison is paired on identical histories.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kv/kv_config.h"
+#include "model/model.h"
+#include "validate/case_set.h"
+#include "validate/metrics.h"
+
+namespace kvrt::validate {
+
+struct Setting {
+  std::string label;  // short name for tables, e.g. "q4/q4 rot"
+  kv::KvConfig kv;
+};
+
+struct RunOptions {
+  int n_threads = 0;        // baseline and candidates; 0 = all cores
+  int n_batch = 256;        // prefill chunk
+  int noise_threads = 0;    // the noise-floor lane: FP32 with this thread count ...
+  int noise_batch = 7;      // ... and another prefill chunk (so other GEMM shapes and summation order)
+  int kl_bins = 32;         // bins of the KL-by-position curve over [0, max_len)
+  int max_len = 512;
+  std::function<void(int done, int total)> progress;  // called after each case
+};
+
+// One case scored for one setting.
+struct CaseScore {
+  TokenSums tokens;
+  int n_generated = 0, n_matched = 0;  // greedy tokens, and those equal to the baseline's before divergence
+  std::optional<bool> recall_baseline, recall_candidate;
+  std::optional<double> spread_baseline, spread_candidate;
+
+  std::optional<double> value(Metric m) const;  // per-case metric value, nullopt if not measured
+};
+
+struct SettingResult {
+  Setting setting;
+  std::string name;            // canonical KvConfig::name() as resolved by the cache
+  double bytes_per_token = 0;  // KV bytes per token over all layers
+  std::vector<CaseScore> cases;            // parallel to the case list
+  std::vector<double> kl_by_pos;           // [kl_bins] mean KL per position bin
+  std::vector<int64_t> kl_by_pos_count;    // [kl_bins]
+};
+
+struct RunResult {
+  SettingResult noise_floor;             // FP32 vs FP32 with other threads and chunking
+  std::vector<SettingResult> settings;   // in the order asked for
+  double baseline_bytes_per_token = 0;
+  int kl_bin_width = 1;                  // positions per bin
+  double seconds = 0;
+};
+
+RunResult run_validation(const model::Model& model, const std::vector<Case>& cases,
+                         const std::vector<Setting>& settings, const RunOptions& options);
+
+}  // namespace kvrt::validate

@@ -1,0 +1,21 @@
+// Candidate KV settings as data (validation/settings.toml) and where the bundled validation
+// data lives.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "validate/runner.h"
+
+namespace kvrt::validate {
+
+// $KVRT_VALIDATION_DIR, else the source tree's validation/ folder.
+std::string default_validation_dir();
+
+// [[setting]] entries: label, k, v, group, k_axis, residual, rotate. Errors name file and line.
+std::vector<Setting> read_settings(const std::string& path);
+
+// The negative control: q4 keys and values with every stored scale perturbed. It must FAIL.
+Setting negative_control();
+
+}  // namespace kvrt::validate

@@ -1,0 +1,81 @@
+#include "validate/thresholds.h"
+
+#include "common/error.h"
+#include "common/sha256.h"
+#include "validate/toml_util.h"
+
+namespace kvrt::validate {
+namespace {
+
+void read_bootstrap(const TomlView& v, Thresholds& t) {
+  v.allow_only({"resamples", "confidence", "seed", "min_cases"});
+  if (auto r = v.integer("resamples")) {
+    if (*r < 100 || *r > 1000000) v.fail_key("resamples", "must be between 100 and 1000000");
+    t.bootstrap.resamples = int(*r);
+  }
+  if (auto c = v.number("confidence")) {
+    if (!(*c > 0.5 && *c < 1.0)) v.fail_key("confidence", "must be between 0.5 and 1 (exclusive)");
+    t.bootstrap.confidence = *c;
+  }
+  if (auto s = v.integer("seed")) {
+    if (*s < 0) v.fail_key("seed", "must not be negative");
+    t.bootstrap.seed = uint64_t(*s);
+  }
+  if (auto m = v.integer("min_cases")) {
+    if (*m < 1) v.fail_key("min_cases", "must be at least 1");
+    t.min_cases = int(*m);
+  }
+}
+
+std::map<std::string, double> read_limit_map(const TomlView& v) {
+  std::map<std::string, double> out;
+  for (const auto& [key, node] : v.raw()) {
+    auto x = v.number(key.str());
+    if (*x < 0) v.fail_key(key.str(), "must not be negative");
+    out[std::string(key.str())] = *x;
+  }
+  return out;
+}
+
+MetricLimit read_metric(const TomlView& v) {
+  v.allow_only({"max", "category", "bucket"});
+  MetricLimit l;
+  if (auto m = v.number("max")) {
+    if (*m < 0) v.fail_key("max", "must not be negative");
+    l.max = *m;
+  }
+  if (const toml::table* c = v.table("category")) l.by_category = read_limit_map(v.sub("category", *c));
+  if (const toml::table* b = v.table("bucket")) l.by_bucket = read_limit_map(v.sub("bucket", *b));
+  if (!l.max && l.by_category.empty() && l.by_bucket.empty())
+    v.fail(nullptr, "sets no limit (give max, category or bucket)");
+  return l;
+}
+
+}  // namespace
+
+Thresholds read_thresholds(const std::string& path) {
+  const toml::table doc = parse_toml_file(path, "thresholds file");
+  Thresholds t;
+  t.path = path;
+  t.sha256 = sha256_file(path);
+  const TomlView top(path, doc, "");
+  top.allow_only({"bootstrap", "metric"});
+  if (const toml::table* b = top.table("bootstrap")) read_bootstrap(top.sub("bootstrap", *b), t);
+  const toml::table* metrics = top.table("metric");
+  if (!metrics || metrics->empty()) top.fail(nullptr, "no [metric.NAME] limits are defined");
+  const TomlView mv = top.sub("metric", *metrics);
+  for (const auto& [key, node] : *metrics) {
+    const auto m = parse_metric(key.str());
+    if (!m) {
+      std::string names;
+      for (Metric x : kAllMetrics) names += (names.empty() ? "" : ", ") + std::string(metric_name(x));
+      throw Error(path + ":" + std::to_string(key.source().begin.line) + ": unknown metric '" +
+                  std::string(key.str()) + "' (expected one of: " + names + ")");
+    }
+    if (!node.is_table()) mv.fail_key(key.str(), "must be a table");
+    t.limits[*m] = read_metric(mv.sub(key.str(), *node.as_table()));
+  }
+  return t;
+}
+
+}  // namespace kvrt::validate

@@ -1,0 +1,31 @@
+// Pass limits per metric, optionally per category or length bucket, read from TOML
+// (validation/thresholds.toml by default). See that file for the format.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "validate/bootstrap.h"
+#include "validate/metrics.h"
+
+namespace kvrt::validate {
+
+struct MetricLimit {
+  std::optional<double> max;                   // over all cases that have the metric
+  std::map<std::string, double> by_category;   // extra limit on the cases of one category
+  std::map<std::string, double> by_bucket;     // extra limit on the cases of one length bucket
+};
+
+struct Thresholds {
+  std::string path;     // file it was read from
+  std::string sha256;   // of the file's bytes
+  BootstrapOptions bootstrap;
+  int min_cases = 5;    // fewer cases than this behind a limit: INCONCLUSIVE
+  std::map<Metric, MetricLimit> limits;
+};
+
+// Throws kvrt::Error "FILE:LINE: ..." for a missing file, bad syntax, unknown key or wrong type.
+Thresholds read_thresholds(const std::string& path);
+
+}  // namespace kvrt::validate
