@@ -227,7 +227,11 @@ void GgufFile::parse() {
     if (ti.dims[0] % info->block_elems != 0)
       fail("tensor '" + ti.name + "' row of " + std::to_string(ti.dims[0]) +
            " elements is not a multiple of the " + info->name + " block size");
-    ti.n_bytes = uint64_t(ti.n_elements / info->block_elems) * uint64_t(info->block_bytes);
+    const uint64_t n_blocks = uint64_t(ti.n_elements / info->block_elems);
+    if (n_blocks > std::numeric_limits<uint64_t>::max() / uint64_t(info->block_bytes))
+      fail("tensor '" + ti.name + "' is too large (" + std::to_string(ti.n_elements) +
+           " elements of " + info->name + ")");
+    ti.n_bytes = n_blocks * uint64_t(info->block_bytes);
     ti.file_offset = c.read<uint64_t>(ti.name.c_str());  // relative for now
     tensors_.push_back(std::move(ti));
   }

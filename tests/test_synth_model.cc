@@ -1,0 +1,215 @@
+// The synthetic llama builder (tools/synth_model): metadata and tensors like llama.cpp's
+// converter, loadable by ModelConfig, deterministic per seed, sensibly scaled weights.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "io/gguf.h"
+#include "model/config.h"
+#include "tools/synth_model/synth.h"
+
+namespace fs = std::filesystem;
+using kvrt::io::GgufFile;
+using kvrt::io::TensorType;
+using kvrt::synth::SynthConfig;
+
+namespace {
+
+class TempDir {
+ public:
+  TempDir() {
+    static int counter = 0;
+    path_ = fs::temp_directory_path() /
+            ("kvrt_test_synth_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  fs::path path_;
+};
+
+std::string shared_dir() {
+  const char* s = std::getenv("KVRT_SHARED_DIR");
+  REQUIRE(s != nullptr);
+  return s;
+}
+
+// A small model over the 512-token vocabulary of stories260K.
+SynthConfig tiny_config(TensorType type) {
+  SynthConfig c;
+  c.d_model = 64;
+  c.n_layers = 2;
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.head_dim = 16;
+  c.d_ff = 96;
+  c.n_ctx = 256;
+  c.type = type;
+  c.vocab_path = shared_dir() + "/models/stories260K.gguf";
+  c.seed = 7;
+  return c;
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::vector<float> tensor_values(const kvrt::io::GgufTensor& t) {
+  REQUIRE(t.type == TensorType::kF32);
+  std::vector<float> v(size_t(t.n_elements));
+  std::memcpy(v.data(), t.data, t.n_bytes);
+  return v;
+}
+
+void check_mean_std(const std::vector<float>& v, double mean, double stddev) {
+  double sum = 0, sum2 = 0;
+  for (float x : v) sum += x;
+  const double m = sum / double(v.size());
+  for (float x : v) sum2 += (x - m) * (x - m);
+  const double s = std::sqrt(sum2 / double(v.size()));
+  CHECK(std::fabs(m - mean) < 5 * stddev / std::sqrt(double(v.size())));  // 5 standard errors
+  CHECK(s == doctest::Approx(stddev).epsilon(0.05));
+}
+
+}  // namespace
+
+TEST_CASE("synth model has llama metadata, tokenizer and tensor shapes; ModelConfig reads it") {
+  TempDir dir;
+  for (TensorType type :
+       {TensorType::kF32, TensorType::kF16, TensorType::kBF16, TensorType::kQ8_0}) {
+    INFO("type " << kvrt::io::tensor_type_name(type));
+    const SynthConfig c = tiny_config(type);
+    const std::string path = dir.file("tiny.gguf");
+    const kvrt::synth::SynthSummary s = kvrt::synth::write_synth_model(c, path);
+    CHECK(s.n_vocab == 512);
+    CHECK(s.n_bytes == fs::file_size(path));
+    const GgufFile f(path);
+    CHECK(f.get_string("general.architecture") == "llama");
+    CHECK(f.get_uint("llama.context_length") == 256);
+    CHECK(f.get_uint("llama.embedding_length") == 64);
+    CHECK(f.get_uint("llama.block_count") == 2);
+    CHECK(f.get_uint("llama.feed_forward_length") == 96);
+    CHECK(f.get_uint("llama.attention.head_count") == 4);
+    CHECK(f.get_uint("llama.attention.head_count_kv") == 2);
+    CHECK(f.get_uint("llama.rope.dimension_count") == 16);
+    CHECK(f.get_float("llama.rope.freq_base") == 10000.0);
+    CHECK(f.get_float("llama.attention.layer_norm_rms_epsilon") == double(1e-5f));
+    CHECK(f.find("llama.attention.key_length") == nullptr);  // head_dim == d_model / n_heads
+    const GgufFile vocab(c.vocab_path);
+    CHECK(f.get_string_array("tokenizer.ggml.tokens") ==
+          vocab.get_string_array("tokenizer.ggml.tokens"));
+    CHECK(f.get_float_array("tokenizer.ggml.scores") ==
+          vocab.get_float_array("tokenizer.ggml.scores"));
+    CHECK(f.get_uint("tokenizer.ggml.bos_token_id") == 1);
+
+    REQUIRE(f.tensors().size() == 3 + 9 * 2);
+    int64_t n_params = 0;
+    for (const auto& t : f.tensors()) {
+      n_params += t.n_elements;
+      CHECK(t.type == (t.dims.size() == 1 ? TensorType::kF32 : type));
+    }
+    CHECK(n_params == s.n_params);
+    CHECK(f.find_tensor("token_embd.weight")->dims == std::vector<int64_t>{64, 512});
+    CHECK(f.find_tensor("output.weight")->dims == std::vector<int64_t>{64, 512});
+    CHECK(f.find_tensor("blk.1.attn_q.weight")->dims == std::vector<int64_t>{64, 64});
+    CHECK(f.find_tensor("blk.1.attn_k.weight")->dims == std::vector<int64_t>{64, 32});
+    CHECK(f.find_tensor("blk.1.attn_output.weight")->dims == std::vector<int64_t>{64, 64});
+    CHECK(f.find_tensor("blk.0.ffn_gate.weight")->dims == std::vector<int64_t>{64, 96});
+    CHECK(f.find_tensor("blk.0.ffn_down.weight")->dims == std::vector<int64_t>{96, 64});
+    CHECK(f.find_tensor("blk.0.ffn_norm.weight")->dims == std::vector<int64_t>{64});
+
+    const auto mc = kvrt::model::ModelConfig::from_gguf(f);
+    CHECK(mc.n_vocab == 512);
+    CHECK(mc.head_dim == 16);
+    CHECK(mc.n_kv_heads == 2);
+    CHECK_FALSE(mc.tied_output);
+  }
+}
+
+TEST_CASE("synth weights are deterministic per seed and scaled 1/sqrt(n_in)") {
+  TempDir dir;
+  SynthConfig c = tiny_config(TensorType::kF32);
+  c.d_ff = 1024;  // enough samples for the statistics below
+  kvrt::synth::write_synth_model(c, dir.file("a.gguf"));
+  kvrt::synth::write_synth_model(c, dir.file("b.gguf"));
+  CHECK(read_bytes(dir.file("a.gguf")) == read_bytes(dir.file("b.gguf")));
+  c.seed = 8;
+  kvrt::synth::write_synth_model(c, dir.file("c.gguf"));
+  const GgufFile a(dir.file("a.gguf")), other(dir.file("c.gguf"));
+  CHECK(tensor_values(*a.find_tensor("blk.0.attn_q.weight")) !=
+        tensor_values(*other.find_tensor("blk.0.attn_q.weight")));
+
+  check_mean_std(tensor_values(*a.find_tensor("blk.0.ffn_up.weight")), 0.0, 1.0 / 8.0);  // n_in 64
+  check_mean_std(tensor_values(*a.find_tensor("blk.1.ffn_down.weight")), 0.0,
+                 1.0 / 32.0);  // n_in 1024
+  for (float w : tensor_values(*a.find_tensor("blk.0.attn_norm.weight")))
+    CHECK(std::fabs(w - 1.0f) < 0.15f);
+  // Different tensors get independent streams, not copies of one another.
+  CHECK(tensor_values(*a.find_tensor("blk.0.ffn_gate.weight")) !=
+        tensor_values(*a.find_tensor("blk.0.ffn_up.weight")));
+}
+
+TEST_CASE("synth --tied omits output.weight and odd head sizes write key/value lengths") {
+  TempDir dir;
+  SynthConfig c = tiny_config(TensorType::kF16);
+  c.tied = true;
+  c.head_dim = 32;  // != d_model / n_heads = 16
+  kvrt::synth::write_synth_model(c, dir.file("t.gguf"));
+  const GgufFile f(dir.file("t.gguf"));
+  CHECK(f.find_tensor("output.weight") == nullptr);
+  CHECK(f.get_uint("llama.attention.key_length") == 32);
+  CHECK(f.get_uint("llama.attention.value_length") == 32);
+  CHECK(f.find_tensor("blk.0.attn_q.weight")->dims == std::vector<int64_t>{64, 128});
+  CHECK(f.find_tensor("blk.0.attn_output.weight")->dims == std::vector<int64_t>{128, 64});
+  const auto mc = kvrt::model::ModelConfig::from_gguf(f);
+  CHECK(mc.head_dim == 32);
+  CHECK(mc.tied_output);
+}
+
+TEST_CASE("synth default vocabulary is the 32000-token llama SPM one") {
+  TempDir dir;
+  SynthConfig c = tiny_config(TensorType::kBF16);
+  c.vocab_path.clear();
+  c.d_model = 32;
+  c.n_heads = 2;
+  c.n_kv_heads = 1;
+  c.n_layers = 1;
+  const kvrt::synth::SynthSummary s = kvrt::synth::write_synth_model(c, dir.file("v.gguf"));
+  CHECK(s.n_vocab == 32000);
+  const GgufFile f(dir.file("v.gguf"));
+  CHECK(f.get_string("tokenizer.ggml.model") == "llama");
+  CHECK(f.get_uint("llama.vocab_size") == 32000);
+  CHECK(f.find_tensor("token_embd.weight")->dims == std::vector<int64_t>{32, 32000});
+}
+
+TEST_CASE("synth refuses inconsistent shapes and a missing vocabulary") {
+  TempDir dir;
+  SynthConfig c = tiny_config(TensorType::kQ8_0);
+  c.d_ff = 100;
+  CHECK_THROWS_AS(kvrt::synth::write_synth_model(c, dir.file("x.gguf")), kvrt::Error);
+  c = tiny_config(TensorType::kF16);
+  c.n_kv_heads = 3;
+  CHECK_THROWS_AS(kvrt::synth::write_synth_model(c, dir.file("x.gguf")), kvrt::Error);
+  c = tiny_config(TensorType::kF16);
+  c.vocab_path = dir.file("missing.gguf");
+  try {
+    kvrt::synth::write_synth_model(c, dir.file("x.gguf"));
+    FAIL("a missing vocabulary file was accepted");
+  } catch (const kvrt::Error& e) {
+    CHECK(std::string(e.what()).find(c.vocab_path) != std::string::npos);
+  }
+  CHECK_FALSE(fs::exists(dir.file("x.gguf")));
+  CHECK_THROWS_AS(kvrt::synth::parse_weight_type("q4_0"), kvrt::Error);
+  CHECK(kvrt::synth::parse_weight_type("bf16") == TensorType::kBF16);
+}

@@ -1,0 +1,109 @@
+// synth_model: writes a llama-architecture GGUF with random weights (see synth.h).
+#include <charconv>
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "common/error.h"
+#include "tools/synth_model/synth.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: synth_model -o OUT.gguf [--d-model 1024] [--n-layers 8] [--n-heads 16]\n"
+    "                   [--n-kv-heads 4] [--head-dim 64] [--d-ff 2816] [--ctx 16384]\n"
+    "                   [--type f16|bf16|f32|q8_0] [--vocab-from FILE.gguf] [--seed S] [--tied]\n"
+    "Writes a llama GGUF with random weights and the tokenizer of --vocab-from\n"
+    "(default: $KVRT_SHARED_DIR/vocab/ggml-vocab-llama-spm.gguf or ../shared/vocab/...).\n";
+
+template <typename T>
+T parse_number(std::string_view flag, std::string_view text) {
+  T v{};
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size())
+    throw kvrt::Error(
+        std::string(flag) + " needs a non-negative integer, got '" + std::string(text) + "'",
+        kvrt::ErrorKind::kUsage);
+  return v;
+}
+
+struct Args {
+  kvrt::synth::SynthConfig config;
+  std::string out_path;
+  bool help = false;
+};
+
+// Flags that set an int field of the configuration.
+constexpr std::pair<std::string_view, int kvrt::synth::SynthConfig::*> kIntFlags[] = {
+    {"--d-model", &kvrt::synth::SynthConfig::d_model},
+    {"--n-layers", &kvrt::synth::SynthConfig::n_layers},
+    {"--n-heads", &kvrt::synth::SynthConfig::n_heads},
+    {"--n-kv-heads", &kvrt::synth::SynthConfig::n_kv_heads},
+    {"--head-dim", &kvrt::synth::SynthConfig::head_dim},
+    {"--d-ff", &kvrt::synth::SynthConfig::d_ff},
+    {"--ctx", &kvrt::synth::SynthConfig::n_ctx},
+};
+
+// Applies one flag that takes a value; false if `flag` is not such a flag.
+bool apply_valued(Args& a, std::string_view flag, std::string_view v) {
+  for (const auto& [name, field] : kIntFlags) {
+    if (flag == name) {
+      a.config.*field = parse_number<int>(flag, v);
+      return true;
+    }
+  }
+  if (flag == "-o") {
+    a.out_path = std::string(v);
+  } else if (flag == "--type") {
+    a.config.type = kvrt::synth::parse_weight_type(v);
+  } else if (flag == "--vocab-from") {
+    a.config.vocab_path = std::string(v);
+  } else if (flag == "--seed") {
+    a.config.seed = parse_number<uint64_t>(flag, v);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+Args parse_args(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view flag = argv[i];
+    if (flag == "-h" || flag == "--help") {
+      a.help = true;
+    } else if (flag == "--tied") {
+      a.config.tied = true;
+    } else if (i + 1 < argc && apply_valued(a, flag, argv[i + 1])) {
+      ++i;
+    } else {
+      throw kvrt::Error("unknown flag or missing value: '" + std::string(flag) + "'",
+                        kvrt::ErrorKind::kUsage);
+    }
+  }
+  if (!a.help && a.out_path.empty())
+    throw kvrt::Error("no output file given (-o OUT.gguf)", kvrt::ErrorKind::kUsage);
+  return a;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const Args a = parse_args(argc, argv);
+    if (a.help) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    const kvrt::synth::SynthSummary s = kvrt::synth::write_synth_model(a.config, a.out_path);
+    std::printf("synth_model: wrote %s: %lld params, vocab %lld, %.1f MiB\n", a.out_path.c_str(),
+                static_cast<long long>(s.n_params), static_cast<long long>(s.n_vocab),
+                double(s.n_bytes) / (1024.0 * 1024.0));
+    return 0;
+  } catch (const kvrt::Error& e) {
+    std::fprintf(stderr, "synth_model: %s\n", e.what());
+    if (e.kind() == kvrt::ErrorKind::kUsage) std::fputs(kUsage, stderr);
+    return e.kind() == kvrt::ErrorKind::kUsage ? 2 : 1;
+  }
+}

@@ -1,0 +1,185 @@
+#include "tools/synth_model/synth.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <numbers>
+
+#include "common/error.h"
+#include "io/gguf_writer.h"
+#include "kvrt_config.h"
+
+namespace kvrt::synth {
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+uint64_t hash_name(std::string_view s) {  // FNV-1a
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (char c : s) h = (h ^ uint8_t(c)) * 0x100000001b3ull;
+  return h;
+}
+
+// Element i of a tensor is a pure function of (seed, tensor name, i): independent of the
+// order and chunking in which the writer asks for data.
+io::TensorFill gaussian(uint64_t seed, std::string_view name, float mean, float stddev) {
+  const uint64_t key = splitmix64(seed ^ hash_name(name));
+  return [key, mean, stddev](int64_t begin, int64_t n, float* out) {
+    for (int64_t j = 0; j < n; ++j) {
+      const uint64_t i = uint64_t(begin + j);
+      // Box-Muller with u1 in (0, 1] and u2 in [0, 1), 53-bit uniforms.
+      const double u1 = double((splitmix64(key + 2 * i) >> 11) + 1) * 0x1.0p-53;
+      const double u2 = double(splitmix64(key + 2 * i + 1) >> 11) * 0x1.0p-53;
+      const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+      out[j] = mean + stddev * float(z);
+    }
+  };
+}
+
+uint32_t file_type_code(io::TensorType t) {  // llama.cpp's llama_ftype
+  switch (t) {
+    case io::TensorType::kF32:
+      return 0;
+    case io::TensorType::kF16:
+      return 1;
+    case io::TensorType::kQ8_0:
+      return 7;
+    default:
+      return 32;  // MOSTLY_BF16
+  }
+}
+
+void check_config(const SynthConfig& c) {
+  auto positive = [](int v, const char* flag) {
+    if (v <= 0 || v > (1 << 20))
+      throw Error(std::string(flag) + " must be between 1 and 1048576, got " + std::to_string(v),
+                  ErrorKind::kUsage);
+  };
+  positive(c.d_model, "--d-model");
+  positive(c.n_layers, "--n-layers");
+  positive(c.n_heads, "--n-heads");
+  positive(c.n_kv_heads, "--n-kv-heads");
+  positive(c.head_dim, "--head-dim");
+  positive(c.d_ff, "--d-ff");
+  positive(c.n_ctx, "--ctx");
+  if (c.n_heads % c.n_kv_heads != 0)
+    throw Error("--n-heads " + std::to_string(c.n_heads) + " is not a multiple of --n-kv-heads " +
+                    std::to_string(c.n_kv_heads),
+                ErrorKind::kUsage);
+  if (c.head_dim % 2 != 0)
+    throw Error("--head-dim must be even (RoPE rotates pairs)", ErrorKind::kUsage);
+  if (c.type == io::TensorType::kQ8_0 &&
+      (c.d_model % 32 != 0 || c.n_heads * c.head_dim % 32 != 0 || c.d_ff % 32 != 0))
+    throw Error("q8_0 needs --d-model, --n-heads*--head-dim and --d-ff to be multiples of 32",
+                ErrorKind::kUsage);
+}
+
+void add_hparams(io::GgufWriter& w, const SynthConfig& c, int64_t n_vocab) {
+  w.add_string("general.architecture", "llama");
+  w.add_string("general.name", "synth-llama-d" + std::to_string(c.d_model) + "-l" +
+                                   std::to_string(c.n_layers) + "-" + io::tensor_type_name(c.type));
+  w.add_u32("general.file_type", file_type_code(c.type));
+  w.add_u32("llama.vocab_size", uint32_t(n_vocab));
+  w.add_u32("llama.context_length", uint32_t(c.n_ctx));
+  w.add_u32("llama.embedding_length", uint32_t(c.d_model));
+  w.add_u32("llama.block_count", uint32_t(c.n_layers));
+  w.add_u32("llama.feed_forward_length", uint32_t(c.d_ff));
+  w.add_u32("llama.attention.head_count", uint32_t(c.n_heads));
+  w.add_u32("llama.attention.head_count_kv", uint32_t(c.n_kv_heads));
+  w.add_u32("llama.rope.dimension_count", uint32_t(c.head_dim));
+  w.add_f32("llama.rope.freq_base", 10000.0f);
+  w.add_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  if (c.d_model % c.n_heads != 0 || c.head_dim != c.d_model / c.n_heads) {
+    w.add_u32("llama.attention.key_length", uint32_t(c.head_dim));
+    w.add_u32("llama.attention.value_length", uint32_t(c.head_dim));
+  }
+}
+
+// The vocabulary size of a GGUF's tokenizer.ggml.tokens string array.
+int64_t vocab_size(const io::GgufFile& vocab) {
+  const io::GgufValue* tokens = vocab.find("tokenizer.ggml.tokens");
+  if (!tokens || tokens->type != io::GgufType::kArray || tokens->elem_type != io::GgufType::kString)
+    vocab.fail("no string array 'tokenizer.ggml.tokens' to take the vocabulary from");
+  return int64_t(tokens->n_elems);
+}
+
+void add_tokenizer(io::GgufWriter& w, const io::GgufFile& vocab) {
+  for (const auto& [key, value] : vocab.metadata())
+    if (key.starts_with("tokenizer.")) w.add_value(key, value);
+}
+
+// A matrix [n_in, n_out] (GGUF order) with N(0, 1/sqrt(n_in)) entries: x·W keeps unit scale.
+void add_matrix(io::GgufWriter& w, const SynthConfig& c, const std::string& name, int64_t n_in,
+                int64_t n_out) {
+  w.add_tensor(name, {n_in, n_out}, c.type,
+               gaussian(c.seed, name, 0.0f, float(1.0 / std::sqrt(double(n_in)))));
+}
+
+void add_norm(io::GgufWriter& w, const SynthConfig& c, const std::string& name) {
+  w.add_tensor(name, {c.d_model}, io::TensorType::kF32, gaussian(c.seed, name, 1.0f, 0.02f));
+}
+
+void add_tensors(io::GgufWriter& w, const SynthConfig& c, int64_t n_vocab) {
+  const int64_t d = c.d_model, q_dim = int64_t(c.n_heads) * c.head_dim,
+                kv_dim = int64_t(c.n_kv_heads) * c.head_dim;
+  // Embedding rows have unit-scale dot products with a normalized state: logits stay O(1)
+  // whether or not the output matrix is tied to it.
+  add_matrix(w, c, "token_embd.weight", d, n_vocab);
+  add_norm(w, c, "output_norm.weight");
+  if (!c.tied) add_matrix(w, c, "output.weight", d, n_vocab);
+  for (int i = 0; i < c.n_layers; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    add_norm(w, c, p + "attn_norm.weight");
+    add_matrix(w, c, p + "attn_q.weight", d, q_dim);
+    add_matrix(w, c, p + "attn_k.weight", d, kv_dim);
+    add_matrix(w, c, p + "attn_v.weight", d, kv_dim);
+    add_matrix(w, c, p + "attn_output.weight", q_dim, d);
+    add_norm(w, c, p + "ffn_norm.weight");
+    add_matrix(w, c, p + "ffn_gate.weight", d, c.d_ff);
+    add_matrix(w, c, p + "ffn_up.weight", d, c.d_ff);
+    add_matrix(w, c, p + "ffn_down.weight", c.d_ff, d);
+  }
+}
+
+int64_t param_count(const SynthConfig& c, int64_t n_vocab) {
+  const int64_t d = c.d_model, q_dim = int64_t(c.n_heads) * c.head_dim,
+                kv_dim = int64_t(c.n_kv_heads) * c.head_dim;
+  const int64_t per_layer = 2 * d + 2 * d * q_dim + 2 * d * kv_dim + 3 * d * c.d_ff;
+  return d * n_vocab * (c.tied ? 1 : 2) + d + c.n_layers * per_layer;
+}
+
+}  // namespace
+
+io::TensorType parse_weight_type(std::string_view name) {
+  if (name == "f32") return io::TensorType::kF32;
+  if (name == "f16") return io::TensorType::kF16;
+  if (name == "bf16") return io::TensorType::kBF16;
+  if (name == "q8_0") return io::TensorType::kQ8_0;
+  throw Error("unknown weight type '" + std::string(name) + "' (use f32, f16, bf16 or q8_0)",
+              ErrorKind::kUsage);
+}
+
+std::string default_vocab_path() {
+  const std::string rel = "/vocab/ggml-vocab-llama-spm.gguf";
+  if (const char* env = std::getenv("KVRT_SHARED_DIR"); env && *env) return env + rel;
+  return std::string(KVRT_SOURCE_DIR) + "/../shared" + rel;
+}
+
+SynthSummary write_synth_model(const SynthConfig& config, const std::string& out_path) {
+  check_config(config);
+  const io::GgufFile vocab(config.vocab_path.empty() ? default_vocab_path() : config.vocab_path);
+  const int64_t n_vocab = vocab_size(vocab);
+  io::GgufWriter w;
+  add_hparams(w, config, n_vocab);
+  add_tokenizer(w, vocab);
+  add_tensors(w, config, n_vocab);
+  w.write(out_path);
+  return {n_vocab, param_count(config, n_vocab), std::filesystem::file_size(out_path)};
+}
+
+}  // namespace kvrt::synth

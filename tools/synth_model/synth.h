@@ -1,0 +1,45 @@
+// Builds a llama-architecture GGUF with random weights and a real tokenizer, for benchmarks and
+// tests. Metadata keys, tensor names and shapes follow llama.cpp's converter; the weights are
+// deterministic for a given seed and scaled so activations stay O(1).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "io/gguf.h"
+
+namespace kvrt::synth {
+
+struct SynthConfig {
+  int d_model = 1024;
+  int n_layers = 8;
+  int n_heads = 16;
+  int n_kv_heads = 4;
+  int head_dim = 64;
+  int d_ff = 2816;
+  int n_ctx = 16384;                           // llama.context_length
+  io::TensorType type = io::TensorType::kF16;  // of every matrix; norm weights are F32
+  std::string vocab_path;                      // GGUF to copy tokenizer.* from; "" = default
+  uint64_t seed = 1;
+  bool tied = false;  // omit output.weight (shares token_embd)
+};
+
+struct SynthSummary {
+  int64_t n_vocab = 0;
+  int64_t n_params = 0;
+  uint64_t n_bytes = 0;  // size of the written file
+};
+
+// "f32", "f16", "bf16" or "q8_0"; anything else is a kvrt::Error (usage).
+io::TensorType parse_weight_type(std::string_view name);
+
+// $KVRT_SHARED_DIR/vocab/ggml-vocab-llama-spm.gguf, else ../shared/vocab/... beside the
+// source tree (a 32000-token llama SPM vocabulary).
+std::string default_vocab_path();
+
+// Checks the configuration, then streams the model to `out_path` one tensor at a time.
+// Throws kvrt::Error on a bad configuration, an unreadable vocabulary or an I/O failure.
+SynthSummary write_synth_model(const SynthConfig& config, const std::string& out_path);
+
+}  // namespace kvrt::synth
