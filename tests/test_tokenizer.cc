@@ -1,0 +1,294 @@
+// Tokenizer conformance: every vocabulary in ../shared/vocab against the token ids llama.cpp's
+// test-tokenizer-0 expects (.inp strings, .out ids), round trips through decode(), the
+// stories260K encoding used by the reference perplexity, and errors for bad vocabularies.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "model/tokenizer.h"
+#include "model/tokenizer_impl.h"
+#include "model/unicode.h"
+#include "test_util.h"
+
+using namespace kvrt;
+
+namespace {
+
+struct VocabCase {
+  std::string name;  // e.g. "llama-spm"
+  std::string gguf;
+  std::vector<std::string> inputs;
+  std::vector<std::vector<int32_t>> expected;
+};
+
+// .inp: strings separated by "\n__ggml_vocab_test__\n" (the file ends with one); .out: one line
+// of space-separated ids per string.
+VocabCase read_case(const std::filesystem::path& gguf) {
+  VocabCase c;
+  c.gguf = gguf.string();
+  c.name = gguf.stem().string().substr(std::string("ggml-vocab-").size());
+  const std::string raw = test::read_file(c.gguf + ".inp");
+  const std::string sep = "\n__ggml_vocab_test__\n";
+  for (size_t pos = 0; pos < raw.size();) {
+    const size_t next = raw.find(sep, pos);
+    c.inputs.push_back(raw.substr(pos, next == raw.npos ? raw.npos : next - pos));
+    if (next == raw.npos) break;
+    pos = next + sep.size();
+  }
+  std::istringstream out(test::read_file(c.gguf + ".out"));
+  for (std::string line; std::getline(out, line);) {
+    std::istringstream ids(line);
+    std::vector<int32_t>& e = c.expected.emplace_back();
+    for (int32_t id; ids >> id;) e.push_back(id);
+  }
+  return c;
+}
+
+std::vector<VocabCase> vocab_cases() {
+  std::vector<VocabCase> cases;
+  const std::filesystem::path dir = test::shared_dir() + "/vocab";
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::filesystem::path p = entry.path();
+    if (p.extension() == ".gguf" && std::filesystem::exists(p.string() + ".inp") &&
+        std::filesystem::exists(p.string() + ".out"))
+      cases.push_back(read_case(p));
+  }
+  std::sort(cases.begin(), cases.end(), [](auto& a, auto& b) { return a.name < b.name; });
+  return cases;
+}
+
+std::string ids_str(const std::vector<int32_t>& ids) {
+  std::string s;
+  for (int32_t id : ids) {
+    s += ' ';
+    s += std::to_string(id);
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("every shared vocabulary matches llama.cpp's expected token ids") {
+  const std::vector<VocabCase> cases = vocab_cases();
+  REQUIRE(!cases.empty());
+  for (const VocabCase& c : cases) {
+    CAPTURE(c.name);
+    REQUIRE(c.inputs.size() == c.expected.size());
+    io::GgufFile file(c.gguf);
+    model::Tokenizer tok(file);
+    if (!tok.pre_tokenizer_supported()) {
+      MESSAGE("SKIPPED vocab " << c.name << ": pre-tokenizer " << tok.pre_name()
+                               << " not implemented");
+      CHECK_THROWS_AS(tok.encode("hello", false), Error);
+      continue;
+    }
+    size_t n_pass = 0;
+    for (size_t i = 0; i < c.inputs.size(); ++i) {
+      CAPTURE(c.inputs[i]);
+      const std::vector<int32_t> got = tok.encode(c.inputs[i], false);
+      CHECK_MESSAGE(got == c.expected[i],
+                    "got" << ids_str(got) << " want" << ids_str(c.expected[i]));
+      n_pass += got == c.expected[i];
+    }
+    MESSAGE("vocab " << c.name << " (" << tok.model_name() << ", pre " << tok.pre_name()
+                     << "): " << n_pass << "/" << c.inputs.size() << " strings match");
+  }
+}
+
+TEST_CASE("decode(encode(s)) gives s back for every test string") {
+  for (const VocabCase& c : vocab_cases()) {
+    CAPTURE(c.name);
+    io::GgufFile file(c.gguf);
+    model::Tokenizer tok(file);
+    if (!tok.pre_tokenizer_supported()) continue;
+    for (const std::string& s : c.inputs) {
+      CAPTURE(s);
+      CHECK(tok.decode(tok.encode(s, false)) == s);
+      CHECK(tok.decode(tok.encode(s, true)) == s);
+    }
+  }
+}
+
+TEST_CASE("stories260K: [BOS] + encode(tinystories sample) starts with the reference ids") {
+  io::GgufFile file(test::stories_path());
+  model::Tokenizer tok(file);
+  CHECK(tok.model_name() == "llama");
+  CHECK(tok.n_vocab() == 512);
+  CHECK(tok.adds_space_prefix());
+  const std::string text = test::read_file(test::shared_dir() + "/text/tinystories_sample.txt");
+  REQUIRE(text.size() > 1000);
+  const std::vector<int32_t> ids = tok.encode(text, true);
+  const std::vector<int32_t> want = {1, 410, 13, 441, 416, 331, 407, 261, 378, 383, 286, 261};
+  REQUIRE(ids.size() >= 512);  // the reference perplexity uses the first 512 tokens
+  CHECK(std::vector<int32_t>(ids.begin(), ids.begin() + want.size()) == want);
+  CHECK(tok.decode(ids) == text);
+}
+
+TEST_CASE("token_to_piece: spaces, byte tokens, control tokens") {
+  io::GgufFile spm_file(test::shared_dir() + "/vocab/ggml-vocab-llama-spm.gguf");
+  model::Tokenizer spm(spm_file);
+  CHECK(spm.token_to_piece(spm.bos_id()) == "");
+  CHECK(spm.token_to_piece(spm.eos_id()) == "");
+  CHECK(spm.token_to_piece(13) == "\n");            // <0x0A>
+  CHECK(spm.token_to_piece(15043) == " Hello");     // ▁Hello
+  CHECK(spm.decode({1, 15043, 3186}) == "Hello world");
+  CHECK_THROWS_AS(spm.token_to_piece(spm.n_vocab()), Error);
+
+  io::GgufFile bpe_file(test::shared_dir() + "/vocab/ggml-vocab-gpt-2.gguf");
+  model::Tokenizer bpe(bpe_file);
+  CHECK(bpe.token_to_piece(220) == " ");    // Ġ
+  CHECK(bpe.token_to_piece(198) == "\n");   // Ċ
+  CHECK(bpe.token_to_piece(18435) == " Hello");
+  CHECK(bpe.token_to_piece(50256) == "");   // <|endoftext|> is a control token
+}
+
+TEST_CASE("pre-tokenizers split words as llama.cpp's regex sets do") {
+  using model::detail::PreTokenizer;
+  using model::detail::pre_tokenize;
+  using Words = std::vector<std::string>;
+  CHECK(pre_tokenize(PreTokenizer::kGpt2, "Hello world  !!'s 3.5\n\n") ==
+        Words{"Hello", " world", " ", " !!'", "s", " 3", ".", "5", "\n\n"});
+  CHECK(pre_tokenize(PreTokenizer::kDefault, "a+=b 12345 ok!") ==
+        Words{"a", "+=", "b", " ", "123", "45", " ok", "!"});
+  CHECK(pre_tokenize(PreTokenizer::kFalcon, "x=1234567") == Words{"x", "=", "123", "456", "7"});
+  CHECK(pre_tokenize(PreTokenizer::kStarcoder, "ab12 c") == Words{"ab", "1", "2", " c"});
+  CHECK(pre_tokenize(PreTokenizer::kDeepseekCoder, "int x=1;\n中文 한국어") ==
+        Words{"int", " x", "=", "1", ";", "\n", "中文", " ", "한국어"});
+  CHECK(pre_tokenize(PreTokenizer::kGpt2, "").empty());
+  CHECK_THROWS_AS(pre_tokenize(PreTokenizer::kGpt2, "ok \xC3"), Error);  // truncated UTF-8
+}
+
+TEST_CASE("unicode tables and GPT-2's byte alphabet") {
+  using namespace model::unicode;
+  CHECK(cp_flags('a') == kLetter);
+  CHECK(cp_flags('7') == kNumber);
+  CHECK(cp_flags(' ') == (kSeparator | kWhitespace));
+  CHECK(cp_flags('\n') == (kControl | kWhitespace));
+  CHECK(cp_flags(0x4E2D) == kLetter);       // 中
+  CHECK(cp_flags(0x3000) == (kSeparator | kWhitespace));  // ideographic space
+  CHECK(cp_flags(0xFE0F) == kMark);         // variation selector
+  CHECK(cp_flags(0x1F999) == kSymbol);      // 🦙
+  CHECK(cp_flags(kMaxCodepoint + 1) == 0);
+  for (int b = 0; b < 256; ++b) CHECK(cp_to_byte(byte_to_cp(uint8_t(b))) == b);
+  CHECK(byte_to_cp(' ') == 0x120);  // Ġ
+  CHECK(cp_to_byte(0x4E2D) == -1);
+}
+
+namespace {
+
+// Little-endian GGUF v3 bytes with metadata only (no tensors).
+class MiniGguf {
+ public:
+  // Value type codes of the GGUF specification.
+  static constexpr uint32_t kU32 = 4, kI32 = 5, kString = 8, kArray = 9;
+
+  void add_string(const std::string& key, const std::string& v) {
+    kv(key, kString);
+    str(v);
+  }
+  void add_u32(const std::string& key, uint32_t v) {
+    kv(key, kU32);
+    pod(v);
+  }
+  void add_strings(const std::string& key, const std::vector<std::string>& v) {
+    kv(key, kArray);
+    pod(kString);
+    pod(uint64_t(v.size()));
+    for (const std::string& s : v) str(s);
+  }
+  void add_i32s(const std::string& key, const std::vector<int32_t>& v) {
+    kv(key, kArray);
+    pod(kI32);
+    pod(uint64_t(v.size()));
+    for (int32_t x : v) pod(x);
+  }
+  void write(const std::string& path) const {
+    std::ofstream out(path, std::ios::binary);
+    const uint32_t version = 3;
+    const uint64_t n_tensors = 0;
+    out.write("GGUF", 4);
+    out.write(reinterpret_cast<const char*>(&version), 4);
+    out.write(reinterpret_cast<const char*>(&n_tensors), 8);
+    out.write(reinterpret_cast<const char*>(&n_kv_), 8);
+    out.write(body_.data(), std::streamsize(body_.size()));
+  }
+
+ private:
+  template <class T>
+  void pod(T v) {
+    body_.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  void str(const std::string& s) {
+    pod(uint64_t(s.size()));
+    body_ += s;
+  }
+  void kv(const std::string& key, uint32_t type) {
+    str(key);
+    pod(type);
+    ++n_kv_;
+  }
+
+  std::string body_;
+  uint64_t n_kv_ = 0;
+};
+
+// A minimal byte-level BPE vocabulary file: tokens a, b, ab, Ġ and the merge "a b".
+std::string write_vocab(const test::TempDir& tmp, const std::string& model, const std::string& pre,
+                        const std::vector<int32_t>& types, uint32_t bos) {
+  MiniGguf g;
+  g.add_string("tokenizer.ggml.model", model);
+  if (!pre.empty()) g.add_string("tokenizer.ggml.pre", pre);
+  g.add_strings("tokenizer.ggml.tokens", {"a", "b", "ab", "Ġ"});
+  g.add_i32s("tokenizer.ggml.token_type", types);
+  g.add_strings("tokenizer.ggml.merges", {"a b"});
+  g.add_u32("tokenizer.ggml.bos_token_id", bos);
+  const std::string path =
+      tmp / (model + pre + std::to_string(types.size()) + std::to_string(bos) + ".gguf");
+  g.write(path);
+  return path;
+}
+
+std::string error_of(const std::string& path) {
+  try {
+    io::GgufFile f(path);
+    model::Tokenizer t(f);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("bad or unsupported vocabularies are errors naming the file") {
+  test::TempDir tmp;
+  const std::vector<int32_t> ok_types = {1, 1, 1, 1};
+  {
+    io::GgufFile f(write_vocab(tmp, "gpt2", "gpt-2", ok_types, 0));
+    model::Tokenizer t(f);
+    // Words "ab" and " ab"; "a b" merges, "Ġ a" does not.
+    CHECK(t.encode("ab ab", false) == std::vector<int32_t>{2, 3, 2});
+  }
+  const std::string bert = write_vocab(tmp, "bert", "", ok_types, 0);
+  CHECK(error_of(bert).find(bert) != std::string::npos);
+  CHECK(error_of(bert).find("'bert'") != std::string::npos);
+
+  const std::string short_types = write_vocab(tmp, "gpt2", "gpt-2", {1, 1, 1}, 0);
+  CHECK(error_of(short_types).find("token_type") != std::string::npos);
+  const std::string bad_bos = write_vocab(tmp, "gpt2", "gpt-2", ok_types, 4);
+  CHECK(error_of(bad_bos).find("bos_token_id") != std::string::npos);
+
+  const std::string qwen = write_vocab(tmp, "gpt2", "qwen2", ok_types, 0);
+  io::GgufFile f(qwen);
+  model::Tokenizer t(f);
+  CHECK_FALSE(t.pre_tokenizer_supported());
+  CHECK(t.pre_name() == "qwen2");
+  CHECK_THROWS_WITH_AS(t.encode("ab", false), doctest::Contains("qwen2"), Error);
+  CHECK(t.decode({2, 3}) == "ab ");  // decoding does not need the pre-tokenizer
+}
