@@ -1,5 +1,6 @@
-// Matmul (oneDNN or kvrt's blocked GEMM, whichever the build has) against a double-precision
-// loop, for decode (m = 1), odd and prefill-sized shapes, f32 and bf16 weights.
+// Matmul (blocked GEMM for decode-sized products, oneDNN for larger ones where the build has it)
+// against a double-precision loop, for decode (m = 1), odd and prefill-sized shapes, f32, f16 and
+// bf16 weights.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -11,9 +12,7 @@
 #include "common/half.h"
 #include "kvrt_config.h"
 #include "ops/matmul.h"
-#if !KVRT_HAVE_DNNL
 #include "ops/matmul_blocked.h"
-#endif
 
 namespace {
 
@@ -25,11 +24,11 @@ struct Problem {
   int64_t m, n_out, n_in;
   WeightType type;
   std::vector<float> x;         // [m][n_in]
-  std::vector<float> w;         // [n_out][n_in] as f32 (bf16 weights: their exact f32 values)
-  std::vector<uint16_t> w_bf16; // [n_out][n_in] when type is bf16
+  std::vector<float> w;         // [n_out][n_in] as f32 (f16/bf16 weights: their exact f32 values)
+  std::vector<uint16_t> w_16;   // [n_out][n_in] when type is f16 or bf16
 
   WeightMatrix weights() const {
-    const void* data = type == WeightType::kBF16 ? static_cast<const void*>(w_bf16.data()) : w.data();
+    const void* data = type == WeightType::kF32 ? static_cast<const void*>(w.data()) : w_16.data();
     return {data, type, n_out, n_in};
   }
 };
@@ -40,11 +39,12 @@ Problem make_problem(int64_t m, int64_t n_out, int64_t n_in, WeightType type, ui
   Problem p{m, n_out, n_in, type, std::vector<float>(size_t(m * n_in)), std::vector<float>(size_t(n_out * n_in)), {}};
   for (float& v : p.x) v = normal(rng);
   for (float& v : p.w) v = normal(rng);
-  if (type == WeightType::kBF16) {
-    p.w_bf16.resize(p.w.size());
+  if (type != WeightType::kF32) {
+    const bool f16 = type == WeightType::kF16;
+    p.w_16.resize(p.w.size());
     for (size_t i = 0; i < p.w.size(); ++i) {
-      p.w_bf16[i] = kvrt::f32_to_bf16(p.w[i]);
-      p.w[i] = kvrt::bf16_to_f32(p.w_bf16[i]);
+      p.w_16[i] = f16 ? kvrt::f32_to_f16(p.w[i]) : kvrt::f32_to_bf16(p.w[i]);
+      p.w[i] = f16 ? kvrt::f16_to_f32(p.w_16[i]) : kvrt::bf16_to_f32(p.w_16[i]);
     }
   }
   return p;
@@ -105,13 +105,31 @@ TEST_CASE("matmul: f32 weights match a double-precision reference") {
   MESSAGE("implementation: " << std::string(mm.implementation()));
 }
 
-#if !KVRT_HAVE_DNNL  // the oneDNN path takes f32 weights only (matmul_dnnl.cc)
-TEST_CASE("matmul: bf16 weights match a double-precision reference") {
+TEST_CASE("matmul: f16 and bf16 weights match a double-precision reference") {
   Matmul mm(2);
   uint32_t seed = 100;
-  for (const Shape& s : kShapes) {
-    const Problem p = make_problem(s.m, s.n_out, s.n_in, WeightType::kBF16, seed++);
-    check_against_reference(p, run(mm, p));
+  for (WeightType type : {WeightType::kF16, WeightType::kBF16}) {
+    for (const Shape& s : kShapes) {
+      const Problem p = make_problem(s.m, s.n_out, s.n_in, type, seed++);
+      check_against_reference(p, run(mm, p));
+    }
+  }
+}
+
+TEST_CASE("matmul: f16 widening of every runnable ISA equals the exact conversion") {
+  std::vector<uint16_t> all(65536);
+  for (size_t i = 0; i < all.size(); ++i) all[i] = uint16_t(i);
+  for (kvrt::simd::Isa isa : kvrt::simd::runnable_isas()) {
+    const kvrt::ops::TileKernels& tiles = kvrt::ops::tile_kernels_for(isa);
+    std::vector<float> out(all.size());
+    tiles.widen_f16(all.data(), int64_t(all.size()), out.data());
+    int n_bad = 0;
+    for (size_t i = 0; i < all.size(); ++i) {
+      const float ref = kvrt::f16_to_f32(all[i]);
+      n_bad += std::isnan(ref) ? !std::isnan(out[i]) : out[i] != ref;
+    }
+    INFO("ISA " << kvrt::simd::isa_to_string(isa));
+    CHECK(n_bad == 0);
   }
 }
 
@@ -150,12 +168,11 @@ TEST_CASE("matmul: every tile shape of every runnable ISA matches the reference"
 TEST_CASE("matmul: one and two threads give identical outputs") {
   // Each output is one tile's dot product whichever thread computes it.
   Matmul one(1), two(2);
-  for (WeightType type : {WeightType::kF32, WeightType::kBF16}) {
-    const Problem p = make_problem(64, 257, 515, type, 7);
+  for (WeightType type : {WeightType::kF32, WeightType::kF16, WeightType::kBF16}) {
+    const Problem p = make_problem(3, 257, 515, type, 7);  // decode-sized: the blocked tiles
     CHECK(run(one, p) == run(two, p));
   }
 }
-#endif
 
 TEST_CASE("matmul: a cached shape reused with new data gives new results") {
   Matmul mm(2);

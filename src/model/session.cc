@@ -76,9 +76,7 @@ void Session::eval(const int32_t* tokens, int n, float* logits) {
 void Session::forward_chunk(const int32_t* tokens, int n, float* logits) {
   const ModelConfig& c = model_.config();
   const Weights& w = model_.weights();
-  for (int t = 0; t < n; ++t)
-    std::memcpy(&x_[size_t(t) * c.d_model], w.token_embd + size_t(tokens[t]) * c.d_model,
-                sizeof(float) * c.d_model);
+  for (int t = 0; t < n; ++t) w.embedding(tokens[t], &x_[size_t(t) * c.d_model]);
   for (int layer = 0; layer < c.n_layers; ++layer) {
     attention_block(layer, n);
     ffn_block(layer, n);

@@ -65,24 +65,38 @@ const float* Weights::load(const io::GgufFile& file, const std::string& name,
 
 ops::WeightMatrix Weights::load_matrix(const io::GgufFile& file, const std::string& name,
                                        int64_t n_out, int64_t n_in) {
-  ops::WeightMatrix m;
-  m.data = load(file, name, {n_in, n_out});
-  m.type = ops::WeightType::kF32;
-  m.n_out = n_out;
-  m.n_in = n_in;
-  return m;
+  const io::GgufTensor* t = file.find_tensor(name);
+  const bool f16 = t && t->type == io::TensorType::kF16, bf16 = t && t->type == io::TensorType::kBF16;
+  if (!(f16 || bf16)) return {load(file, name, {n_in, n_out}), ops::WeightType::kF32, n_out, n_in};
+  if (t->dims != std::vector<int64_t>{n_in, n_out})
+    file.fail("tensor '" + name + "' has shape " + shape_str(t->dims) + ", expected " +
+              shape_str({n_in, n_out}));
+  bytes_mapped_ += t->n_bytes;  // widened to FP32 inside the matmul kernels
+  return {t->data, f16 ? ops::WeightType::kF16 : ops::WeightType::kBF16, n_out, n_in};
+}
+
+void Weights::embedding(int32_t token, float* out) const {
+  const int64_t d = token_embd.n_in;
+  switch (token_embd.type) {
+    case ops::WeightType::kF32:
+      std::memcpy(out, static_cast<const float*>(token_embd.data) + token * d, sizeof(float) * size_t(d));
+      break;
+    case ops::WeightType::kF16:
+    case ops::WeightType::kBF16: {
+      const uint16_t* row = static_cast<const uint16_t*>(token_embd.data) + token * d;
+      const bool f16 = token_embd.type == ops::WeightType::kF16;
+      for (int64_t i = 0; i < d; ++i) out[i] = f16 ? f16_to_f32(row[i]) : bf16_to_f32(row[i]);
+      break;
+    }
+  }
 }
 
 Weights::Weights(const io::GgufFile& file, const ModelConfig& c) {
   const int64_t d = c.d_model, q_dim = int64_t(c.n_heads) * c.head_dim,
                 kv_dim = int64_t(c.n_kv_heads) * c.head_dim;
-  token_embd = load(file, "token_embd.weight", {d, c.n_vocab});
+  token_embd = load_matrix(file, "token_embd.weight", c.n_vocab, d);
   output_norm = load(file, "output_norm.weight", {d});
-  if (c.tied_output) {
-    output = {token_embd, ops::WeightType::kF32, c.n_vocab, d};
-  } else {
-    output = load_matrix(file, "output.weight", c.n_vocab, d);
-  }
+  output = c.tied_output ? token_embd : load_matrix(file, "output.weight", c.n_vocab, d);
   layers.resize(size_t(c.n_layers));
   for (int i = 0; i < c.n_layers; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";

@@ -1,5 +1,6 @@
-// Model weights: views into the mmap where the tensor type allows (F32), FP32 copies made once
-// at load for F16, BF16 and Q8_0. Immutable after load; shareable between sessions.
+// Model weights: views into the mmap where the tensor type allows (F32 everywhere; F16 and BF16
+// matrices, which the matmul kernels widen on the fly), FP32 copies made once at load for the
+// rest (Q8_0, and F16/BF16 norm vectors). Immutable after load; shareable between sessions.
 #pragma once
 
 #include <memory>
@@ -29,9 +30,12 @@ class Weights {
   // Checks every tensor's presence, shape and type; errors name the tensor.
   Weights(const io::GgufFile& file, const ModelConfig& config);
 
-  const float* token_embd = nullptr;  // [n_vocab][d_model]
+  ops::WeightMatrix token_embd;       // [n_vocab][d_model]
   const float* output_norm = nullptr; // [d_model]
   ops::WeightMatrix output;           // [n_vocab][d_model] (token_embd when tied)
+
+  // out[d_model] = token_embd row `token`, widened to FP32.
+  void embedding(int32_t token, float* out) const;
   std::vector<LayerWeights> layers;   // [n_layers]
 
   size_t bytes_mapped() const { return bytes_mapped_; }     // used in place from the file

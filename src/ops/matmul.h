@@ -1,5 +1,8 @@
-// Matrix products for the forward pass. The only door to oneDNN (matmul_dnnl.cc); builds
-// without oneDNN use kvrt's own blocked GEMM (matmul_blocked.cc) behind the same interface.
+// Matrix products for the forward pass. Decode-sized products (a few rows of x) run on kvrt's
+// blocked GEMM, which reads W once in its stored type (f16 and bf16 widened in registers'
+// reach); prefill-sized products go to oneDNN (matmul_dnnl.cc, the only door to it), with f16
+// and bf16 weights widened a block of rows at a time. Builds without oneDNN use the blocked
+// GEMM for everything.
 #pragma once
 
 #include <cstdint>
@@ -8,7 +11,7 @@
 namespace kvrt::ops {
 
 // Element type of a weight matrix as stored for compute.
-enum class WeightType { kF32, kBF16 };
+enum class WeightType { kF32, kF16, kBF16 };
 
 // A weight matrix W [n_out][n_in] (row-major, each output row contiguous), as in GGUF.
 struct WeightMatrix {
@@ -25,7 +28,9 @@ class Matmul {
   explicit Matmul(int n_threads);
   ~Matmul();
   void run(const float* x, int64_t m, const WeightMatrix& w, float* y);
-  const char* implementation() const;  // which kernel ran last, e.g. "brg:avx512_core"
+  // The kernels used so far, e.g. "gemm brg:avx512_core, gemv kvrt-blocked:avx512"; the
+  // pointer stays valid until the next run().
+  const char* implementation() const;
 
  private:
   struct Impl;

@@ -5,8 +5,9 @@
 // Blocking: threads split the columns of y (rows of W) into contiguous ranges, so at m = 1 each
 // thread streams its own part of W exactly once. Rows of x are taken kRowBlockBytes at a time so
 // the block stays in L2 while every W tile of the thread passes over it; a W tile (nr rows) is
-// reused by all row tiles of the block. bf16 weights are widened one W tile at a time into a
-// per-thread scratch row, then run through the same f32 kernels.
+// reused by all row tiles of the block. f16 and bf16 weights are widened one W tile at a time
+// into a per-thread scratch (L1-resident), then run through the same f32 kernels: W is read from
+// memory once, in its stored size.
 #include <omp.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/half.h"
 #include "ops/matmul.h"
 #include "ops/matmul_blocked.h"
 
@@ -21,6 +23,14 @@ namespace kvrt::ops {
 
 namespace scalar {
 namespace {
+
+void widen_f16(const uint16_t* src, int64_t n, float* dst) {
+  for (int64_t k = 0; k < n; ++k) dst[k] = f16_to_f32(src[k]);
+}
+
+void widen_bf16(const uint16_t* src, int64_t n, float* dst) {
+  for (int64_t k = 0; k < n; ++k) dst[k] = bf16_to_f32(src[k]);
+}
 
 template <int MR, int NR>
 void tile(const TileArgs& a) {
@@ -42,7 +52,9 @@ const TileKernels& tile_kernels() {
                                       {{&tile<1, 1>, &tile<1, 2>, &tile<1, 3>, &tile<1, 4>},
                                        {&tile<2, 1>, &tile<2, 2>, &tile<2, 3>, &tile<2, 4>},
                                        {&tile<3, 1>, &tile<3, 2>, &tile<3, 3>, &tile<3, 4>},
-                                       {&tile<4, 1>, &tile<4, 2>, &tile<4, 3>, &tile<4, 4>}}};
+                                       {&tile<4, 1>, &tile<4, 2>, &tile<4, 3>, &tile<4, 4>}},
+                                      &widen_f16,
+                                      &widen_bf16};
   return kTable;
 }
 
@@ -65,74 +77,55 @@ namespace {
 constexpr int64_t kRowBlockBytes = 512 * 1024;  // x rows per block: about a quarter of L2
 constexpr int64_t kMinParallelFlops = 1 << 16;  // below this a parallel region costs more than it saves
 
-// Widens nr bf16 rows of W into f32: dst [nr][n_in].
-void widen_bf16(const uint16_t* src, int64_t src_stride, int nr, int64_t n_in, float* dst) {
-  for (int j = 0; j < nr; ++j) {
-    const uint16_t* s = src + j * src_stride;
-    uint32_t* d = reinterpret_cast<uint32_t*>(dst + j * n_in);
-    for (int64_t k = 0; k < n_in; ++k) d[k] = uint32_t(s[k]) << 16;
-  }
-}
-
 }  // namespace
 
-struct Matmul::Impl {
-  int n_threads;
-  const TileKernels* tiles = &tile_kernels_for(simd::parse_isa(simd::kernels().isa));  // as KVRT_ISA
-  std::string name = std::string("kvrt-blocked:") + tiles->name;
-  std::vector<std::vector<float>> scratch;  // per thread: [cols][n_in] widened bf16 rows
+BlockedMatmul::BlockedMatmul(int n_threads)
+    : n_threads_(std::max(1, n_threads)),
+      tiles_(&tile_kernels_for(simd::parse_isa(simd::isa_name()))),  // as KVRT_ISA chose
+      name_(std::string("kvrt-blocked:") + tiles_->name),
+      scratch_(size_t(n_threads_)) {}
 
-  // Columns [b0 * cols, b1 * cols) of y, for all m rows; scratch is this thread's widening buffer.
-  void columns(const float* x, int64_t m, const WeightMatrix& w, float* y, int64_t b0, int64_t b1,
-               float* scratch_rows) const {
-    const int mr = tiles->rows, nr = tiles->cols;
-    const int64_t n_in = w.n_in, n_out = w.n_out;
-    const int64_t row_block = std::max<int64_t>(mr, kRowBlockBytes / (4 * n_in) / mr * mr);
-    for (int64_t i0 = 0; i0 < m; i0 += row_block) {
-      const int64_t i1 = std::min(m, i0 + row_block);
-      for (int64_t b = b0; b < b1; ++b) {
-        const int64_t j = b * nr;
-        const int nr_here = int(std::min<int64_t>(nr, n_out - j));
-        const float* w_rows = static_cast<const float*>(w.data) + j * n_in;
-        if (w.type == WeightType::kBF16) {
-          widen_bf16(static_cast<const uint16_t*>(w.data) + j * n_in, n_in, nr_here, n_in, scratch_rows);
-          w_rows = scratch_rows;
-        }
-        for (int64_t i = i0; i < i1; i += mr) {
-          const int mr_here = int(std::min<int64_t>(mr, i1 - i));
-          const TileArgs args{x + i * n_in, size_t(n_in), w_rows, size_t(n_in),
-                              y + i * n_out + j, size_t(n_out), n_in};
-          tiles->fn[mr_here - 1][nr_here - 1](args);
-        }
+void BlockedMatmul::columns(const float* x, int64_t m, const WeightMatrix& w, float* y, int64_t b0,
+                            int64_t b1, float* widened) const {
+  const int mr = tiles_->rows, nr = tiles_->cols;
+  const int64_t n_in = w.n_in, n_out = w.n_out;
+  const int64_t row_block = std::max<int64_t>(mr, kRowBlockBytes / (4 * n_in) / mr * mr);
+  const WidenFn widen = w.type == WeightType::kF16    ? tiles_->widen_f16
+                        : w.type == WeightType::kBF16 ? tiles_->widen_bf16
+                                                      : nullptr;
+  for (int64_t i0 = 0; i0 < m; i0 += row_block) {
+    const int64_t i1 = std::min(m, i0 + row_block);
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t j = b * nr;
+      const int nr_here = int(std::min<int64_t>(nr, n_out - j));
+      const float* w_rows = static_cast<const float*>(w.data) + j * n_in;
+      if (widen) {
+        widen(static_cast<const uint16_t*>(w.data) + j * n_in, nr_here * n_in, widened);
+        w_rows = widened;
+      }
+      for (int64_t i = i0; i < i1; i += mr) {
+        const int mr_here = int(std::min<int64_t>(mr, i1 - i));
+        const TileArgs args{x + i * n_in, size_t(n_in), w_rows, size_t(n_in),
+                            y + i * n_out + j, size_t(n_out), n_in};
+        tiles_->fn[mr_here - 1][nr_here - 1](args);
       }
     }
   }
-};
-
-Matmul::Matmul(int n_threads) : impl_(std::make_unique<Impl>()) {
-  impl_->n_threads = std::max(1, n_threads);
-  impl_->scratch.resize(size_t(impl_->n_threads));
 }
 
-Matmul::~Matmul() = default;
-
-void Matmul::run(const float* x, int64_t m, const WeightMatrix& w, float* y) {
-  KVRT_ASSERT(w.type == WeightType::kF32 || w.type == WeightType::kBF16);
+void BlockedMatmul::run(const float* x, int64_t m, const WeightMatrix& w, float* y) {
   if (m == 0 || w.n_out == 0) return;
-  Impl& impl = *impl_;
-  const int64_t n_blocks = (w.n_out + impl.tiles->cols - 1) / impl.tiles->cols;
-  if (w.type == WeightType::kBF16) {
-    for (auto& s : impl.scratch) s.resize(std::max(s.size(), size_t(impl.tiles->cols * w.n_in)));
+  const int64_t n_blocks = (w.n_out + tiles_->cols - 1) / tiles_->cols;
+  if (w.type != WeightType::kF32) {
+    for (auto& s : scratch_) s.resize(std::max(s.size(), size_t(tiles_->cols * w.n_in)));
   }
   const bool parallel = 2 * m * w.n_out * w.n_in >= kMinParallelFlops;
-  const int n_threads = int(std::min<int64_t>(parallel ? impl.n_threads : 1, n_blocks));
+  const int n_threads = int(std::min<int64_t>(parallel ? n_threads_ : 1, n_blocks));
 #pragma omp parallel num_threads(n_threads) if (n_threads > 1)
   {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    impl.columns(x, m, w, y, n_blocks * t / nt, n_blocks * (t + 1) / nt, impl.scratch[size_t(t)].data());
+    columns(x, m, w, y, n_blocks * t / nt, n_blocks * (t + 1) / nt, scratch_[size_t(t)].data());
   }
 }
-
-const char* Matmul::implementation() const { return impl_->name.c_str(); }
 
 }  // namespace kvrt::ops

@@ -5,7 +5,15 @@
 
 #include <xsimd/xsimd.hpp>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#endif
+
 #include <utility>
+
+#include "common/half.h"
 
 #include "ops/matmul_blocked.h"
 
@@ -38,10 +46,33 @@ void blocked_tile(const TileArgs& a) {
   }
 }
 
+// f16 -> f32 with the conversion instructions this translation unit was compiled for.
+void widen_f16_rows(const uint16_t* src, int64_t n, float* dst) {
+  int64_t k = 0;
+#if defined(__AVX512F__)
+  for (; k + 16 <= n; k += 16)
+    _mm512_storeu_ps(dst + k, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k))));
+#endif
+#if defined(__F16C__)
+  for (; k + 8 <= n; k += 8)
+    _mm256_storeu_ps(dst + k, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + k))));
+#endif
+#if defined(__aarch64__)
+  for (; k + 4 <= n; k += 4) vst1q_f32(dst + k, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(src + k))));
+#endif
+  for (; k < n; ++k) dst[k] = f16_to_f32(src[k]);
+}
+
+// bf16 -> f32 is a 16-bit shift; written so the compiler vectorizes it.
+void widen_bf16_rows(const uint16_t* src, int64_t n, float* dst) {
+  uint32_t* d = reinterpret_cast<uint32_t*>(dst);
+  for (int64_t k = 0; k < n; ++k) d[k] = uint32_t(src[k]) << 16;
+}
+
 // Every tile shape up to MR x NR, for the edges of y.
 template <class Arch, int MR, int NR>
 constexpr TileKernels blocked_tile_table(const char* name) {
-  TileKernels t{name, MR, NR, {}};
+  TileKernels t{name, MR, NR, {}, &widen_f16_rows, &widen_bf16_rows};
   [&]<int... I>(std::integer_sequence<int, I...>) {
     ((t.fn[I / NR][I % NR] = &blocked_tile<Arch, I / NR + 1, I % NR + 1>), ...);
   }(std::make_integer_sequence<int, MR * NR>{});

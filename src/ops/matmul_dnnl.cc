@@ -1,46 +1,46 @@
 // The one file that talks to oneDNN (v2 API as in Debian 12's 2.6: matmul::desc, then
-// primitive_desc). Primitives and memory objects are cached per shape, so steady-state
-// calls only swap data handles and allocate nothing.
+// primitive_desc). Primitives and memory objects are cached per shape, so steady-state calls
+// only swap data handles.
+#include "ops/matmul_dnnl.h"
+
 #include <dnnl.hpp>
+#include <omp.h>
 
 #include <map>
-#include <omp.h>
 #include <string>
 #include <tuple>
 
 #include "common/error.h"
-#include "ops/matmul.h"
 
 namespace kvrt::ops {
-
 namespace {
+
 using dnnl::memory;
-using Key = std::tuple<int64_t, int64_t, int64_t, int>;  // m, n_out, n_in, weight type
+using Key = std::tuple<int64_t, int64_t, int64_t, int64_t>;  // m, n, k, ldy
 
 struct Cached {
   dnnl::matmul prim;
   memory src, wei, dst;
   std::string impl;
 };
+
 }  // namespace
 
-struct Matmul::Impl {
+struct DnnlGemm::Impl {
   int n_threads;
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
   std::map<Key, Cached> cache;
   const char* last_impl = "none";
 
-  Cached& get(int64_t m, const WeightMatrix& w) {
-    Key key{m, w.n_out, w.n_in, int(w.type)};
+  Cached& get(int64_t m, int64_t n, int64_t k, int64_t ldy) {
+    const Key key{m, n, k, ldy};
     auto it = cache.find(key);
     if (it != cache.end()) return it->second;
-    if (w.type != WeightType::kF32)
-      throw Error("oneDNN matmul: only FP32 weights are wired", ErrorKind::kInternal);
     const auto f32 = memory::data_type::f32;
-    memory::desc src_md({m, w.n_in}, f32, memory::format_tag::ab);       // x [m][n_in]
-    memory::desc wei_md({w.n_in, w.n_out}, f32, memory::format_tag::ba);  // Wᵀ, W is [n_out][n_in]
-    memory::desc dst_md({m, w.n_out}, f32, memory::format_tag::ab);      // y [m][n_out]
+    const memory::desc src_md({m, k}, f32, memory::format_tag::ab);  // x [m][k]
+    const memory::desc wei_md({k, n}, f32, memory::format_tag::ba);  // wᵀ, w is [n][k]
+    const memory::desc dst_md({m, n}, f32, memory::dims{ldy, 1});    // y [m][ldy]
     try {
       dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src_md, wei_md, dst_md), engine);
       Cached c{dnnl::matmul(pd), memory(src_md, engine, nullptr), memory(wei_md, engine, nullptr),
@@ -53,13 +53,14 @@ struct Matmul::Impl {
   }
 };
 
-Matmul::Matmul(int n_threads) : impl_(std::make_unique<Impl>()) { impl_->n_threads = n_threads; }
-Matmul::~Matmul() = default;
+DnnlGemm::DnnlGemm(int n_threads) : impl_(std::make_unique<Impl>()) { impl_->n_threads = n_threads; }
+DnnlGemm::~DnnlGemm() = default;
 
-void Matmul::run(const float* x, int64_t m, const WeightMatrix& w, float* y) {
-  Cached& c = impl_->get(m, w);
+void DnnlGemm::run(const float* x, int64_t m, const float* w, int64_t n, int64_t k, float* y,
+                   int64_t ldy) {
+  Cached& c = impl_->get(m, n, k, ldy);
   c.src.set_data_handle(const_cast<float*>(x));
-  c.wei.set_data_handle(const_cast<void*>(w.data));
+  c.wei.set_data_handle(const_cast<float*>(w));
   c.dst.set_data_handle(y);
   omp_set_num_threads(impl_->n_threads);
   c.prim.execute(impl_->stream,
@@ -68,6 +69,6 @@ void Matmul::run(const float* x, int64_t m, const WeightMatrix& w, float* y) {
   impl_->last_impl = c.impl.c_str();
 }
 
-const char* Matmul::implementation() const { return impl_->last_impl; }
+const char* DnnlGemm::implementation() const { return impl_->last_impl; }
 
 }  // namespace kvrt::ops
