@@ -45,7 +45,7 @@ constexpr const char* kHeader =
     "# record whose content hash does not match. Re-run `kvrt validate` instead.\n";
 
 [[noreturn]] void refuse(const std::string& path, const std::string& why) {
-  throw Error("validation record '" + path + "' " + why + "; run `kvrt validate` again", ErrorKind::kRefused);
+  throw Error("validation record '" + path + "' " + why, ErrorKind::kRefused);
 }
 
 Verdict parse_verdict(const TomlView& v) {

@@ -42,12 +42,12 @@ std::vector<Setting> read_settings(const std::string& path) {
   return out;
 }
 
-Setting negative_control() {
+Setting negative_control(float scale_noise) {
   Setting s;
   s.label = "NEG CONTROL";
-  s.kv.k_format = kv::Format::kQ4;
-  s.kv.v_format = kv::Format::kQ4;
-  s.kv.debug_scale_noise = 0.5f;
+  s.kv.k_format = kv::Format::kQ8;  // q8/q8 passes undamaged, so only the damage can fail it
+  s.kv.v_format = kv::Format::kQ8;
+  s.kv.debug_scale_noise = scale_noise;
   return s;
 }
 

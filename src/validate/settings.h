@@ -15,7 +15,8 @@ std::string default_validation_dir();
 // [[setting]] entries: label, k, v, group, k_axis, residual, rotate. Errors name file and line.
 std::vector<Setting> read_settings(const std::string& path);
 
-// The negative control: q4 keys and values with every stored scale perturbed. It must FAIL.
-Setting negative_control();
+// The negative control: q8 keys and values with every stored scale perturbed by a relative
+// `scale_noise`. It must FAIL.
+Setting negative_control(float scale_noise);
 
 }  // namespace kvrt::validate

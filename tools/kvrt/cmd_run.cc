@@ -8,10 +8,12 @@
 #include "commands.h"
 #include "common/error.h"
 #include "kv_options.h"
+#include "kvrt_config.h"
 #include "model/sampler.h"
 #include "model/session.h"
 #include "model_options.h"
 #include "simd/kernels.h"
+#include "validate/gate.h"
 
 namespace kvrt::cli {
 namespace {
@@ -29,6 +31,7 @@ struct RunOptions {
   int n_predict = 128;
   model::SamplerOptions sampler;
   bool allow_unvalidated = false;
+  std::string record;
 };
 
 std::string read_prompt(const RunOptions& o) {
@@ -61,6 +64,22 @@ void report(const model::Session& s, int n_prompt, double t_prefill, int n_decod
                s.n_past(), kv.bytes_allocated());
 }
 
+// A compressed KV setting needs a PASS record from `kvrt validate` for this model file, kvrt
+// version and ISA; --allow-unvalidated skips the check and says so on every run.
+void check_gate(const RunOptions& o, const model::Session& s) {
+  const kv::KvConfig& kv = s.kv_cache().config();
+  if (kv.is_f32()) return;
+  if (o.allow_unvalidated) {
+    std::fprintf(stderr, "kvrt: warning: KV setting %s is not checked against a validation record "
+                 "(--allow-unvalidated); its output may differ from the FP32 cache by an unmeasured amount\n",
+                 kv.name().c_str());
+    return;
+  }
+  const validate::GateQuery q{o.model.resolved_path(), kv.name(), o.record, simd::isa_name(), KVRT_VERSION};
+  const std::string path = validate::require_pass_record(q);
+  std::fprintf(stderr, "kvrt: KV setting %s validated (record %s)\n", kv.name().c_str(), path.c_str());
+}
+
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
@@ -78,6 +97,8 @@ int cmd_run(int argc, char** argv) {
   o.kv.add_to(cl);
   cl.add_flag("--allow-unvalidated", "use a compressed KV setting without a PASS record (prints a warning)",
               &o.allow_unvalidated);
+  cl.add("--record", "PATH", "validation record to check (default: the one kvrt validate writes for this model)",
+         &o.record);
   if (!cl.parse(argc, argv)) return kExitOk;
 
   const kv::KvConfig kv_config = o.kv.config();
@@ -94,6 +115,7 @@ int cmd_run(int argc, char** argv) {
                     " tokens, more than the context of " + std::to_string(so.n_ctx) + " (raise -c)",
                 ErrorKind::kResource);
   model::Session session(*model, so);
+  check_gate(o, session);
   model::Sampler sampler(o.sampler, model->config().n_vocab);
 
   auto t0 = Clock::now();

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 #include "command_line.h"
@@ -32,7 +33,8 @@ struct ValidateOptions {
   ModelOptions model;
   KvOptions kv;
   std::string settings_file, cases_dir, config, json, html, record;
-  bool only_cases = false, negative_control = false;
+  bool only_cases = false;
+  float negative_control = 0;  // relative noise on stored scales; 0 = no negative control
   int max_len = 0;
   uint64_t seed = kSeedFromThresholds;
 };
@@ -65,7 +67,7 @@ std::vector<validate::Setting> requested_settings(const ValidateOptions& o, cons
   } else {
     s = validate::read_settings(o.settings_file.empty() ? dir + "/settings.toml" : o.settings_file);
   }
-  if (o.negative_control) s.push_back(validate::negative_control());
+  if (o.negative_control > 0) s.push_back(validate::negative_control(o.negative_control));
   return s;
 }
 
@@ -110,7 +112,11 @@ int cmd_validate(int argc, char** argv) {
   cl.add("--html", "FILE", "write a self-contained HTML report with plots", &o.html);
   cl.add("--record", "PATH", "validation record to write (default: in $KVRT_STATE_DIR or ~/.local/state/kvrt)",
          &o.record);
-  cl.add_hidden("--debug-negative-control", [&o](std::string_view) { o.negative_control = true; });
+  // Tests only: adds q4/q4 with its stored scales perturbed by this relative amount; it must FAIL.
+  cl.add_hidden("--debug-negative-control", [&o](std::string_view v) {
+    o.negative_control = std::strtof(std::string(v).c_str(), nullptr);
+    if (!(o.negative_control > 0)) throw Error("--debug-negative-control needs a positive scale", ErrorKind::kUsage);
+  });
   if (!cl.parse(argc, argv)) return kExitOk;
   if (o.only_cases && o.cases_dir.empty()) throw Error("--only-cases needs --cases DIR", ErrorKind::kUsage);
 
