@@ -23,6 +23,7 @@ struct Report {
   int n_ctx_full = 0;                    // the model's full context, for "memory saved"
   int max_len = 0;                       // usable context the cases were built for
   int n_threads = 0;
+  std::string noise_description;         // how the noise-floor lane differs from the baseline
   std::vector<std::string> skipped;      // cases left out (too long)
 };
 

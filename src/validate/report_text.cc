@@ -54,6 +54,14 @@ void details(const Report& r, const SettingResult& s, const SettingVerdict& v, s
     const Interval i = breakdown(r, s, Metric::kKl, "", b);
     if (i.n_cases) o << b << " " << format_number(i.mean) << " (" << i.n_cases << ")  ";
   }
+  int n_recall = 0, hit_base = 0, hit_cand = 0;
+  for (const CaseScore& c : s.cases) {
+    if (!c.recall_baseline) continue;
+    ++n_recall;
+    hit_base += *c.recall_baseline;
+    hit_cand += *c.recall_candidate;
+  }
+  if (n_recall) o << "\n  answers recalled: baseline " << hit_base << "/" << n_recall << ", this setting " << hit_cand << "/" << n_recall;
   o << "\n  kl by category: ";
   for (const std::string& c : categories(*r.cases))
     o << c << " " << format_number(breakdown(r, s, Metric::kKl, c, "").mean) << "  ";
@@ -92,8 +100,8 @@ std::string report_text(const Report& r) {
   set_summary(r, o);
   o << "\n";
   summary(r, o);
-  o << "(noise floor: FP32 against FP32 with other threads and prefill chunking; its values are the "
-       "resolution of this comparison)\n";
+  o << "(noise floor: FP32 against FP32 with " << r.noise_description
+    << "; its values are the resolution of this comparison)\n";
   details(r, r.run->noise_floor, r.noise_verdict, o);
   for (size_t i = 0; i < r.run->settings.size(); ++i) details(r, r.run->settings[i], r.verdicts[i], o);
   o << "\n";

@@ -156,6 +156,8 @@ int cmd_validate(int argc, char** argv) {
   rep.kvrt_version = KVRT_VERSION;
   rep.acceptance_sha256 = set.sha256;
   rep.n_ctx_full = model.config().n_ctx_train;
+  rep.noise_description = "prefill chunks of " + std::to_string(ro.noise_batch) + " instead of " +
+                          std::to_string(ro.n_batch) + " tokens (other GEMM shapes and summation order)";
   rep.n_threads = ro.n_threads > 0 ? ro.n_threads : int(sysconf(_SC_NPROCESSORS_ONLN));
 
   std::fputs(validate::report_text(rep).c_str(), stdout);
