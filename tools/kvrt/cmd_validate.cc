@@ -63,6 +63,9 @@ std::vector<validate::Setting> requested_settings(const ValidateOptions& o, cons
   if (!o.kv.both.empty() || !o.kv.k.empty() || !o.kv.v.empty()) {
     validate::Setting one{"", o.kv.config()};
     one.label = std::string(kv::format_name(one.kv.k_format)) + "/" + kv::format_name(one.kv.v_format);
+    if (one.kv.k_axis == kv::KeyAxis::kChannel) one.label += " ch";
+    if (one.kv.residual > 0) one.label += " r" + std::to_string(one.kv.residual);
+    if (one.kv.rotate) one.label += " rot";
     s.push_back(one);
   } else {
     s = validate::read_settings(o.settings_file.empty() ? dir + "/settings.toml" : o.settings_file);
@@ -87,6 +90,25 @@ void merge_earlier(const std::string& path, validate::Record& r) {
     const bool rerun = std::any_of(r.settings.begin(), r.settings.end(), [&](const auto& n) { return n.name == s.name; });
     if (!rerun) r.settings.push_back(s);
   }
+}
+
+validate::Record make_record(const validate::Report& rep, const validate::Thresholds& thresholds,
+                             const validate::CaseSet& set) {
+  validate::Record record;
+  record.kvrt_version = rep.kvrt_version;
+  record.isa = rep.isa;
+  record.model_path = rep.model_path;
+  record.model_sha256 = rep.model_sha256;
+  record.thresholds_path = std::filesystem::absolute(thresholds.path).lexically_normal().string();
+  record.thresholds_sha256 = thresholds.sha256;
+  record.case_dirs = set.dirs;
+  record.acceptance_sha256 = set.sha256;
+  record.max_len = rep.max_len;
+  for (size_t i = 0; i < rep.run->settings.size(); ++i) {
+    const auto& s = rep.run->settings[i];
+    record.settings.push_back({s.name, s.setting.label, rep.verdicts[i].verdict, s.bytes_per_token});
+  }
+  return record;
 }
 
 }  // namespace
@@ -167,22 +189,9 @@ int cmd_validate(int argc, char** argv) {
   if (!o.json.empty()) write_file(o.json, validate::report_json(rep));
   if (!o.html.empty()) write_file(o.html, validate::report_html(rep));
 
-  validate::Record record;
-  record.kvrt_version = rep.kvrt_version;
-  record.isa = rep.isa;
-  record.model_path = model_path;
-  record.model_sha256 = rep.model_sha256;
-  record.thresholds_path = std::filesystem::absolute(thresholds.path).lexically_normal().string();
-  record.thresholds_sha256 = thresholds.sha256;
-  record.case_dirs = set.dirs;
-  record.acceptance_sha256 = set.sha256;
-  record.max_len = rep.max_len;
-  bool all_pass = true;
-  for (size_t i = 0; i < run.settings.size(); ++i) {
-    record.settings.push_back({run.settings[i].name, run.settings[i].setting.label, rep.verdicts[i].verdict,
-                               run.settings[i].bytes_per_token});
-    all_pass = all_pass && rep.verdicts[i].verdict == validate::Verdict::kPass;
-  }
+  validate::Record record = make_record(rep, thresholds, set);
+  const bool all_pass = std::all_of(rep.verdicts.begin(), rep.verdicts.end(),
+                                    [](const auto& v) { return v.verdict == validate::Verdict::kPass; });
   const std::string record_path = o.record.empty() ? validate::default_record_path(rep.model_sha256, rep.isa) : o.record;
   merge_earlier(record_path, record);
   validate::write_record(record, record_path);
