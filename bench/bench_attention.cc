@@ -1,7 +1,9 @@
 // Decode-attention throughput in GB/s of KV cache read, per ISA and format, at 1k..16k context,
-// for one layer of the realistic shape (16 query heads, 4 kv heads, head_dim 64). Prints a table
-// and writes JSON (argv[1], default bench_attention.json). Numbers only; nothing here can fail.
-//   kernel rows: the fused dot + accumulate kernels of each runnable ISA over packed rows, 1 thread
+// for the realistic shape (16 query heads, 4 kv heads, head_dim 64). Each timed pass reads all
+// kLayers layers of the cache, as a decode step does, so the data comes from DRAM once it
+// outgrows the L3 cache (one layer of f32 KV at 8k is 16 MB). Prints a table and writes JSON
+// (argv[1], default bench_attention.json). Numbers only; nothing here can fail.
+//   kernel rows: the fused dot + accumulate kernels of each runnable ISA over the packed cache, 1 thread
 //   attention rows: ops::attention() for one decode token with this process's ISA, 2 threads
 #include <omp.h>
 
@@ -16,13 +18,14 @@
 #include "kv/kv_cache_impl.h"
 #include "ops/attention.h"
 #include "simd/dispatch.h"
+#include "simd/kernels_scalar.h"
 
 namespace {
 
 using namespace kvrt;
 using Clock = std::chrono::steady_clock;
 
-constexpr int kHeads = 16, kKvHeads = 4, kHeadDim = 64, kThreads = 2;
+constexpr int kHeads = 16, kKvHeads = 4, kHeadDim = 64, kThreads = 2, kLayers = 8;
 const int kContexts[] = {1024, 4096, 8192, 16384};
 const kv::Format kFormats[] = {kv::Format::kF32, kv::Format::kQ8, kv::Format::kQ4};
 
@@ -42,12 +45,12 @@ double best_seconds(F f, double min_total = 0.3) {
 std::unique_ptr<kv::KvCache> filled_cache(kv::Format f, int n_ctx) {
   kv::KvConfig cfg;
   cfg.k_format = cfg.v_format = f;
-  auto cache = std::make_unique<kv::KvCache>(cfg, kv::CacheShape{1, kKvHeads, kHeadDim, n_ctx});
+  auto cache = std::make_unique<kv::KvCache>(cfg, kv::CacheShape{kLayers, kKvHeads, kHeadDim, n_ctx});
   std::mt19937 rng(1);
   std::normal_distribution<float> nd;
   std::vector<float> x(static_cast<size_t>(n_ctx) * kKvHeads * kHeadDim);
   for (float& v : x) v = nd(rng);
-  cache->write(0, 0, n_ctx, x.data(), x.data());
+  for (int layer = 0; layer < kLayers; ++layer) cache->write(layer, 0, n_ctx, x.data(), x.data());
   return cache;
 }
 
@@ -60,40 +63,55 @@ struct Row {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<Row> rows;
+  std::vector<Row> rows_out;
   std::vector<float> q(kHeads * kHeadDim, 0.1f), out(kHeads * kHeadDim);
   for (int ctx : kContexts) {
     for (kv::Format f : kFormats) {
       const auto cache = filled_cache(f, ctx);
-      const double bytes = cache->bytes_per_token() * ctx;  // one layer, K and V
+      const double bytes = cache->bytes_per_token() * ctx;  // all layers, K and V
       const kv::KvCache::Impl& c = cache->impl();
+      // queries as the decode path prepares them (int8 codes per group for q8 / q4 keys)
+      std::vector<int8_t> qc(4 * kHeadDim);
+      std::vector<float> qd(4 * kHeadDim), qsum(4 * kHeadDim);
+      std::vector<int32_t> qcsum(4 * kHeadDim);
+      simd::scalar::QueryBuffers qb{qc.data(), qd.data(), qsum.data(), qcsum.data()};
+      simd::scalar::quantize_queries(q.data(), 4, kHeadDim, kHeadDim, c.group_size, qb);
+      const simd::QueryCodes codes = qb.view();
+      const bool tiled = f != kv::Format::kF32;
+      const auto rows = [&](const kv::SideStore& s, int layer, int h) { return tiled ? c.token_tile(s, layer, 0, h) : c.row(s, layer, 0, h); };
+      const size_t k_stride = tiled ? c.tile_stride(c.k) : c.k.row_bytes * kKvHeads, v_stride = tiled ? c.tile_stride(c.v) : c.v.row_bytes * kKvHeads;
       for (simd::Isa isa : simd::runnable_isas()) {
         const simd::Kernels& k = simd::kernels_for(isa);
         const int codec = static_cast<int>(f == kv::Format::kF32 ? simd::Codec::kF32 : f == kv::Format::kQ8 ? simd::Codec::kQ8 : simd::Codec::kQ4);
-        std::vector<float> s(4 * ctx), acc(4 * kHeadDim);
+        std::vector<float> s(4 * ctx, 1.0f / ctx), acc(4 * kHeadDim);
+        if (isa == simd::Isa::kScalar && ctx > 1024) continue;  // minutes, and says nothing new
         const double sec = best_seconds([&] {
-          for (int h = 0; h < kKvHeads; ++h) {
-            k.dot[codec]({q.data(), 4, kHeadDim, c.row(c.k, 0, 0, h), c.k.row_bytes * kKvHeads, ctx, kHeadDim, c.group_size, s.data(), static_cast<size_t>(ctx)});
-            k.acc[codec]({s.data(), 4, static_cast<size_t>(ctx), c.row(c.v, 0, 0, h), c.v.row_bytes * kKvHeads, ctx, kHeadDim, c.group_size, acc.data(), kHeadDim});
+          for (int layer = 0; layer < kLayers; ++layer) {
+            for (int h = 0; h < kKvHeads; ++h) {
+              k.dot[codec]({q.data(), 4, kHeadDim, rows(c.k, layer, h), k_stride, ctx, kHeadDim, c.group_size, s.data(), static_cast<size_t>(ctx), &codes});
+              k.acc[codec]({s.data(), 4, static_cast<size_t>(ctx), rows(c.v, layer, h), v_stride, ctx, kHeadDim, c.group_size, acc.data(), kHeadDim});
+            }
           }
         });
-        rows.push_back({"kernel", simd::isa_to_string(isa), kv::format_name(f), ctx, bytes / sec / 1e9, sec * 1e6});
+        rows_out.push_back({"kernel", simd::isa_to_string(isa), kv::format_name(f), ctx, bytes / sec / 1e9, sec * 1e6});
       }
       ops::AttentionScratch scratch(cache->shape(), kHeads, 1, kThreads);
       ops::AttentionArgs a;
       a.q = q.data(), a.n_tokens = 1, a.pos0 = ctx - 1, a.n_heads = kHeads, a.out = out.data();
-      const double sec = best_seconds([&] { ops::attention(*cache, a, scratch); });
-      rows.push_back({"attention", simd::isa_name(), kv::format_name(f), ctx, bytes / sec / 1e9, sec * 1e6});
+      const double sec = best_seconds([&] {
+        for (a.layer = 0; a.layer < kLayers; ++a.layer) ops::attention(*cache, a, scratch);
+      });
+      rows_out.push_back({"attention", simd::isa_name(), kv::format_name(f), ctx, bytes / sec / 1e9, sec * 1e6});
     }
   }
   std::printf("%-10s %-7s %-4s %6s %10s %9s\n", "kind", "isa", "fmt", "ctx", "us", "GB/s");
-  for (const Row& r : rows) std::printf("%-10s %-7s %-4s %6d %10.1f %9.2f\n", r.kind.c_str(), r.isa.c_str(), r.format.c_str(), r.ctx, r.us, r.gbps);
+  for (const Row& r : rows_out) std::printf("%-10s %-7s %-4s %6d %10.1f %9.2f\n", r.kind.c_str(), r.isa.c_str(), r.format.c_str(), r.ctx, r.us, r.gbps);
   std::ofstream js(argc > 1 ? argv[1] : "bench_attention.json");
-  js << "{\n  \"shape\": {\"n_heads\": 16, \"n_kv_heads\": 4, \"head_dim\": 64, \"threads_attention\": " << kThreads << "},\n  \"rows\": [\n";
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const Row& r = rows[i];
+  js << "{\n  \"shape\": {\"n_heads\": 16, \"n_kv_heads\": 4, \"head_dim\": 64, \"n_layers\": " << kLayers << ", \"threads_attention\": " << kThreads << "},\n  \"rows\": [\n";
+  for (size_t i = 0; i < rows_out.size(); ++i) {
+    const Row& r = rows_out[i];
     js << "    {\"kind\": \"" << r.kind << "\", \"isa\": \"" << r.isa << "\", \"format\": \"" << r.format << "\", \"ctx\": " << r.ctx
-       << ", \"us\": " << r.us << ", \"gb_per_s\": " << r.gbps << "}" << (i + 1 < rows.size() ? "," : "") << "\n";
+       << ", \"us\": " << r.us << ", \"gb_per_s\": " << r.gbps << "}" << (i + 1 < rows_out.size() ? "," : "") << "\n";
   }
   js << "  ]\n}\n";
   return 0;

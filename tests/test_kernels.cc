@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "kv/blocks.h"
+#include "kv/tiles.h"
 #include "simd/dispatch.h"
 #include "simd/kernels_scalar.h"
 
@@ -40,7 +41,7 @@ size_t row_bytes(Codec c, int n, int group) {
   return 0;
 }
 
-// Rows of random codes built by the scalar quantizer (raw codecs: random bytes).
+// Rows of FP32 values or random codes (raw codecs).
 std::vector<uint8_t> make_rows(Codec c, int n, int group, int n_rows, unsigned seed) {
   const size_t rb = row_bytes(c, n, group);
   std::vector<uint8_t> rows(rb * n_rows);
@@ -49,8 +50,6 @@ std::vector<uint8_t> make_rows(Codec c, int n, int group, int n_rows, unsigned s
   for (int t = 0; t < n_rows; ++t) {
     uint8_t* r = rows.data() + t * rb;
     if (c == Codec::kF32) std::memcpy(r, &x[t * n], rb);
-    if (c == Codec::kQ8) scalar::q8_quantize(&x[t * n], n, group, r);
-    if (c == Codec::kQ4) scalar::q4_quantize(&x[t * n], n, group, r);
     if (c == Codec::kRaw8) for (size_t i = 0; i < rb; ++i) r[i] = static_cast<uint8_t>(rng() % 255 + 1);  // never -128
     if (c == Codec::kRaw4) for (size_t i = 0; i < rb; ++i) r[i] = static_cast<uint8_t>(rng());
   }
@@ -78,45 +77,139 @@ TEST_CASE("the kernel table is chosen and names its ISA") {
   MESSAGE("runnable SIMD ISAs besides scalar: " << simd_isas().size() << ", chosen " << std::string(isa_name()));
 }
 
-TEST_CASE("dot, acc and dequantize equal the scalar twin") {
+TEST_CASE("row dot and acc equal the scalar twin") {
   for (Isa isa : simd_isas()) {
+    const Kernels& k = kernels_for(isa);
+    for (int n : {8, 64, 128, 96}) {
+      for (Codec c : {Codec::kF32, Codec::kRaw8, Codec::kRaw4}) {
+        const int n_rows = 37, n_q = 6;
+        const std::vector<uint8_t> rows = make_rows(c, n, 0, n_rows, n);
+        const size_t rb = row_bytes(c, n, 0);
+        const std::vector<float> q = randn(static_cast<size_t>(n_q) * n, 3);
+        std::vector<float> s_simd(n_q * n_rows), s_ref(n_q * n_rows);
+        DotArgs d{q.data(), n_q, static_cast<size_t>(n), rows.data(), rb, n_rows, n, 0, s_simd.data(), static_cast<size_t>(n_rows)};
+        k.dot[static_cast<int>(c)](d);
+        d.scores = s_ref.data();
+        scalar::dot(c, d);
+        std::vector<float> x(n);
+        for (int t = 0; t < n_rows; ++t) {
+          scalar::dequantize(c, rows.data() + t * rb, n, x.data());
+          for (int i = 0; i < n_q; ++i) {
+            double mag = 0;
+            for (int j = 0; j < n; ++j) mag += std::abs(q[i * n + j] * x[j]);
+            INFO(std::string(isa_to_string(isa)) << " codec " << int(c) << " n " << n);
+            REQUIRE(std::abs(s_simd[i * n_rows + t] - s_ref[i * n_rows + t]) <= kSumTol * mag + 1e-6);
+          }
+        }
+        if (c != Codec::kF32) continue;
+        const std::vector<float> p = randn(static_cast<size_t>(n_q) * n_rows, 5);
+        std::vector<float> a_simd = randn(static_cast<size_t>(n_q) * n, 6), a_ref = a_simd;
+        AccArgs a{p.data(), n_q, static_cast<size_t>(n_rows), rows.data(), rb, n_rows, n, 0, a_simd.data(), static_cast<size_t>(n)};
+        k.acc[0](a);
+        a.acc = a_ref.data();
+        scalar::acc(c, a);
+        for (size_t i = 0; i < a_ref.size(); ++i) REQUIRE(std::abs(a_simd[i] - a_ref[i]) <= kSumTol * (std::abs(a_ref[i]) + 40.0) + 1e-5);
+      }
+    }
+  }
+}
+
+namespace {
+
+// n_tiles tiles of one role and format, filled through the reference codec and tile_store_row.
+std::vector<uint8_t> make_tiles(const kvrt::kv::TileFormat& f, int n_tiles, unsigned seed) {
+  std::vector<uint8_t> tiles(f.bytes() * n_tiles);
+  const std::vector<float> x = randn(static_cast<size_t>(f.n) * n_tiles * kvrt::kv::kTileTokens, seed);
+  std::vector<uint8_t> row(f.n * 2);
+  for (int t = 0; t < n_tiles * kvrt::kv::kTileTokens; ++t) {
+    (f.q4 ? scalar::q4_quantize : scalar::q8_quantize)(&x[t * f.n], f.n, f.group, row.data());
+    kvrt::kv::tile_store_row(f, row.data(), t % kvrt::kv::kTileTokens, tiles.data() + t / kvrt::kv::kTileTokens * f.bytes());
+  }
+  return tiles;
+}
+
+}  // namespace
+
+TEST_CASE("tiles hold the reference blocks, and the tile kernels equal the scalar twin") {
+  using kvrt::kv::TileFormat;
+  using kvrt::kv::TileRole;
+  std::vector<Isa> isas = simd_isas();
+  isas.push_back(Isa::kScalar);
+  for (Isa isa : isas) {
     const Kernels& k = kernels_for(isa);
     for (int n : {8, 64, 128, 96}) {
       for (int group = 8; group <= std::min(n, 128); group *= 2) {
         if (n % group) continue;
-        for (Codec c : kCodecs) {
-          const int n_rows = 37, n_q = 6;
-          const std::vector<uint8_t> rows = make_rows(c, n, group, n_rows, n + group);
-          const size_t rb = row_bytes(c, n, group);
+        for (bool q4 : {false, true}) {
+          const Codec c = q4 ? Codec::kQ4 : Codec::kQ8;
+          const int n_rows = 37, n_q = 6, n_tiles = 3;
+          INFO(std::string(isa_to_string(isa)) << " q4 " << q4 << " n " << n << " group " << group);
+          // tile_store_row then dequantize_tile gives back the reference dequantization.
+          const TileFormat fk{TileRole::kKey, q4, n, group}, fv{TileRole::kValue, q4, n, group};
+          const std::vector<uint8_t> kt = make_tiles(fk, n_tiles, n + group), vt = make_tiles(fv, n_tiles, n + group);
+          std::vector<float> xk(16 * n), xv(16 * n), ref(n);
+          std::vector<uint8_t> row(n * 2);
+          const std::vector<float> x = randn(static_cast<size_t>(n) * n_tiles * 16, n + group);
+          k.dequantize_tile[0][q4](kt.data(), n, group, xk.data());
+          k.dequantize_tile[1][q4](vt.data(), n, group, xv.data());
+          for (int t = 0; t < 16; ++t) {
+            (q4 ? scalar::q4_quantize : scalar::q8_quantize)(&x[t * n], n, group, row.data());
+            for (int b = 0; b < n / group; ++b) {
+              const uint8_t* blk = row.data() + b * (q4 ? kvrt::kv::q4_block_bytes(group) : kvrt::kv::q8_block_bytes(group));
+              (q4 ? kvrt::kv::q4_dequantize_group : kvrt::kv::q8_dequantize_group)(blk, group, &ref[b * group]);
+            }
+            for (int j = 0; j < n; ++j) REQUIRE(xk[t * n + j] == ref[j]);
+            for (int j = 0; j < n; ++j) REQUIRE(xv[t * n + j] == ref[j]);
+          }
+          // dot over key tiles with quantized queries.
           const std::vector<float> q = randn(static_cast<size_t>(n_q) * n, 3);
-          std::vector<float> s_simd(n_q * n_rows), s_ref(n_q * n_rows);
-          DotArgs d{q.data(), n_q, static_cast<size_t>(n), rows.data(), rb, n_rows, n, group, s_simd.data(), static_cast<size_t>(n_rows)};
+          std::vector<int8_t> qc(n_q * n);
+          std::vector<float> qd(n_q * n / group), qsum(qd.size());
+          std::vector<int32_t> qcsum(qd.size());
+          scalar::QueryBuffers qb{qc.data(), qd.data(), qsum.data(), qcsum.data()};
+          scalar::quantize_queries(q.data(), n_q, n, n, group, qb);
+          const QueryCodes codes = qb.view();
+          std::vector<float> s_simd(n_q * n_rows, -1.0f), s_ref(n_q * n_rows, -1.0f);
+          DotArgs d{q.data(), n_q, static_cast<size_t>(n), kt.data(), fk.bytes(), n_rows, n, group, s_simd.data(), static_cast<size_t>(n_rows), &codes};
           k.dot[static_cast<int>(c)](d);
           d.scores = s_ref.data();
           scalar::dot(c, d);
-          std::vector<float> x(n);
+          for (int i = 0; i < n_q * n_rows; ++i) REQUIRE(std::abs(s_simd[i] - s_ref[i]) <= 1e-5 * std::abs(s_ref[i]) + 1e-5);
+          // the scores are q·k̂ up to q's quantization error: |δq| <= d_q/2 per value.
           for (int t = 0; t < n_rows; ++t) {
-            scalar::dequantize(c, rows.data() + t * rb, n, group, x.data());
-            std::vector<float> xs(n);
-            k.dequantize[static_cast<int>(c)](rows.data() + t * rb, n, group, xs.data());
-            for (int j = 0; j < n; ++j) REQUIRE(std::abs(xs[j] - x[j]) <= 1e-6 * std::abs(x[j]) + 1e-6);
+            std::vector<float> kx(16 * n);
+            scalar::dequantize_tile(TileRole::kKey, q4, kt.data() + t / 16 * fk.bytes(), n, group, kx.data());
             for (int i = 0; i < n_q; ++i) {
-              double mag = 0;
-              for (int j = 0; j < n; ++j) mag += std::abs(q[i * n + j] * x[j]);
-              INFO(std::string(isa_to_string(isa)) << " codec " << int(c) << " n " << n << " group " << group);
-              REQUIRE(std::abs(s_simd[i * n_rows + t] - s_ref[i * n_rows + t]) <= kSumTol * mag + 1e-6);
+              double exact = 0, err = 0;
+              for (int j = 0; j < n; ++j) {
+                exact += double(q[i * n + j]) * kx[t % 16 * n + j];
+                err += qd[i * n / group + j / group] / 2 * std::abs(kx[t % 16 * n + j] - (q4 ? kvrt::kv::tile_min(fk, kt.data() + t / 16 * fk.bytes(), j / group, t % 16) : 0.0f));
+              }
+              REQUIRE(std::abs(s_ref[i * n_rows + t] - exact) <= err * (1 + 1e-4) + 1e-4 * std::abs(exact) + 1e-5);
             }
           }
-          if (c > Codec::kQ4) continue;
+          // acc over value tiles, against the scalar twin and against FP32 with the int16 weight bound.
           const std::vector<float> p = randn(static_cast<size_t>(n_q) * n_rows, 5);
-          std::vector<float> a_simd = randn(static_cast<size_t>(n_q) * n, 6), a_ref = a_simd;
-          AccArgs a{p.data(), n_q, static_cast<size_t>(n_rows), rows.data(), rb, n_rows, n, group, a_simd.data(), static_cast<size_t>(n)};
+          std::vector<float> a_simd = randn(static_cast<size_t>(n_q) * n, 6), a_ref = a_simd, a_f32 = a_simd;
+          AccArgs a{p.data(), n_q, static_cast<size_t>(n_rows), vt.data(), fv.bytes(), n_rows, n, group, a_simd.data(), static_cast<size_t>(n)};
           k.acc[static_cast<int>(c)](a);
           a.acc = a_ref.data();
           scalar::acc(c, a);
-          for (size_t i = 0; i < a_ref.size(); ++i) {
-            INFO(std::string(isa_to_string(isa)) << " acc codec " << int(c) << " n " << n << " group " << group);
-            REQUIRE(std::abs(a_simd[i] - a_ref[i]) <= kSumTol * (std::abs(a_ref[i]) + 40.0) + 1e-5);
+          std::vector<float> vx(n_tiles * 16 * n);
+          for (int tile = 0; tile < n_tiles; ++tile) scalar::dequantize_tile(TileRole::kValue, q4, vt.data() + tile * fv.bytes(), n, group, &vx[tile * 16 * n]);
+          for (int i = 0; i < n_q; ++i) {
+            float pmax = 0, vmax = 0;
+            for (int t = 0; t < n_rows; ++t) pmax = std::max(pmax, std::abs(p[i * n_rows + t]));
+            for (int t = 0; t < n_rows * n; ++t) vmax = std::max(vmax, std::abs(vx[t]));
+            for (int j = 0; j < n; ++j) {
+              double exact = a_f32[i * n + j];
+              for (int t = 0; t < n_rows; ++t) exact += double(p[i * n_rows + t]) * vx[t * n + j];
+              const size_t e = i * n + j;
+              REQUIRE(std::abs(a_simd[e] - a_ref[e]) <= kSumTol * (std::abs(a_ref[e]) + 40.0) + 1e-5);
+              // each weight p d is off by <= pmax dmax / 65534, times |code| <= 127 (q8) or 15 (q4):
+              // at most n_rows * pmax * vmax / 65534 * (q4 ? 2 : 1) (q4 codes reach vmax only with the minimum)
+              REQUIRE(std::abs(a_ref[e] - exact) <= n_rows * pmax * vmax / 65534.0 * 2 + 1e-5 * (std::abs(exact) + 40.0));
+            }
           }
         }
       }
@@ -141,7 +234,10 @@ TEST_CASE("quantize equals the scalar twin bit for bit and round trips within th
           INFO(std::string(isa_to_string(isa)) << " codec " << int(c) << " n " << n << " group " << group);
           CHECK(r_simd == r_ref);
           std::vector<float> y(n);
-          k.dequantize[static_cast<int>(c)](r_simd.data(), n, group, y.data());
+          for (int g = 0; g < n / group; ++g) {
+            if (c == Codec::kQ8) kvrt::kv::q8_dequantize_group(r_simd.data() + g * kvrt::kv::q8_block_bytes(group), group, &y[g * group]);
+            else kvrt::kv::q4_dequantize_group(r_simd.data() + g * kvrt::kv::q4_block_bytes(group), group, &y[g * group]);
+          }
           for (int g = 0; g < n / group; ++g) {
             float mn = x[g * group], mx = mn, amax = 0;
             for (int i = g * group; i < (g + 1) * group; ++i) {

@@ -58,9 +58,13 @@ void init_side(SideStore& s, Format format, bool per_channel, const KvConfig& cf
     n_slots = (shape.n_ctx + group - 1) / group;
     s.layer_bytes = n_slots * shape.n_kv_heads * s.tile_bytes;
     s.window = cfg.residual + group;
+  } else if (format != Format::kF32) {
+    s.tile_bytes = kTileTokens * s.row_bytes;  // the same bytes per token, rearranged (kv/tiles.h)
+    n_slots = (shape.n_ctx + kTileTokens - 1) / kTileTokens;
+    s.layer_bytes = n_slots * shape.n_kv_heads * s.tile_bytes;
+    s.window = cfg.residual;
   } else {
     s.layer_bytes = n_slots * shape.n_kv_heads * s.row_bytes;
-    s.window = format == Format::kF32 ? 0 : cfg.residual;
   }
   s.packed = alloc_aligned(s.layer_bytes * shape.n_layers);
   s.ring.assign(static_cast<size_t>(shape.n_layers) * s.window * shape.n_kv_heads * hd, 0.0f);
@@ -84,19 +88,22 @@ void perturb_scales(const KvConfig& cfg, const SideStore& s, uint8_t* p, int n_s
   }
 }
 
-// Packs position pos (FP32 rows [n_kv_heads][head_dim], already rotated) as a token-axis row.
+// Packs position pos (FP32 rows [n_kv_heads][head_dim], already rotated) on the token axis:
+// an f32 row, or a row of blocks moved into its slot of the tile.
 void pack_row(KvCache::Impl& c, SideStore& s, int layer, int pos, const float* x) {
   const int hd = c.shape.head_dim;
   const simd::Kernels& k = simd::kernels();
+  uint8_t blocks[simd::scalar::kMaxRow * 2];  // one row of q8 / q4 blocks
+  const TileFormat tf = c.tile_format(s, &s == &c.k ? TileRole::kKey : TileRole::kValue);
   for (int h = 0; h < c.shape.n_kv_heads; ++h) {
-    uint8_t* dst = const_cast<uint8_t*>(c.row(s, layer, pos, h));
     if (s.format == Format::kF32) {
-      std::memcpy(dst, x + h * hd, s.row_bytes);
+      std::memcpy(const_cast<uint8_t*>(c.row(s, layer, pos, h)), x + h * hd, s.row_bytes);
       continue;
     }
-    k.quantize[static_cast<int>(codec_of(s.format))](x + h * hd, hd, c.group_size, dst);
+    k.quantize[static_cast<int>(codec_of(s.format))](x + h * hd, hd, c.group_size, blocks);
     const size_t block = s.row_bytes / (hd / c.group_size);
-    perturb_scales(c.config, s, dst, hd / c.group_size, block, (static_cast<uint64_t>(layer) << 40) ^ (uint64_t(pos) << 8) ^ h);
+    perturb_scales(c.config, s, blocks, hd / c.group_size, block, (static_cast<uint64_t>(layer) << 40) ^ (uint64_t(pos) << 8) ^ h);
+    tile_store_row(tf, blocks, pos % kTileTokens, const_cast<uint8_t*>(c.token_tile(s, layer, pos, h)));
   }
 }
 

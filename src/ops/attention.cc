@@ -40,6 +40,10 @@ AttentionScratch::AttentionScratch(const kv::CacheShape& shape, int n_heads, int
     t.x.assign(static_cast<size_t>(kTile) * hd, 0.0f);
     t.qd.assign(static_cast<size_t>(group) * hd, 0.0f);
     t.bias.assign(group, 0.0f);
+    t.qc.assign(static_cast<size_t>(group) * hd, 0);
+    t.qc_d.assign(static_cast<size_t>(group) * hd, 0.0f);  // head_dim / G <= head_dim groups
+    t.qc_sum.assign(static_cast<size_t>(group) * hd, 0.0f);
+    t.qc_csum.assign(static_cast<size_t>(group) * hd, 0);
   }
   simd::kernels();  // decide the ISA now, not inside the first decode step
 }
@@ -76,6 +80,7 @@ void decode_item(const kv::KvCache::Impl& c, const AttentionArgs& a, int kv_head
   const HeadView view{&c, a.layer, kv_head};
   const size_t q_off = (static_cast<size_t>(t) * a.n_heads + kv_head * group) * hd;
   for (int i = 0; i < group; ++i) prepare_query(c, a.q + q_off + i * hd, ts.q.data() + i * hd);
+  prepare_query_codes(c, ts.q.data(), group, ts);
   std::fill(ts.m.begin(), ts.m.begin() + group, -INFINITY);
   std::fill(ts.l.begin(), ts.l.begin() + group, 0.0f);
   std::fill(ts.o.begin(), ts.o.begin() + static_cast<size_t>(group) * hd, 0.0f);

@@ -21,6 +21,10 @@ struct ThreadScratch {
   std::vector<float> x;      // [kTile][head_dim] prefill: K or V tile as FP32 rows
   std::vector<float> qd;     // [group][head_dim] channel tiles: q * scale per channel
   std::vector<float> bias;   // [group]           channel tiles: q · minimum
+  std::vector<int8_t> qc;    // [group][head_dim] q8 / q4 key tiles: queries as int8 codes,
+  std::vector<float> qc_d, qc_sum;  // [group][head_dim / G] their scales and Σ q per group
+  std::vector<int32_t> qc_csum;     // [group][head_dim / G] Σ codes per group
+  simd::QueryCodes codes{};  // views of the four above, set by prepare_query_codes
 };
 
 struct AttentionScratch::Impl {
@@ -44,6 +48,8 @@ void v_accumulate(const HeadView& v, const float* p, int n_q, int j0, int j1, fl
 // rows j0..j1 of K or V as FP32 (dequantized a tile at a time for prefill); x [j1 - j0][head_dim]
 void load_rows(const HeadView& v, const kv::SideStore& s, int j0, int j1, float* x);
 
+// Quantizes the n_q prepared query rows q [n_q][head_dim] for the q8 / q4 key tiles (no-op otherwise).
+void prepare_query_codes(const kv::KvCache::Impl& c, const float* q, int n_q, ThreadScratch& ts);
 // Copies query rows, scales by 1/sqrt(head_dim) and rotates them like the stored keys.
 void prepare_query(const kv::KvCache::Impl& c, const float* q, float* dst);
 // out = o / l, rotated back if V is stored rotated.

@@ -3,9 +3,12 @@
 #include <cmath>
 #include <cstring>
 
+#include "common/error.h"
+
 #include "kv/channel_tile.h"
 #include "ops/attention_internal.h"
 #include "simd/dispatch.h"
+#include "simd/kernels_scalar.h"
 
 namespace kvrt::ops {
 
@@ -68,9 +71,13 @@ void k_scores(const HeadView& v, const float* q, int n_q, int j0, int j1, float*
       const int end = std::min(p1, (j / g + 1) * g);
       channel_scores(v, q, n_q, j, end, scores + (j - j0), stride, ts);
     }
+  } else if (j0 < p1 && s.format == kv::Format::kF32) {
+    k.dot[0]({q, n_q, static_cast<size_t>(hd), v.c->row(s, v.layer, j0, v.kv_head), token_stride(v, s), p1 - j0, hd,
+              v.c->group_size, scores, stride});
   } else if (j0 < p1) {
-    k.dot[static_cast<int>(codec_of(s.format))]({q, n_q, static_cast<size_t>(hd), v.c->row(s, v.layer, j0, v.kv_head),
-                                                token_stride(v, s), p1 - j0, hd, v.c->group_size, scores, stride});
+    KVRT_ASSERT(j0 % kv::kTileTokens == 0);
+    k.dot[static_cast<int>(codec_of(s.format))]({q, n_q, static_cast<size_t>(hd), v.c->token_tile(s, v.layer, j0, v.kv_head),
+                                                v.c->tile_stride(s), p1 - j0, hd, v.c->group_size, scores, stride, &ts.codes});
   }
   if (std::max(j0, n_packed) < j1) {
     for_ring_runs(v, s, std::max(j0, n_packed), j1, [&](int j, int n, const uint8_t* rows, size_t rs) {
@@ -84,9 +91,12 @@ void v_accumulate(const HeadView& v, const float* p, int n_q, int j0, int j1, fl
   const int hd = v.c->shape.head_dim, n_packed = s.n_packed[v.layer];
   const simd::Kernels& k = simd::kernels();
   const int p1 = std::min(j1, n_packed);
+  const bool tiled = s.format != kv::Format::kF32;
+  KVRT_ASSERT(!tiled || j0 % kv::kTileTokens == 0);
   if (j0 < p1) {
-    k.acc[static_cast<int>(codec_of(s.format))]({p, n_q, kTile, v.c->row(s, v.layer, j0, v.kv_head), token_stride(v, s),
-                                                p1 - j0, hd, v.c->group_size, o, static_cast<size_t>(hd)});
+    k.acc[static_cast<int>(codec_of(s.format))]({p, n_q, kTile, tiled ? v.c->token_tile(s, v.layer, j0, v.kv_head) : v.c->row(s, v.layer, j0, v.kv_head),
+                                                tiled ? v.c->tile_stride(s) : token_stride(v, s), p1 - j0, hd, v.c->group_size, o,
+                                                static_cast<size_t>(hd)});
   }
   if (std::max(j0, n_packed) < j1) {
     for_ring_runs(v, s, std::max(j0, n_packed), j1, [&](int j, int n, const uint8_t* rows, size_t rs) {
@@ -98,16 +108,27 @@ void v_accumulate(const HeadView& v, const float* p, int n_q, int j0, int j1, fl
 void load_rows(const HeadView& v, const SideStore& s, int j0, int j1, float* x) {
   const int hd = v.c->shape.head_dim, n_packed = s.n_packed[v.layer], g = v.c->group_size;
   const simd::Kernels& k = simd::kernels();
+  const bool tiled = !s.per_channel && s.format != kv::Format::kF32;
   for (int j = j0; j < j1; ++j) {
     float* dst = x + static_cast<size_t>(j - j0) * hd;
     if (j >= n_packed) {
       std::memcpy(dst, v.c->ring_row(s, v.layer, j, v.kv_head), sizeof(float) * hd);
     } else if (s.per_channel) {
       kv::channel_tile_dequantize_row(s.format, v.c->tile(s, v.layer, j / g, v.kv_head), j % g, hd, dst);
-    } else {
-      k.dequantize[static_cast<int>(codec_of(s.format))](v.c->row(s, v.layer, j, v.kv_head), hd, g, dst);
+    } else if (!tiled) {
+      std::memcpy(dst, v.c->row(s, v.layer, j, v.kv_head), sizeof(float) * hd);
+    } else if (j % kv::kTileTokens == 0) {  // whole tiles: x has room for them (j0 is tile-aligned, kTile rows)
+      KVRT_ASSERT(j - j0 + kv::kTileTokens <= kTile);
+      k.dequantize_tile[&s == &v.c->k ? 0 : 1][s.format == kv::Format::kQ4](v.c->token_tile(s, v.layer, j, v.kv_head), hd, g, dst);
     }
   }
+}
+
+void prepare_query_codes(const kv::KvCache::Impl& c, const float* q, int n_q, ThreadScratch& ts) {
+  if (c.k.per_channel || c.k.format == kv::Format::kF32) return;
+  simd::scalar::QueryBuffers b{ts.qc.data(), ts.qc_d.data(), ts.qc_sum.data(), ts.qc_csum.data()};
+  simd::scalar::quantize_queries(q, n_q, c.shape.head_dim, c.shape.head_dim, c.group_size, b);
+  ts.codes = b.view();
 }
 
 void prepare_query(const kv::KvCache::Impl& c, const float* q, float* dst) {

@@ -28,6 +28,14 @@ uint64_t os_saved_state() {
 
 }  // namespace
 
+#if defined(__x86_64__)
+bool cpu_has_avx512_vnni() {
+  unsigned eax, ebx, ecx, edx;
+  __asm__("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(7), "c"(0));
+  return (ecx >> 11 & 1) != 0;  // CPUID.(EAX=7,ECX=0):ECX[bit 11] AVX512_VNNI
+}
+#endif
+
 const char* isa_to_string(Isa isa) {
   switch (isa) {
     case Isa::kScalar: return "scalar";

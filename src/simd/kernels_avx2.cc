@@ -18,6 +18,9 @@ namespace kvrt::simd::avx2 {
 #include "simd/kernels_body.inc"
 #include "simd/kernels_table.inc"
 
-const Kernels& table() { return make_table<xsimd::fma3<xsimd::avx2>, xsimd::sse4_2>("avx2"); }
+const Kernels& table() {
+  static const Kernels k = make_table<xsimd::fma3<xsimd::avx2>, xsimd::sse4_2>("avx2");
+  return k;
+}
 
 }  // namespace kvrt::simd::avx2

@@ -18,6 +18,14 @@ namespace kvrt::simd::avx512 {
 #include "simd/kernels_body.inc"
 #include "simd/kernels_table.inc"
 
-const Kernels& table() { return make_table<xsimd::avx512bw, xsimd::fma3<xsimd::avx2>, xsimd::sse4_2>("avx512"); }
+// The q8 / q4 tile kernels come from kernels_vnni.cc where the CPU has AVX512-VNNI.
+const Kernels& table() {
+  static const Kernels k = [] {
+    Kernels t = make_table<xsimd::avx512bw, xsimd::fma3<xsimd::avx2>, xsimd::sse4_2>("avx512");
+    if (cpu_has_avx512_vnni()) avx512vnni::install(t);
+    return t;
+  }();
+  return k;
+}
 
 }  // namespace kvrt::simd::avx512

@@ -6,5 +6,7 @@
 namespace kvrt::simd {
 namespace avx512 { const Kernels& table(); }
 namespace avx2 { const Kernels& table(); }
+namespace avx512vnni { void install(Kernels& table); }  // sets the q8 / q4 tile kernels
+bool cpu_has_avx512_vnni();
 namespace neon { const Kernels& table(); }
 }  // namespace kvrt::simd

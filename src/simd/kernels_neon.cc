@@ -41,6 +41,9 @@ inline void lane_sums(const Vec<A>* v, float* out) {
 #include "simd/kernels_body.inc"
 #include "simd/kernels_table.inc"
 
-const Kernels& table() { return make_table<xsimd::neon64>("neon"); }
+const Kernels& table() {
+  static const Kernels k = make_table<xsimd::neon64>("neon");
+  return k;
+}
 
 }  // namespace kvrt::simd::neon
