@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "io/gguf_writer.h"
+#include "kvrt_config.h"
 #include "model/session.h"
 #include "test_util.h"
 #include "tools/synth_model/synth.h"
@@ -134,4 +135,11 @@ TEST_CASE("a tensor of an unsupported type is refused naming the tensor") {
   const std::string err = error_of(tmp / "q4.gguf");
   CHECK(err.find("blk.0.attn_q.weight") != std::string::npos);
   CHECK(err.find("Q4_0") != std::string::npos);
+}
+
+TEST_CASE("an impossible block count is refused before anything is sized by it") {
+  // Found by the gguf fuzz target: block_count 8388609 once made the loader reserve 2 GB.
+  const std::string err =
+      error_of(std::string(KVRT_SOURCE_DIR) + "/tests/fuzz/crashes/gguf/oom_huge_block_count.gguf");
+  CHECK(err.find("block_count 8388609") != std::string::npos);
 }

@@ -27,6 +27,11 @@ ModelConfig ModelConfig::from_gguf(const io::GgufFile& f) {
   const std::string p = c.arch + ".";
   c.name = std::string(f.get_string_or("general.name", ""));
   c.n_layers = get_dim(f, p + "block_count");
+  // Each block has 9 tensors: refuse an impossible count before anything is sized by it.
+  if (uint64_t(c.n_layers) * 9 > f.tensors().size())
+    f.fail("block_count " + std::to_string(c.n_layers) + " needs at least " +
+           std::to_string(uint64_t(c.n_layers) * 9) + " tensors, the file has " +
+           std::to_string(f.tensors().size()));
   c.d_model = get_dim(f, p + "embedding_length");
   c.d_ff = get_dim(f, p + "feed_forward_length");
   c.n_heads = get_dim(f, p + "attention.head_count");
