@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Cross-builds kvrt for 64-bit ARM (NEON) in build-aarch64/ and runs the whole test suite under
-# qemu-user. Installs what it needs from Debian on first use (cross g++, qemu-user, arm64 toml++).
+# qemu-user. Installs what it needs from Debian on first use (cross g++, qemu-user, arm64 toml++ and runtime).
 # oneDNN is disabled there: kvrt's blocked GEMM does the matrix products (see README).
 # Extra arguments go to `meson test`, e.g. tools/test_arm.sh matmul
 set -euo pipefail
@@ -11,14 +11,14 @@ cross="$root/tools/cross/aarch64-linux-gnu.ini"
 sudo_cmd=(); [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 
-# toml++ is a compiled library: its arm64 build comes from Debian multiarch.
+# toml++ is a compiled library and tests run on the arm64 runtime: both from Debian multiarch.
 need_update=0
 if ! dpkg --print-foreign-architectures | grep -qx arm64; then
   "${sudo_cmd[@]}" dpkg --add-architecture arm64
   need_update=1
 fi
 packages=(g++ g++-aarch64-linux-gnu qemu-user meson ninja-build pkg-config libxsimd-dev doctest-dev
-          libtomlplusplus-dev:arm64)
+          libtomlplusplus-dev:arm64 libstdc++6:arm64 libgomp1:arm64)
 missing=()
 for p in "${packages[@]}"; do installed "$p" || missing+=("$p"); done
 if ((${#missing[@]})); then
