@@ -10,7 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "common/sha256.h"
+#include "kvrt_config.h"
+#include "simd/kernels.h"
 #include "test_util.h"
+#include "validate/record.h"
 
 namespace {
 
@@ -124,4 +128,54 @@ TEST_CASE("generation past the context stops with a clear message (documented po
   CHECK(r.exit_code == 0);
   CHECK(r.err.find("context full (16 positions); generation stopped") != std::string::npos);
   CHECK(r.out.rfind("Once upon a time", 0) == 0);
+}
+
+TEST_CASE("validate: wrong-typed thresholds and unwritable outputs fail before the run, writing nothing") {
+  ensure_kvrt_exe();
+  TempDir tmp;
+  const std::string m = "-m " + quote(kvrt::test::stories_path()) + " --max-len 160 --kv q8 ";
+  const std::string t = tmp / "t.toml";
+  write_bytes(tmp / "file", "not a directory");
+  const std::string rec = "--record " + quote(tmp / "r.toml") + " ";
+  const std::vector<std::pair<std::string, std::string>> thresholds = {
+      {"a string for a number", "[metric.kl]\nmax = \"small\"\n"},
+      {"a float for an integer", "[bootstrap]\nresamples = 2000.5\n"},
+      {"a table for a number", "[metric.kl]\nmax = { value = 1 }\n"},
+      {"an array for a number", "[bootstrap]\nconfidence = [0.95]\n"},
+      {"a number for a table", "metric = 3\n"},
+  };
+  for (const auto& [what, text] : thresholds) {
+    write_bytes(t, text);
+    check_case({what.c_str(), "validate " + m + rec + "--config " + quote(t), 2, t + ":"}, tmp);
+  }
+  const std::vector<BadCase> outputs = {
+      {"JSON report under a file", "validate " + m + rec + "--json " + quote(tmp / "file/r.json"), 2, "not a directory"},
+      {"HTML report onto a directory", "validate " + m + rec + "--html " + quote(tmp.path()), 2, "is a directory"},
+      {"record under a file", "validate " + m + "--record " + quote(tmp / "file/sub/r.toml"), 2, "not a directory"},
+  };
+  for (const auto& c : outputs) check_case(c, tmp);
+  std::vector<std::string> left;
+  for (const auto& e : std::filesystem::directory_iterator(tmp.path())) left.push_back(e.path().filename());
+  std::sort(left.begin(), left.end());
+  CHECK(left == std::vector<std::string>{"file", "stderr", "stdout", "t.toml"});
+}
+
+TEST_CASE("a validation record made for another model file is refused (exit 3)") {
+  ensure_kvrt_exe();
+  TempDir tmp;
+  const std::string other = std::string(KVRT_SOURCE_DIR) + "/tests/fuzz/corpus/gguf/tiny_llama_f32.gguf";
+  kvrt::validate::Record r;
+  r.kvrt_version = KVRT_VERSION;
+  r.isa = kvrt::simd::isa_name();
+  r.model_path = other;
+  r.model_sha256 = kvrt::sha256_file(other);
+  r.thresholds_path = std::string(KVRT_SOURCE_DIR) + "/validation/thresholds.toml";
+  r.thresholds_sha256 = kvrt::sha256_file(r.thresholds_path);
+  r.max_len = 160;
+  r.settings.push_back({"k=q8,v=q8,g=32,axis=token,r=0,rot=0", "q8/q8", kvrt::validate::Verdict::kPass, 1});
+  kvrt::validate::write_record(r, tmp / "other.toml");
+  check_case({"record of another model",
+              "run -m " + quote(kvrt::test::stories_path()) + " -p hi -n 4 --kv q8 --record " + quote(tmp / "other.toml"),
+              3, "made for another model file"},
+             tmp);
 }

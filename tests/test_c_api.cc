@@ -1,14 +1,18 @@
 // The C API (include/kvrt/kvrt.h) on stories260K: errors as codes and messages, tokens, the memory
-// cap decided before allocation, the context-full policy, golden greedy text, and no memory
-// growth during a long decode.
+// cap decided before allocation, the context-full policy, golden greedy text, no memory growth
+// during a long decode, and validation (check a record, run validate).
 #include <doctest/doctest.h>
 #include <malloc.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "kvrt/kvrt.h"
+#include "kvrt_config.h"
 #include "test_util.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -235,4 +239,114 @@ TEST_CASE("decoding many tokens does not grow memory") {
   CHECK(after <= before);
   kvrt_sampler_free(sampler);
   kvrt_session_free(s);
+}
+
+namespace {
+
+kvrt_kv_config kv_of(const char* text) {
+  kvrt_kv_config c;
+  REQUIRE(kvrt_kv_config_parse(text, &c) == KVRT_OK);
+  return c;
+}
+
+// kvrt_validate of the given settings on a short usable context (a few seconds on stories260K).
+kvrt_validation* validate(kvrt_model* model, const std::vector<kvrt_kv_config>& settings, const std::string& record,
+                          const std::string& json = "") {
+  kvrt_validate_options o;
+  kvrt_validate_options_default(&o);
+  o.settings = settings.data();
+  o.n_settings = settings.size();
+  o.max_len = 160;
+  o.n_threads = 1;
+  o.record_path = record.c_str();
+  if (!json.empty()) o.json_path = json.c_str();
+  kvrt_validation* v = nullptr;
+  const kvrt_status st = kvrt_validate(model, &o, &v);
+  INFO(kvrt_last_error());
+  REQUIRE(st == KVRT_OK);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("validation: a record from kvrt_validate gates the setting it passed, for this model only") {
+  ModelFixture f;
+  kvrt::test::TempDir tmp;
+  setenv("KVRT_STATE_DIR", (tmp / "state").c_str(), 1);
+  const kvrt_kv_config f32 = kv_of("f32"), q8 = kv_of("q8"), q4 = kv_of("q4");
+  CHECK(kvrt_validation_check(f.model, &f32, nullptr) == KVRT_OK);  // the FP32 cache needs no record
+  CHECK(kvrt_validation_check(f.model, &q8, nullptr) == KVRT_ERR_REFUSED);
+  CHECK(std::string(kvrt_last_error()).find("kvrt validate") != std::string::npos);
+
+  const std::string record = tmp / "r.toml";
+  kvrt_validation* v = validate(f.model, {q8}, record, tmp / "r.json");
+  REQUIRE(kvrt_validation_count(v) == 1);
+  kvrt_validation_entry e;
+  REQUIRE(kvrt_validation_get(v, 0, &e) == KVRT_OK);
+  kvrt_session* s = make_session(f.model, 64, "q8");
+  kvrt_session_info info;
+  REQUIRE(kvrt_session_get_info(s, &info) == KVRT_OK);
+  CHECK(std::string(e.setting) == info.kv_setting);
+  CHECK(std::string(e.label) == "q8/q8");
+  CHECK(e.verdict == KVRT_VERDICT_PASS);  // as `kvrt validate --kv q8` on stories260K
+  CHECK(e.kv_bytes_per_token == doctest::Approx(info.kv_bytes_per_token));
+  CHECK(kvrt_validation_get(v, 1, &e) == KVRT_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(kvrt_validation_record_path(v)) == record);
+  CHECK(std::string(kvrt_validation_report(v)).find("q8/q8") != std::string::npos);
+  CHECK(kvrt::test::read_file(tmp / "r.json").find("\"verdict\": \"PASS\"") != std::string::npos);
+  kvrt_session_free(s);
+  kvrt_validation_free(v);
+
+  CHECK(kvrt_validation_check(f.model, &q8, record.c_str()) == KVRT_OK);
+  CHECK(kvrt_validation_check(f.model, &q4, record.c_str()) == KVRT_ERR_REFUSED);
+  CHECK(std::string(kvrt_last_error()).find("does not cover it") != std::string::npos);
+
+  // The same record does not vouch for another model file.
+  kvrt_model* other = nullptr;
+  REQUIRE(kvrt_model_open((std::string(KVRT_SOURCE_DIR) + "/tests/fuzz/corpus/gguf/tiny_llama_f32.gguf").c_str(),
+                          &other) == KVRT_OK);
+  CHECK(kvrt_validation_check(other, &q8, record.c_str()) == KVRT_ERR_REFUSED);
+  CHECK(std::string(kvrt_last_error()).find("another model file") != std::string::npos);
+  kvrt_model_free(other);
+}
+
+TEST_CASE("validation: bad thresholds, bad outputs and bad arguments fail before anything is written") {
+  ModelFixture f;
+  kvrt::test::TempDir tmp;
+  kvrt_validate_options o;
+  kvrt_validate_options_default(&o);
+  o.max_len = 160;
+  o.record_path = "";
+  kvrt_validation* v = nullptr;
+
+  std::ofstream(tmp / "t.toml") << "[bootstrap]\nresamples = \"many\"\n";
+  const std::string thresholds = tmp / "t.toml";
+  o.thresholds_file = thresholds.c_str();
+  CHECK(kvrt_validate(f.model, &o, &v) == KVRT_ERR_INPUT);
+  CHECK(std::string(kvrt_last_error()).find(thresholds + ":2:") == 0);
+  CHECK(v == nullptr);
+  o.thresholds_file = nullptr;
+
+  const std::string json = tmp / "no-dir/sub/r.json";
+  std::ofstream(tmp / "no-dir") << "a file, not a directory";
+  o.json_path = json.c_str();
+  CHECK(kvrt_validate(f.model, &o, &v) == KVRT_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(kvrt_last_error()).find("not a directory") != std::string::npos);
+  o.json_path = tmp.path().c_str();
+  CHECK(kvrt_validate(f.model, &o, &v) == KVRT_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(kvrt_last_error()).find("is a directory") != std::string::npos);
+  o.json_path = nullptr;
+
+  o.n_settings = 2;  // and settings == NULL
+  CHECK(kvrt_validate(f.model, &o, &v) == KVRT_ERR_INVALID_ARGUMENT);
+  o.n_settings = 0;
+  kvrt_kv_config bad_format = kv_of("q8");
+  bad_format.k_format = static_cast<kvrt_kv_format>(7);
+  CHECK(kvrt_validation_check(f.model, &bad_format, nullptr) == KVRT_ERR_INVALID_ARGUMENT);
+  CHECK(kvrt_validation_check(nullptr, &bad_format, nullptr) == KVRT_ERR_INVALID_ARGUMENT);
+  CHECK(kvrt_validation_count(nullptr) == 0);
+  kvrt_validation_free(nullptr);
+  size_t files = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(tmp.path())) ++files;
+  CHECK(files == 2);  // t.toml and no-dir: nothing half-written
 }

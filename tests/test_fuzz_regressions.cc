@@ -47,3 +47,13 @@ TEST_CASE("the gguf fuzz target handles its corpus and past crashes") {
 TEST_CASE("the tokenizer fuzz target handles its corpus and past crashes") {
   replay("tokenizer", kvrt::fuzz::tokenizer_one);
 }
+
+TEST_CASE("the toml fuzz target handles its corpus and past crashes") {
+  replay("toml", kvrt::fuzz::toml_one);
+  // The record seed reaches the record parser: with its hash line it reads back as a record.
+  const std::string body = kvrt::test::read_file(std::string(KVRT_SOURCE_DIR) + "/tests/fuzz/corpus/toml/record_body.toml");
+  const std::string text = "#\ncontent_sha256 = " + kvrt::validate::toml_quote(kvrt::sha256_hex("#\n" + body)) + "\n" + body;
+  const kvrt::validate::Record r = kvrt::validate::read_record(kvrt::fuzz::memory_file(text));
+  CHECK(r.settings.size() == 2);
+  CHECK(r.case_dirs.at(1) == "/data/more \"cases\"\u00e9");
+}

@@ -2,8 +2,9 @@
  *
  * Everything an embedder needs: open a GGUF model, create a session with a KV-cache setting and a
  * memory cap, tokenize, prefill, decode or generate with a sampler, read logits, query memory and
- * the SIMD instruction set in use. The C++ classes under src/ are private and unstable; this header
- * is the only stable interface (KVRT_API_VERSION changes when it does).
+ * the SIMD instruction set in use, check a validation record and run validation. The C++ classes
+ * under src/ are private and unstable; this header is the only stable interface
+ * (KVRT_API_VERSION changes when it does).
  *
  * Conventions
  *  - Every fallible call returns a kvrt_status. On failure, kvrt_last_error() gives one sentence
@@ -214,6 +215,77 @@ typedef int (*kvrt_piece_callback)(const char* piece, size_t len, int32_t token,
 KVRT_EXPORT kvrt_status kvrt_generate(kvrt_session* session, kvrt_sampler* sampler,
                                       int32_t max_tokens, kvrt_piece_callback callback,
                                       void* user_data, int32_t* out_n_generated);
+
+/* ---- validation --------------------------------------------------------------------------- */
+
+/* A compressed KV setting changes the model's output. `kvrt validate` (and kvrt_validate below)
+ * replays an acceptance set on the FP32 cache and on each setting and decides, per setting, on
+ * bootstrap intervals against thresholds; it writes a validation record bound to the model file,
+ * kvrt version, ISA, thresholds file and acceptance set. `kvrt run` enables a compressed setting
+ * only with a PASS record; an embedder does the same with kvrt_validation_check. The bundled
+ * validation data (thresholds.toml, settings.toml, cases/) is found in $KVRT_VALIDATION_DIR, else
+ * in the source tree's validation/ folder. */
+
+typedef enum kvrt_verdict {
+  KVRT_VERDICT_PASS = 0,
+  KVRT_VERDICT_FAIL = 1,
+  KVRT_VERDICT_INCONCLUSIVE = 2 /* too few cases, or the interval straddles the limit */
+} kvrt_verdict;
+
+/* KVRT_OK when the record at `record_path` (NULL = the default record for this model file and ISA,
+ * in $KVRT_STATE_DIR, else $XDG_STATE_HOME/kvrt, else ~/.local/state/kvrt) says PASS for `kv`
+ * and still matches the model file, kvrt version, ISA, thresholds file and acceptance set. An
+ * all-f32 setting needs no record. Otherwise KVRT_ERR_REFUSED and kvrt_last_error() says why
+ * (no record, another model, edited record, changed thresholds, FAIL, not covered...). */
+KVRT_EXPORT kvrt_status kvrt_validation_check(const kvrt_model* model, const kvrt_kv_config* kv,
+                                              const char* record_path);
+
+typedef struct kvrt_validate_options {
+  const kvrt_kv_config* settings; /* settings to validate; NULL = those of settings_file */
+  size_t n_settings;
+  const char* settings_file;      /* NULL = <validation dir>/settings.toml */
+  const char* thresholds_file;    /* NULL = <validation dir>/thresholds.toml */
+  const char* cases_dir;          /* NULL = none; else more cases (DIR/manifest.toml) */
+  int only_cases;                 /* non-zero: only cases_dir, not the bundled set */
+  int32_t max_len;                /* usable context the cases follow; 0 = min(model context, 512) */
+  int32_t n_threads;              /* 0 = all cores (one for models under 64 MiB) */
+  int use_seed;                   /* non-zero: bootstrap with `seed`, not the thresholds file's */
+  uint64_t seed;
+  const char* record_path;        /* NULL = the default record; "" = write no record */
+  const char* json_path;          /* NULL = no JSON report */
+  const char* html_path;          /* NULL = no HTML report */
+} kvrt_validate_options;
+
+KVRT_EXPORT void kvrt_validate_options_default(kvrt_validate_options* out_options);
+
+typedef struct kvrt_validation kvrt_validation;
+
+/* Runs validation (minutes for a large model; seconds for stories260K with a short max_len).
+ * Returns KVRT_OK when it ran, whatever the verdicts: read them with kvrt_validation_get. Output
+ * paths are checked before the run; each output is written whole (temporary file, then rename)
+ * or not at all. The record keeps the verdicts of an earlier record with the same bindings for
+ * settings not re-run. Bad thresholds, settings or case files are KVRT_ERR_INPUT naming file
+ * and line. */
+KVRT_EXPORT kvrt_status kvrt_validate(const kvrt_model* model, const kvrt_validate_options* options,
+                                      kvrt_validation** out_validation);
+KVRT_EXPORT void kvrt_validation_free(kvrt_validation* validation); /* NULL is fine */
+
+typedef struct kvrt_validation_entry {
+  const char* setting;       /* canonical name, e.g. "k=q8,v=q8,g=32,axis=token,r=0,rot=0" */
+  const char* label;         /* short name, e.g. "q8/q8" */
+  kvrt_verdict verdict;
+  double kv_bytes_per_token; /* over all layers, keys and values */
+} kvrt_validation_entry;
+
+/* Settings validated, in the order asked for. */
+KVRT_EXPORT size_t kvrt_validation_count(const kvrt_validation* validation);
+/* Strings live until the validation is freed. KVRT_ERR_INVALID_ARGUMENT for an index out of range. */
+KVRT_EXPORT kvrt_status kvrt_validation_get(const kvrt_validation* validation, size_t index,
+                                            kvrt_validation_entry* out_entry);
+/* The record written ("" when none was asked for). */
+KVRT_EXPORT const char* kvrt_validation_record_path(const kvrt_validation* validation);
+/* The text table `kvrt validate` prints. */
+KVRT_EXPORT const char* kvrt_validation_report(const kvrt_validation* validation);
 
 #ifdef __cplusplus
 }

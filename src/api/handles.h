@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "kv/kv_config.h"
 #include "kvrt/kvrt.h"
 #include "model/model.h"
 #include "model/sampler.h"
@@ -13,6 +14,7 @@
 
 struct kvrt_model {
   std::unique_ptr<kvrt::model::Model> model;
+  std::string path;                   // the file it was opened from (validation binds to it)
   std::string arch, name, tokenizer;  // backing store of kvrt_model_info's strings
 };
 
@@ -51,6 +53,9 @@ kvrt_status guard(Body&& body) noexcept {
     return fail(KVRT_ERR_INTERNAL, "internal error: unknown exception");
   }
 }
+
+// The KV setting of a kvrt_kv_config; kvrt::Error(kUsage) for values out of range.
+kv::KvConfig to_kv_config(const kvrt_kv_config& c);
 
 // Evaluates tokens, keeping the handle's flags; CONTEXT_FULL (session unchanged) when they do not fit.
 kvrt_status eval_tokens(kvrt_session& s, const int32_t* tokens, size_t n);

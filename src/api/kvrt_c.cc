@@ -36,20 +36,11 @@ kvrt_kv_format from_format(kv::Format f) {
 model::SessionOptions to_options(const kvrt_session_options& o) {
   if (o.n_ctx < 0 || o.n_threads < 0 || o.n_batch < 0)
     throw Error("n_ctx, n_threads and n_batch must not be negative", ErrorKind::kUsage);
-  if (o.kv.group_size < 0 || o.kv.residual < 0)
-    throw Error("KV group size and residual must not be negative", ErrorKind::kUsage);
-  if (o.kv.k_axis != KVRT_KEY_AXIS_TOKEN && o.kv.k_axis != KVRT_KEY_AXIS_CHANNEL)
-    throw Error("unknown key axis value " + std::to_string(int(o.kv.k_axis)), ErrorKind::kUsage);
   model::SessionOptions so;
   so.n_ctx = o.n_ctx;
   so.n_threads = o.n_threads;
   so.n_batch = o.n_batch > 0 ? o.n_batch : so.n_batch;
-  so.kv.k_format = to_format(o.kv.k_format);
-  so.kv.v_format = to_format(o.kv.v_format);
-  so.kv.group_size = o.kv.group_size;
-  so.kv.k_axis = o.kv.k_axis == KVRT_KEY_AXIS_CHANNEL ? kv::KeyAxis::kChannel : kv::KeyAxis::kToken;
-  so.kv.residual = o.kv.residual;
-  so.kv.rotate = o.kv.rotate != 0;
+  so.kv = to_kv_config(o.kv);
   return so;
 }
 
@@ -90,6 +81,21 @@ kvrt_status copy_out(const T* src, size_t n, T* dst, size_t capacity, size_t* ou
 }
 
 }  // namespace
+
+kv::KvConfig to_kv_config(const kvrt_kv_config& c) {
+  if (c.group_size < 0 || c.residual < 0)
+    throw Error("KV group size and residual must not be negative", ErrorKind::kUsage);
+  if (c.k_axis != KVRT_KEY_AXIS_TOKEN && c.k_axis != KVRT_KEY_AXIS_CHANNEL)
+    throw Error("unknown key axis value " + std::to_string(int(c.k_axis)), ErrorKind::kUsage);
+  kv::KvConfig kv;
+  kv.k_format = to_format(c.k_format);
+  kv.v_format = to_format(c.v_format);
+  kv.group_size = c.group_size;
+  kv.k_axis = c.k_axis == KVRT_KEY_AXIS_CHANNEL ? kv::KeyAxis::kChannel : kv::KeyAxis::kToken;
+  kv.residual = c.residual;
+  kv.rotate = c.rotate != 0;
+  return kv;
+}
 
 kvrt_status fail(kvrt_status status, const std::string& message) {
   try {
@@ -169,6 +175,7 @@ kvrt_status kvrt_model_open(const char* path, kvrt_model** out_model) {
     KVRT_REQUIRE(path);
     auto m = std::make_unique<kvrt_model>();
     m->model = std::make_unique<kvrt::model::Model>(path);
+    m->path = path;
     const auto& c = m->model->config();
     m->arch = c.arch;
     m->name = c.name;

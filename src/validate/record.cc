@@ -1,12 +1,12 @@
 #include "validate/record.h"
 
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "common/error.h"
 #include "common/sha256.h"
+#include "validate/output_file.h"
 #include "validate/toml_util.h"
 
 namespace kvrt::validate {
@@ -92,17 +92,7 @@ std::string record_text(const Record& r) {
 }
 
 void write_record(const Record& r, const std::string& path) {
-  const std::filesystem::path p(path);
-  std::error_code ec;
-  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << record_text(r);
-    if (!out) throw Error("cannot write validation record '" + path + "'");
-  }
-  std::filesystem::rename(tmp, path, ec);  // atomic: run never sees half a record
-  if (ec) throw Error("cannot write validation record '" + path + "': " + ec.message());
+  write_file_atomic(path, record_text(r), "validation record");  // run never sees half a record
 }
 
 Record read_record(const std::string& path) {

@@ -51,4 +51,12 @@ Setting negative_control(float scale_noise) {
   return s;
 }
 
+std::string setting_label(const kv::KvConfig& kv) {
+  std::string label = std::string(kv::format_name(kv.k_format)) + "/" + kv::format_name(kv.v_format);
+  if (kv.k_axis == kv::KeyAxis::kChannel) label += " ch";
+  if (kv.residual > 0) label += " r" + std::to_string(kv.residual);
+  if (kv.rotate) label += " rot";
+  return label;
+}
+
 }  // namespace kvrt::validate

@@ -15,6 +15,9 @@ std::string default_validation_dir();
 // [[setting]] entries: label, k, v, group, k_axis, residual, rotate. Errors name file and line.
 std::vector<Setting> read_settings(const std::string& path);
 
+// A short table label for a setting given without one, e.g. "q4/q4 ch r32 rot".
+std::string setting_label(const kv::KvConfig& kv);
+
 // The negative control: q8 keys and values with every stored scale perturbed by a relative
 // `scale_noise`. It must FAIL.
 Setting negative_control(float scale_noise);

@@ -1,4 +1,4 @@
-// Bodies of the fuzz targets, shared by the libFuzzer entry points (fuzz_*.cc, built by
+// Bodies of the fuzz targets (gguf, tokenizer, toml), shared by the libFuzzer entry points (fuzz_*.cc, built by
 // tools/fuzz.sh) and by tests/test_fuzz_regressions.cc, which replays the seed corpus and every
 // input that once crashed. A target returns normally or throws kvrt::Error for bad input;
 // anything else (a crash, a sanitizer report, another exception, an abort) is a bug.
@@ -16,19 +16,30 @@
 #include <string_view>
 
 #include "common/error.h"
+#include "common/sha256.h"
 #include "io/gguf.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
+#include "validate/record.h"
+#include "validate/settings.h"
+#include "validate/thresholds.h"
+#include "validate/toml_util.h"
 
 namespace kvrt::fuzz {
 
+// An in-memory file holding `bytes`; returns its path (/proc/self/fd/N), valid until the next call.
+inline std::string memory_file(std::string_view bytes) {
+  static const int fd = memfd_create("kvrt-fuzz", 0);
+  if (fd < 0 || ftruncate(fd, 0) != 0) std::abort();
+  if (!bytes.empty() && pwrite(fd, bytes.data(), bytes.size(), 0) != static_cast<ssize_t>(bytes.size())) std::abort();
+  return "/proc/self/fd/" + std::to_string(fd);
+}
+
 // Bytes as a GGUF model file, through the reader's real open/mmap path (an in-memory file).
 inline void gguf_one(const uint8_t* data, size_t size) {
-  static const int fd = memfd_create("kvrt-fuzz-gguf", 0);
-  if (fd < 0 || ftruncate(fd, 0) != 0) std::abort();
-  if (size > 0 && pwrite(fd, data, size, 0) != static_cast<ssize_t>(size)) std::abort();
+  const std::string path = memory_file(std::string_view(reinterpret_cast<const char*>(data), size));
   try {
-    model::Model m("/proc/self/fd/" + std::to_string(fd));
+    model::Model m(path);
     (void)m.tokenizer().decode(m.tokenizer().encode("Once upon a time", true));
   } catch (const Error&) {
   }
@@ -69,6 +80,23 @@ inline void tokenizer_one(const uint8_t* data, size_t size) {
   const bool add_bos = size > 0 && (data[0] & 1);
   encode_checked(*spm.tokenizer, text, add_bos);
   encode_checked(*bpe.tokenizer, text, add_bos);
+}
+
+// Bytes as each TOML file kvrt reads: thresholds, candidate settings, and a validation record
+// (given a valid content hash line first, so the bytes reach the record parser, not only the hash check).
+inline void toml_one(const uint8_t* data, size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  const auto attempt = [](auto&& read) {
+    try {
+      read();
+    } catch (const Error&) {
+    }
+  };
+  attempt([&] { (void)validate::read_thresholds(memory_file(text)); });
+  attempt([&] { (void)validate::read_settings(memory_file(text)); });
+  const std::string body = "#\n" + std::string(text);
+  const std::string record = "#\ncontent_sha256 = " + validate::toml_quote(sha256_hex(body)) + "\n" + std::string(text);
+  attempt([&] { (void)validate::read_record(memory_file(record)); });
 }
 
 }  // namespace kvrt::fuzz

@@ -1,0 +1,142 @@
+// The C API's validation calls (include/kvrt/kvrt.h): check a record the way `kvrt run` does,
+// and run `kvrt validate` as a library call.
+#include <algorithm>
+#include <string>
+
+#include "api/handles.h"
+#include "kvrt_config.h"
+#include "simd/kernels.h"
+#include "validate/gate.h"
+#include "validate/output_file.h"
+#include "validate/record.h"
+#include "validate/report.h"
+#include "validate/settings.h"
+#include "validate/validation.h"
+
+struct kvrt_validation {
+  std::unique_ptr<kvrt::validate::Validation> result;
+  std::string record_path, report_text;
+};
+
+namespace kvrt::api {
+namespace {
+
+// The setting as the cache resolves it (group 0 = the cache's default), so names match records.
+kv::KvConfig resolved(const kv::KvConfig& kv, int head_dim) {
+  kv::KvConfig r = kv;
+  if (r.group_size == 0) r.group_size = std::clamp(head_dim, 8, 32);
+  return r;
+}
+
+std::string or_empty(const char* s) { return s ? s : ""; }
+
+validate::ValidationRequest to_request(const kvrt_model& m, const kvrt_validate_options& o) {
+  if (o.n_settings > 0 && o.settings == nullptr)
+    throw Error("n_settings is " + std::to_string(o.n_settings) + " but settings is NULL", ErrorKind::kUsage);
+  if (o.max_len < 0 || o.n_threads < 0) throw Error("max_len and n_threads must not be negative", ErrorKind::kUsage);
+  validate::ValidationRequest req;
+  req.model_path = m.path;
+  for (size_t i = 0; i < o.n_settings; ++i) {
+    const kv::KvConfig kv = to_kv_config(o.settings[i]);
+    req.settings.push_back({validate::setting_label(kv), kv});
+  }
+  req.settings_file = or_empty(o.settings_file);
+  req.thresholds_file = or_empty(o.thresholds_file);
+  req.cases_dir = or_empty(o.cases_dir);
+  req.only_cases = o.only_cases != 0;
+  req.max_len = o.max_len;
+  if (o.use_seed) req.seed = o.seed;
+  req.n_threads = o.n_threads;
+  return req;
+}
+
+}  // namespace
+}  // namespace kvrt::api
+
+using kvrt::api::fail;
+using kvrt::api::guard;
+
+kvrt_status kvrt_validation_check(const kvrt_model* model, const kvrt_kv_config* kv, const char* record_path) {
+  return guard([&] {
+    KVRT_REQUIRE(model);
+    KVRT_REQUIRE(kv);
+    const kvrt::kv::KvConfig config =
+        kvrt::api::resolved(kvrt::api::to_kv_config(*kv), model->model->config().head_dim);
+    if (config.is_f32()) return KVRT_OK;
+    const kvrt::validate::GateQuery q{model->path, config.name(), record_path ? record_path : "",
+                                      kvrt::simd::isa_name(), KVRT_VERSION};
+    (void)kvrt::validate::require_pass_record(q);
+    return KVRT_OK;
+  });
+}
+
+void kvrt_validate_options_default(kvrt_validate_options* out) {
+  if (out) *out = kvrt_validate_options{};
+}
+
+kvrt_status kvrt_validate(const kvrt_model* model, const kvrt_validate_options* options, kvrt_validation** out) {
+  return guard([&] {
+    KVRT_REQUIRE(out);
+    *out = nullptr;
+    KVRT_REQUIRE(model);
+    KVRT_REQUIRE(options);
+    namespace validate = kvrt::validate;
+    const validate::ValidationRequest req = kvrt::api::to_request(*model, *options);
+    const std::string json = kvrt::api::or_empty(options->json_path), html = kvrt::api::or_empty(options->html_path);
+    const bool write_record = options->record_path == nullptr || *options->record_path != '\0';
+    if (!json.empty()) validate::check_output_path(json, "JSON report");
+    if (!html.empty()) validate::check_output_path(html, "HTML report");
+    if (options->record_path && *options->record_path) validate::check_output_path(options->record_path, "validation record");
+
+    auto v = std::make_unique<kvrt_validation>();
+    v->result = std::make_unique<validate::Validation>();
+    validate::Validation& r = *v->result;
+    validate::load_inputs(req, r);
+    validate::run(*model->model, req, r);
+    v->report_text = validate::report_text(r.report);
+    if (!json.empty()) validate::write_file_atomic(json, validate::report_json(r.report), "JSON report");
+    if (!html.empty()) validate::write_file_atomic(html, validate::report_html(r.report), "HTML report");
+    if (write_record) {
+      v->record_path = options->record_path ? options->record_path
+                                            : validate::default_record_path(r.report.model_sha256, r.report.isa);
+      validate::Record merged = r.record;
+      validate::merge_earlier(v->record_path, merged);
+      validate::write_record(merged, v->record_path);
+    }
+    *out = v.release();
+    return KVRT_OK;
+  });
+}
+
+void kvrt_validation_free(kvrt_validation* validation) { delete validation; }
+
+size_t kvrt_validation_count(const kvrt_validation* validation) {
+  return validation ? validation->result->record.settings.size() : 0;
+}
+
+kvrt_status kvrt_validation_get(const kvrt_validation* validation, size_t index, kvrt_validation_entry* out) {
+  return guard([&] {
+    KVRT_REQUIRE(validation);
+    KVRT_REQUIRE(out);
+    const auto& settings = validation->result->record.settings;
+    if (index >= settings.size())
+      return fail(KVRT_ERR_INVALID_ARGUMENT, "validation entry " + std::to_string(index) + " out of range (" +
+                                                 std::to_string(settings.size()) + " settings)");
+    const kvrt::validate::RecordSetting& s = settings[index];
+    out->setting = s.name.c_str();
+    out->label = s.label.c_str();
+    out->verdict = s.verdict == kvrt::validate::Verdict::kPass   ? KVRT_VERDICT_PASS
+                   : s.verdict == kvrt::validate::Verdict::kFail ? KVRT_VERDICT_FAIL
+                                                                 : KVRT_VERDICT_INCONCLUSIVE;
+    out->kv_bytes_per_token = s.bytes_per_token;
+    return KVRT_OK;
+  });
+}
+
+const char* kvrt_validation_record_path(const kvrt_validation* validation) {
+  return validation ? validation->record_path.c_str() : "";
+}
+
+const char* kvrt_validation_report(const kvrt_validation* validation) {
+  return validation ? validation->report_text.c_str() : "";
+}

@@ -1,0 +1,112 @@
+#include "validate/validation.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "common/error.h"
+#include "common/sha256.h"
+#include "kvrt_config.h"
+#include "simd/kernels.h"
+#include "validate/settings.h"
+
+namespace kvrt::validate {
+namespace {
+
+constexpr int kDefaultMaxLen = 512;
+// Below this many weight bytes a forward step is so short that OpenMP barriers cost more than
+// they save (stories260K: 8 s on one thread, over 60 s on two on a busy 2-core machine).
+constexpr size_t kSingleThreadModelBytes = size_t(64) << 20;
+
+Record make_record(const Validation& v) {
+  const Report& rep = v.report;
+  Record record;
+  record.kvrt_version = rep.kvrt_version;
+  record.isa = rep.isa;
+  record.model_path = rep.model_path;
+  record.model_sha256 = rep.model_sha256;
+  record.thresholds_path = std::filesystem::absolute(v.thresholds.path).lexically_normal().string();
+  record.thresholds_sha256 = v.thresholds.sha256;
+  record.case_dirs = v.case_set.dirs;
+  record.acceptance_sha256 = v.case_set.sha256;
+  record.max_len = rep.max_len;
+  for (size_t i = 0; i < v.run.settings.size(); ++i) {
+    const auto& s = v.run.settings[i];
+    record.settings.push_back({s.name, s.setting.label, rep.verdicts[i].verdict, s.bytes_per_token});
+  }
+  return record;
+}
+
+}  // namespace
+
+bool Validation::all_pass() const {
+  return std::all_of(report.verdicts.begin(), report.verdicts.end(),
+                     [](const SettingVerdict& v) { return v.verdict == Verdict::kPass; });
+}
+
+void load_inputs(const ValidationRequest& req, Validation& v) {
+  if (req.only_cases && req.cases_dir.empty()) throw Error("only_cases needs a cases directory", ErrorKind::kUsage);
+  const std::string dir = default_validation_dir();
+  v.thresholds = read_thresholds(req.thresholds_file.empty() ? dir + "/thresholds.toml" : req.thresholds_file);
+  if (req.seed) v.thresholds.bootstrap.seed = *req.seed;
+  std::vector<std::string> case_dirs;
+  if (!req.only_cases) case_dirs.push_back(dir + "/cases");
+  if (!req.cases_dir.empty()) case_dirs.push_back(req.cases_dir);
+  v.case_set = load_case_set(case_dirs);
+  v.settings = !req.settings.empty()
+                   ? req.settings
+                   : read_settings(req.settings_file.empty() ? dir + "/settings.toml" : req.settings_file);
+}
+
+void run(const model::Model& model, const ValidationRequest& req, Validation& v) {
+  Report& rep = v.report;
+  rep.max_len = req.max_len > 0 ? req.max_len : std::min(model.config().n_ctx_train, kDefaultMaxLen);
+  v.cases = build_cases(v.case_set, model.tokenizer(), rep.max_len, &rep.skipped);
+  if (v.cases.empty())
+    throw Error("no case fits in the usable context of " + std::to_string(rep.max_len) + " positions");
+
+  RunOptions ro;
+  ro.n_threads = req.n_threads;
+  if (ro.n_threads == 0 && model.file().file_size() < kSingleThreadModelBytes) ro.n_threads = 1;
+  ro.noise_threads = ro.n_threads;
+  ro.max_len = rep.max_len;
+  ro.progress = req.progress;
+  v.run = run_validation(model, v.cases, v.settings, ro);
+
+  rep.cases = &v.cases;
+  rep.run = &v.run;
+  rep.thresholds = &v.thresholds;
+  for (const auto& s : v.run.settings) rep.verdicts.push_back(judge(s, v.cases, v.thresholds));
+  rep.noise_verdict = judge(v.run.noise_floor, v.cases, v.thresholds);
+  rep.recommended = recommend(v.run.settings, rep.verdicts);
+  rep.model_path = req.model_path;
+  rep.model_sha256 = sha256_file(req.model_path);
+  rep.isa = simd::isa_name();
+  rep.kvrt_version = KVRT_VERSION;
+  rep.acceptance_sha256 = v.case_set.sha256;
+  rep.n_ctx_full = model.config().n_ctx_train;
+  rep.noise_description = "prefill chunks of " + std::to_string(ro.noise_batch) + " instead of " +
+                          std::to_string(ro.n_batch) + " tokens (other GEMM shapes and summation order)";
+  rep.n_threads = ro.n_threads > 0 ? ro.n_threads : int(sysconf(_SC_NPROCESSORS_ONLN));
+  v.record = make_record(v);
+}
+
+void merge_earlier(const std::string& path, Record& r) {
+  Record old;
+  try {
+    old = read_record(path);
+  } catch (const Error&) {
+    return;
+  }
+  if (old.model_sha256 != r.model_sha256 || old.kvrt_version != r.kvrt_version || old.isa != r.isa ||
+      old.thresholds_sha256 != r.thresholds_sha256 || old.acceptance_sha256 != r.acceptance_sha256 ||
+      old.max_len != r.max_len)
+    return;
+  for (const auto& s : old.settings) {
+    const bool rerun = std::any_of(r.settings.begin(), r.settings.end(), [&](const auto& n) { return n.name == s.name; });
+    if (!rerun) r.settings.push_back(s);
+  }
+}
+
+}  // namespace kvrt::validate

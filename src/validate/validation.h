@@ -1,0 +1,60 @@
+// One whole `kvrt validate` run as a library call, shared by the CLI and the C API: read the
+// thresholds, the acceptance set and the candidate settings, replay the cases, judge each setting
+// and build the record `kvrt run` checks.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/model.h"
+#include "validate/case_set.h"
+#include "validate/record.h"
+#include "validate/report.h"
+#include "validate/runner.h"
+#include "validate/thresholds.h"
+
+namespace kvrt::validate {
+
+struct ValidationRequest {
+  std::string model_path;              // the file `model` was opened from
+  std::vector<Setting> settings;       // empty: read settings_file
+  std::string settings_file;           // empty: <validation dir>/settings.toml
+  std::string thresholds_file;         // empty: <validation dir>/thresholds.toml
+  std::string cases_dir;               // more cases beside the bundled set
+  bool only_cases = false;             // use only cases_dir
+  int max_len = 0;                     // 0: min(model context, 512)
+  std::optional<uint64_t> seed;        // bootstrap seed; default the thresholds file's
+  int n_threads = 0;                   // 0: all cores (one for models under 64 MiB)
+  std::function<void(int done, int total)> progress;
+};
+
+// Everything a run produced; `report` points into this object, so it is neither copied nor moved.
+struct Validation {
+  Thresholds thresholds;
+  CaseSet case_set;
+  std::vector<Setting> settings;  // the request's, or those of the settings file
+  std::vector<Case> cases;
+  RunResult run;
+  Report report;
+  Record record;  // verdicts of this run only (merge_earlier adds older ones)
+
+  Validation() = default;
+  Validation(const Validation&) = delete;
+  Validation& operator=(const Validation&) = delete;
+  bool all_pass() const;
+};
+
+// Reads the request's files (errors name file and line) and checks them before running anything.
+void load_inputs(const ValidationRequest& req, Validation& v);
+
+// Replays v.settings and judges them. Call load_inputs first.
+void run(const model::Model& model, const ValidationRequest& req, Validation& v);
+
+// Adds the verdicts of the record at `path` for settings not re-run, when it was made with the
+// same model, kvrt version, ISA, thresholds, acceptance set and max_len.
+void merge_earlier(const std::string& path, Record& r);
+
+}  // namespace kvrt::validate
