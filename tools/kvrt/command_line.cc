@@ -133,7 +133,7 @@ std::string CommandLine::help() const {
     else left += "\n" + std::string(26, ' ');
     out += left + o.help + "\n";
   }
-  out += "  -h, --help                show this help\n";
+  out += std::string("  -h, --help").append(26 - 12, ' ') + "show this help\n";
   return out;
 }
 
