@@ -2,7 +2,6 @@
 // the problem (never a crash), and files from the writer read back exactly.
 #include <doctest/doctest.h>
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <csignal>
@@ -18,7 +17,10 @@
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
 
+#include "test_util.h"
+
 namespace fs = std::filesystem;
+using kvrt::test::TempDir;
 using kvrt::io::GgufFile;
 using kvrt::io::GgufType;
 using kvrt::io::GgufWriter;
@@ -26,21 +28,6 @@ using kvrt::io::TensorType;
 
 namespace {
 
-// A fresh directory under the system temp dir, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    static int counter = 0;
-    path_ = fs::temp_directory_path() /
-            ("kvrt_test_gguf_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
 
 // Hand-assembled GGUF bytes, for files the writer refuses to produce.
 struct Bytes {
@@ -123,7 +110,7 @@ std::string tiny_file() {
 
 TEST_CASE("the hand-assembled tiny file is valid") {
   TempDir dir;
-  const std::string path = dir.file("tiny.gguf");
+  const std::string path = (dir / "tiny.gguf");
   write_file(path, tiny_file());
   GgufFile f(path);
   CHECK(f.get_string("general.name") == "tiny-test-model");
@@ -136,9 +123,9 @@ TEST_CASE("bad magic is refused") {
   TempDir dir;
   std::string bytes = tiny_file();
   bytes[3] = 'X';
-  check_rejected(dir.file("magic.gguf"), bytes, "bad magic");
-  check_rejected(dir.file("short.gguf"), "GG", "bad magic");
-  check_rejected(dir.file("version.gguf"), Bytes().put<uint32_t>(0x46554747).put<uint32_t>(7).b,
+  check_rejected((dir / "magic.gguf"), bytes, "bad magic");
+  check_rejected((dir / "short.gguf"), "GG", "bad magic");
+  check_rejected((dir / "version.gguf"), Bytes().put<uint32_t>(0x46554747).put<uint32_t>(7).b,
                  "unsupported GGUF version 7");
 }
 
@@ -161,50 +148,50 @@ TEST_CASE("a file cut inside the header, a key or the tensor infos is refused") 
       {150, "tensor 'tok' data (32 bytes at byte offset 128) runs past the end of the file"},
   };
   for (const auto& [len, problem] : cuts)
-    check_rejected(dir.file("cut" + std::to_string(len) + ".gguf"), whole.substr(0, len), problem);
+    check_rejected((dir / ("cut" + std::to_string(len) + ".gguf")), whole.substr(0, len), problem);
 }
 
 TEST_CASE("huge string lengths and array counts are refused before any allocation") {
   TempDir dir;
   const uint64_t huge = uint64_t{1} << 62;
-  check_rejected(dir.file("key.gguf"), Bytes().header(0, 1).put(huge).zeros(64).b,
+  check_rejected((dir / "key.gguf"), Bytes().header(0, 1).put(huge).zeros(64).b,
                  "string length 4611686018427387904 at byte offset 24 (metadata key)");
-  check_rejected(dir.file("value.gguf"),
+  check_rejected((dir / "value.gguf"),
                  Bytes().header(0, 1).str("k").put<uint32_t>(8).put(huge).zeros(64).b,
                  "string length 4611686018427387904 at byte offset 37 (k) runs past the end");
   check_rejected(
-      dir.file("u32s.gguf"),
+      (dir / "u32s.gguf"),
       Bytes().header(0, 1).str("k").put<uint32_t>(9).put<uint32_t>(4).put(huge).zeros(64).b,
       "array 'k' of 4611686018427387904 elements at byte offset 33 runs past the end");
   check_rejected(
-      dir.file("strings.gguf"),
+      (dir / "strings.gguf"),
       Bytes().header(0, 1).str("k").put<uint32_t>(9).put<uint32_t>(8).put(huge).zeros(64).b,
       "array 'k' claims 4611686018427387904 strings, more than the file can hold");
-  check_rejected(dir.file("counts.gguf"), Bytes().header(huge, 0).zeros(64).b,
+  check_rejected((dir / "counts.gguf"), Bytes().header(huge, 0).zeros(64).b,
                  "tensor count 4611686018427387904 is impossible for the file size");
 }
 
 TEST_CASE("tensor data past the end of the file is refused") {
   TempDir dir;
   check_rejected(
-      dir.file("past.gguf"), Bytes().header(1, 0).tensor("w", {8}, 0, 64).pad(32).zeros(64).b,
+      (dir / "past.gguf"), Bytes().header(1, 0).tensor("w", {8}, 0, 64).pad(32).zeros(64).b,
       "tensor 'w' data (32 bytes at byte offset 128) runs past the end of the file (128 bytes)");
   // A huge aligned offset must not wrap around when added to the data start.
-  check_rejected(dir.file("wrap.gguf"),
+  check_rejected((dir / "wrap.gguf"),
                  Bytes().header(1, 0).tensor("w", {8}, 0, ~uint64_t{31}).pad(32).zeros(32).b,
                  "tensor 'w' data (32 bytes at byte offset");
 }
 
 TEST_CASE("unknown tensor types and metadata value types are refused") {
   TempDir dir;
-  check_rejected(dir.file("ttype.gguf"),
+  check_rejected((dir / "ttype.gguf"),
                  Bytes().header(1, 0).tensor("w", {8}, 99, 0).pad(32).zeros(64).b,
                  "tensor 'w' has unknown type 99 at byte offset 45");
-  check_rejected(dir.file("vtype.gguf"),
+  check_rejected((dir / "vtype.gguf"),
                  Bytes().header(0, 1).str("k").put<uint32_t>(13).zeros(16).b,
                  "metadata key 'k' has unknown value type 13 at byte offset 33");
   check_rejected(
-      dir.file("etype.gguf"),
+      (dir / "etype.gguf"),
       Bytes().header(0, 1).str("k").put<uint32_t>(9).put<uint32_t>(9).put<uint64_t>(0).zeros(16).b,
       "metadata array 'k' has unsupported element type 9");
 }
@@ -212,46 +199,46 @@ TEST_CASE("unknown tensor types and metadata value types are refused") {
 TEST_CASE("duplicate keys and tensors are refused") {
   TempDir dir;
   check_rejected(
-      dir.file("dupkey.gguf"),
+      (dir / "dupkey.gguf"),
       Bytes().header(0, 2).kv_string("general.name", "a").kv_string("general.name", "b").b,
       "duplicate metadata key 'general.name'");
   check_rejected(
-      dir.file("duptensor.gguf"),
+      (dir / "duptensor.gguf"),
       Bytes().header(2, 0).tensor("w", {8}, 0, 0).tensor("w", {8}, 0, 32).pad(32).zeros(64).b,
       "duplicate tensor 'w'");
 }
 
 TEST_CASE("misaligned tensor offsets and bad alignments are refused") {
   TempDir dir;
-  check_rejected(dir.file("misaligned.gguf"),
+  check_rejected((dir / "misaligned.gguf"),
                  Bytes().header(1, 0).tensor("w", {8}, 0, 4).pad(32).zeros(64).b,
                  "tensor 'w' data offset 4 is not aligned to 32");
   Bytes a64;
   a64.header(1, 1).str("general.alignment").put<uint32_t>(4).put<uint32_t>(64);
   a64.tensor("w", {8}, 0, 32).pad(64).zeros(128);
-  check_rejected(dir.file("misaligned64.gguf"), a64.b,
+  check_rejected((dir / "misaligned64.gguf"), a64.b,
                  "tensor 'w' data offset 32 is not aligned to 64");
   Bytes a48;
   a48.header(0, 1).str("general.alignment").put<uint32_t>(4).put<uint32_t>(48);
-  check_rejected(dir.file("align48.gguf"), a48.b, "general.alignment 48 is not a power of two");
+  check_rejected((dir / "align48.gguf"), a48.b, "general.alignment 48 is not a power of two");
 }
 
 TEST_CASE("zero dimensions, bad dimension counts and partial blocks are refused") {
   TempDir dir;
-  check_rejected(dir.file("zero.gguf"),
+  check_rejected((dir / "zero.gguf"),
                  Bytes().header(1, 0).tensor("w", {8, 0}, 0, 0).pad(32).zeros(64).b,
                  "tensor 'w' has an invalid dimension 0");
-  check_rejected(dir.file("five.gguf"),
+  check_rejected((dir / "five.gguf"),
                  Bytes().header(1, 0).tensor("w", {1, 1, 1, 1, 1}, 0, 0).pad(32).zeros(64).b,
                  "tensor 'w' has 5 dimensions (1 to 4 allowed)");
-  check_rejected(dir.file("nodims.gguf"),
+  check_rejected((dir / "nodims.gguf"),
                  Bytes().header(1, 0).tensor("w", {}, 0, 0).pad(32).zeros(64).b,
                  "tensor 'w' has 0 dimensions (1 to 4 allowed)");
-  check_rejected(dir.file("q8row.gguf"),
+  check_rejected((dir / "q8row.gguf"),
                  Bytes().header(1, 0).tensor("w", {16}, 8, 0).pad(32).zeros(64).b,
                  "tensor 'w' row of 16 elements is not a multiple of the Q8_0 block size");
   // 2^40 * 2^22 F64 elements: the byte count must not wrap around to a small number.
-  check_rejected(dir.file("bytes.gguf"),
+  check_rejected((dir / "bytes.gguf"),
                  Bytes()
                      .header(1, 0)
                      .tensor("w", {uint64_t{1} << 40, uint64_t{1} << 22}, 28, 0)
@@ -376,7 +363,7 @@ void check_q8_0(const kvrt::io::GgufTensor& t, const std::vector<float>& values)
 TEST_CASE("writer round trip: every metadata type and every tensor type read back exactly") {
   TempDir dir;
   for (uint32_t alignment : {32u, 64u}) {
-    const std::string path = dir.file("all" + std::to_string(alignment) + ".gguf");
+    const std::string path = dir / ("all" + std::to_string(alignment) + ".gguf");
     const std::vector<float> values = write_all_types(path, alignment);
     GgufFile f(path);
     CHECK(f.version() == 3);
@@ -445,7 +432,7 @@ TEST_CASE("writer refuses bad input and reports I/O failures naming the path") {
   w.add_tensor("w", {4}, TensorType::kF32, std::vector<float>(4, 1.0f));
   CHECK_THROWS_AS(w.add_tensor("w", {4}, TensorType::kF32, std::vector<float>(4)), kvrt::Error);
   TempDir dir;
-  const std::string bad = dir.file("no_such_dir/out.gguf");
+  const std::string bad = (dir / "no_such_dir/out.gguf");
   try {
     w.write(bad);
     FAIL("writing into a missing directory succeeded");
@@ -456,7 +443,7 @@ TEST_CASE("writer refuses bad input and reports I/O failures naming the path") {
 
 TEST_CASE("a failed write is an error naming the path, and the partial file is removed") {
   TempDir dir;
-  const std::string path = dir.file("big.gguf");
+  const std::string path = (dir / "big.gguf");
   GgufWriter w;
   w.add_tensor("w", {1 << 16}, TensorType::kF32, std::vector<float>(1 << 16, 1.0f));  // 256 KiB
   // Cap the file size at 64 KiB: writes past it fail with EFBIG instead of raising SIGXFSZ.
@@ -481,7 +468,7 @@ TEST_CASE("a failed write is an error naming the path, and the partial file is r
 
 TEST_CASE("every proper prefix of a valid file is refused with an error, never a crash") {
   TempDir dir;
-  const std::string full_path = dir.file("full.gguf");
+  const std::string full_path = (dir / "full.gguf");
   GgufWriter w;
   w.add_string("general.architecture", "llama");
   w.add_u32("llama.block_count", 2);
@@ -495,7 +482,7 @@ TEST_CASE("every proper prefix of a valid file is refused with an error, never a
   const std::string whole = read_file(full_path);
   GgufFile full(full_path);
   REQUIRE(full.tensors().back().file_offset + full.tensors().back().n_bytes == whole.size());
-  const std::string path = dir.file("prefix.gguf");
+  const std::string path = (dir / "prefix.gguf");
   for (size_t len = 0; len < whole.size(); ++len) {
     write_file(path, std::string_view(whole).substr(0, len));
     const std::string msg = open_error(path);
@@ -539,7 +526,7 @@ TEST_CASE("add_value copies metadata from another file, string arrays included")
   REQUIRE(shared != nullptr);
   const GgufFile src(std::string(shared) + "/models/stories260K.gguf");
   TempDir dir;
-  const std::string path = dir.file("copy.gguf");
+  const std::string path = (dir / "copy.gguf");
   GgufWriter w;
   for (const auto& [key, value] : src.metadata()) w.add_value(key, value);
   w.write(path);

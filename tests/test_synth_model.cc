@@ -1,7 +1,6 @@
 // The synthetic llama builder (tools/synth_model): metadata and tensors like llama.cpp's
 // converter, loadable by ModelConfig, deterministic per seed, sensibly scaled weights.
 #include <doctest/doctest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -16,27 +15,16 @@
 #include "model/config.h"
 #include "tools/synth_model/synth.h"
 
+#include "test_util.h"
+
 namespace fs = std::filesystem;
+using kvrt::test::TempDir;
 using kvrt::io::GgufFile;
 using kvrt::io::TensorType;
 using kvrt::synth::SynthConfig;
 
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    static int counter = 0;
-    path_ = fs::temp_directory_path() /
-            ("kvrt_test_synth_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
 
 std::string shared_dir() {
   const char* s = std::getenv("KVRT_SHARED_DIR");
@@ -90,7 +78,7 @@ TEST_CASE("synth model has llama metadata, tokenizer and tensor shapes; ModelCon
        {TensorType::kF32, TensorType::kF16, TensorType::kBF16, TensorType::kQ8_0}) {
     INFO("type " << kvrt::io::tensor_type_name(type));
     const SynthConfig c = tiny_config(type);
-    const std::string path = dir.file("tiny.gguf");
+    const std::string path = (dir / "tiny.gguf");
     const kvrt::synth::SynthSummary s = kvrt::synth::write_synth_model(c, path);
     CHECK(s.n_vocab == 512);
     CHECK(s.n_bytes == fs::file_size(path));
@@ -141,12 +129,12 @@ TEST_CASE("synth weights are deterministic per seed and scaled 1/sqrt(n_in)") {
   TempDir dir;
   SynthConfig c = tiny_config(TensorType::kF32);
   c.d_ff = 1024;  // enough samples for the statistics below
-  kvrt::synth::write_synth_model(c, dir.file("a.gguf"));
-  kvrt::synth::write_synth_model(c, dir.file("b.gguf"));
-  CHECK(read_bytes(dir.file("a.gguf")) == read_bytes(dir.file("b.gguf")));
+  kvrt::synth::write_synth_model(c, (dir / "a.gguf"));
+  kvrt::synth::write_synth_model(c, (dir / "b.gguf"));
+  CHECK(read_bytes((dir / "a.gguf")) == read_bytes((dir / "b.gguf")));
   c.seed = 8;
-  kvrt::synth::write_synth_model(c, dir.file("c.gguf"));
-  const GgufFile a(dir.file("a.gguf")), other(dir.file("c.gguf"));
+  kvrt::synth::write_synth_model(c, (dir / "c.gguf"));
+  const GgufFile a((dir / "a.gguf")), other((dir / "c.gguf"));
   CHECK(tensor_values(*a.find_tensor("blk.0.attn_q.weight")) !=
         tensor_values(*other.find_tensor("blk.0.attn_q.weight")));
 
@@ -165,8 +153,8 @@ TEST_CASE("synth --tied omits output.weight and odd head sizes write key/value l
   SynthConfig c = tiny_config(TensorType::kF16);
   c.tied = true;
   c.head_dim = 32;  // != d_model / n_heads = 16
-  kvrt::synth::write_synth_model(c, dir.file("t.gguf"));
-  const GgufFile f(dir.file("t.gguf"));
+  kvrt::synth::write_synth_model(c, (dir / "t.gguf"));
+  const GgufFile f((dir / "t.gguf"));
   CHECK(f.find_tensor("output.weight") == nullptr);
   CHECK(f.get_uint("llama.attention.key_length") == 32);
   CHECK(f.get_uint("llama.attention.value_length") == 32);
@@ -185,9 +173,9 @@ TEST_CASE("synth default vocabulary is the 32000-token llama SPM one") {
   c.n_heads = 2;
   c.n_kv_heads = 1;
   c.n_layers = 1;
-  const kvrt::synth::SynthSummary s = kvrt::synth::write_synth_model(c, dir.file("v.gguf"));
+  const kvrt::synth::SynthSummary s = kvrt::synth::write_synth_model(c, (dir / "v.gguf"));
   CHECK(s.n_vocab == 32000);
-  const GgufFile f(dir.file("v.gguf"));
+  const GgufFile f((dir / "v.gguf"));
   CHECK(f.get_string("tokenizer.ggml.model") == "llama");
   CHECK(f.get_uint("llama.vocab_size") == 32000);
   CHECK(f.find_tensor("token_embd.weight")->dims == std::vector<int64_t>{32, 32000});
@@ -197,19 +185,19 @@ TEST_CASE("synth refuses inconsistent shapes and a missing vocabulary") {
   TempDir dir;
   SynthConfig c = tiny_config(TensorType::kQ8_0);
   c.d_ff = 100;
-  CHECK_THROWS_AS(kvrt::synth::write_synth_model(c, dir.file("x.gguf")), kvrt::Error);
+  CHECK_THROWS_AS(kvrt::synth::write_synth_model(c, (dir / "x.gguf")), kvrt::Error);
   c = tiny_config(TensorType::kF16);
   c.n_kv_heads = 3;
-  CHECK_THROWS_AS(kvrt::synth::write_synth_model(c, dir.file("x.gguf")), kvrt::Error);
+  CHECK_THROWS_AS(kvrt::synth::write_synth_model(c, (dir / "x.gguf")), kvrt::Error);
   c = tiny_config(TensorType::kF16);
-  c.vocab_path = dir.file("missing.gguf");
+  c.vocab_path = (dir / "missing.gguf");
   try {
-    kvrt::synth::write_synth_model(c, dir.file("x.gguf"));
+    kvrt::synth::write_synth_model(c, (dir / "x.gguf"));
     FAIL("a missing vocabulary file was accepted");
   } catch (const kvrt::Error& e) {
     CHECK(std::string(e.what()).find(c.vocab_path) != std::string::npos);
   }
-  CHECK_FALSE(fs::exists(dir.file("x.gguf")));
+  CHECK_FALSE(fs::exists(dir / "x.gguf"));
   CHECK_THROWS_AS(kvrt::synth::parse_weight_type("q4_0"), kvrt::Error);
   CHECK(kvrt::synth::parse_weight_type("bf16") == TensorType::kBF16);
 }
