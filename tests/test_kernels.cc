@@ -7,6 +7,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -140,10 +141,14 @@ TEST_CASE("tiles hold the reference blocks, and the tile kernels equal the scala
     for (int n : {8, 64, 128, 96}) {
       for (int group = 8; group <= std::min(n, 128); group *= 2) {
         if (n % group) continue;
-        for (bool q4 : {false, true}) {
+        for (auto [q4, n_rows] : {std::pair{false, 37}, std::pair{true, 37}, std::pair{false, 150}, std::pair{true, 150}}) {
           const Codec c = q4 ? Codec::kQ4 : Codec::kQ8;
-          const int n_rows = 37, n_q = 6, n_tiles = 3;
-          INFO(std::string(isa_to_string(isa)) << " q4 " << q4 << " n " << n << " group " << group);
+          const int n_q = 6, n_tiles = (n_rows + 15) / 16;  // 150: several kAccChunk runs and a partial tile
+          INFO(std::string(isa_to_string(isa)) << " q4 " << q4 << " n " << n << " group " << group << " rows " << n_rows);
+          if (isa != Isa::kScalar) {  // every SIMD table has its own tile kernels
+            CHECK((k.dot[static_cast<int>(c)] != scalar::table().dot[static_cast<int>(c)]));
+            CHECK((k.acc[static_cast<int>(c)] != scalar::table().acc[static_cast<int>(c)]));
+          }
           // tile_store_row then dequantize_tile gives back the reference dequantization.
           const TileFormat fk{TileRole::kKey, q4, n, group}, fv{TileRole::kValue, q4, n, group};
           const std::vector<uint8_t> kt = make_tiles(fk, n_tiles, n + group), vt = make_tiles(fv, n_tiles, n + group);

@@ -19,7 +19,11 @@ namespace kvrt::simd::avx2 {
 #include "simd/kernels_table.inc"
 
 const Kernels& table() {
-  static const Kernels k = make_table<xsimd::fma3<xsimd::avx2>, xsimd::sse4_2>("avx2");
+  static const Kernels k = [] {
+    Kernels t = make_table<xsimd::fma3<xsimd::avx2>, xsimd::sse4_2>("avx2");
+    tiles::install(t);
+    return t;
+  }();
   return k;
 }
 

@@ -156,7 +156,7 @@ void acc_run(const AccArgs& a, int i0, int t0, int t1) {
 
 template <bool Q4>
 void acc_tiles(const AccArgs& a) {
-  if (a.n % 16 != 0 || a.group < 16) return scalar::acc(Q4 ? Codec::kQ4 : Codec::kQ8, a);
+  if (a.n % 16 != 0 || a.group < 16) return avx2::tiles::acc(Q4 ? Codec::kQ4 : Codec::kQ8, a);
   for (int t0 = 0; t0 < a.n_rows; t0 += kAccChunk) {
     const int t1 = std::min(a.n_rows, t0 + kAccChunk);
     for (int i0 = 0; i0 < a.n_q; i0 += 4) {
