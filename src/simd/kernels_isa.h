@@ -13,4 +13,5 @@ void acc(Codec codec, const AccArgs& a);
 namespace avx512vnni { void install(Kernels& table); }  // sets the q8 / q4 tile kernels
 bool cpu_has_avx512_vnni();
 namespace neon { const Kernels& table(); }
+namespace neon::tiles { void install(Kernels& table); }  // q8 / q4 tile kernels of kernels_neon_int.cc
 }  // namespace kvrt::simd

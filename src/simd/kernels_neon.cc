@@ -42,7 +42,11 @@ inline void lane_sums(const Vec<A>* v, float* out) {
 #include "simd/kernels_table.inc"
 
 const Kernels& table() {
-  static const Kernels k = make_table<xsimd::neon64>("neon");
+  static const Kernels k = [] {
+    Kernels t = make_table<xsimd::neon64>("neon");
+    tiles::install(t);
+    return t;
+  }();
   return k;
 }
 
