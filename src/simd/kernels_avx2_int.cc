@@ -5,6 +5,7 @@
 //              saturation), q4 nibbles x q (pairs <= 3810); vpmaddwd by ones sums 4 dims per lane.
 //   acc (p·V): lanes are 8 dims; p folded into the value scales as int16 weights (AccArgs),
 //              vpmaddwd adds 2 tokens per lane into int32, flushed to FP32 once per kAccChunk run.
+//   dequantize_tile (prefill): 8 dims of a token per vector, bit-exact with kv::tile_load_row.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -208,6 +209,51 @@ void acc_tiles(const AccArgs& a) {
   }
 }
 
+// Codes of 8 dims [8 col, 8 col + 8) of token t of a tile as int32 lanes.
+template <kv::TileRole R, bool Q4>
+inline __m256i token_codes(const uint8_t* codes, int n, int t, int col) {
+  int32_t w0, w1;
+  if constexpr (R == kv::TileRole::kKey && Q4) {  // dims 8 col + e in low nibbles, + 4 + e in high
+    std::memcpy(&w0, codes + col * 64 + t * 4, sizeof w0);
+    const __m256i x = _mm256_cvtepu8_epi32(_mm_set1_epi32(w0));
+    return _mm256_and_si256(_mm256_srlv_epi32(x, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), _mm256_set1_epi32(15));
+  } else if constexpr (R == kv::TileRole::kKey) {
+    std::memcpy(&w0, codes + 2 * col * 64 + t * 4, sizeof w0);
+    std::memcpy(&w1, codes + (2 * col + 1) * 64 + t * 4, sizeof w1);
+    return _mm256_cvtepi8_epi32(_mm_setr_epi32(w0, w1, 0, 0));
+  } else if constexpr (Q4) {  // token 2p in low nibbles, 2p + 1 in high
+    const __m256i x = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + t / 2 * n + col * 8)));
+    return _mm256_and_si256(_mm256_srli_epi32(x, 4 * (t % 2)), _mm256_set1_epi32(15));
+  } else {  // dims interleaved with the other token of the pair
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + t / 2 * 2 * n + col * 16));
+    const __m128i even = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, -1, -1, -1, -1, -1, -1, -1, -1);
+    return _mm256_cvtepi8_epi32(_mm_shuffle_epi8(x, _mm_add_epi8(even, _mm_set1_epi8(static_cast<char>(t % 2)))));
+  }
+}
+
+// The product is rounded on its own: GCC would fuse it with the next add (-ffp-contract=fast),
+// while the scalar twin, built without -mfma, rounds twice.
+inline __m256 rounded(__m256 v) {
+  __asm__("" : "+x"(v));
+  return v;
+}
+
+// x [16][n] = d * code (q8) or m + d * code (q4), as kv::tile_load_row (no fused multiply-add).
+template <kv::TileRole R, bool Q4>
+void dequantize_tile(const uint8_t* tile, int n, int group, float* x) {
+  const kv::TileFormat f{R, Q4, n, group};
+  const uint8_t* codes = tile + f.header_bytes();
+  for (int t = 0; t < kT; ++t) {
+    for (int col = 0; col < n / 8; ++col) {
+      const int b = col * 8 / group;
+      const __m256 c = _mm256_cvtepi32_ps(token_codes<R, Q4>(codes, n, t, col));
+      __m256 v = _mm256_mul_ps(_mm256_set1_ps(kv::tile_scale(tile, b, t)), c);
+      if constexpr (Q4) v = _mm256_add_ps(_mm256_set1_ps(kv::tile_min(f, tile, b, t)), rounded(v));
+      _mm256_storeu_ps(x + t * n + col * 8, v);
+    }
+  }
+}
+
 }  // namespace
 
 void acc(Codec codec, const AccArgs& a) { codec == Codec::kQ4 ? acc_tiles<true>(a) : acc_tiles<false>(a); }
@@ -217,6 +263,10 @@ void install(Kernels& t) {
   t.dot[static_cast<int>(Codec::kQ4)] = dot_tiles<true>;
   t.acc[static_cast<int>(Codec::kQ8)] = acc_tiles<false>;
   t.acc[static_cast<int>(Codec::kQ4)] = acc_tiles<true>;
+  t.dequantize_tile[0][0] = dequantize_tile<kv::TileRole::kKey, false>;
+  t.dequantize_tile[0][1] = dequantize_tile<kv::TileRole::kKey, true>;
+  t.dequantize_tile[1][0] = dequantize_tile<kv::TileRole::kValue, false>;
+  t.dequantize_tile[1][1] = dequantize_tile<kv::TileRole::kValue, true>;
 }
 
 }  // namespace kvrt::simd::avx2::tiles

@@ -18,13 +18,13 @@ namespace kvrt::simd::avx512 {
 #include "simd/kernels_body.inc"
 #include "simd/kernels_table.inc"
 
-// The q8 / q4 tile kernels come from kernels_vnni.cc where the CPU has AVX512-VNNI, else from
-// kernels_avx2_int.cc.
+// The q8 / q4 tile kernels come from kernels_avx2_int.cc, dot and acc from kernels_vnni.cc where
+// the CPU has AVX512-VNNI.
 const Kernels& table() {
   static const Kernels k = [] {
     Kernels t = make_table<xsimd::avx512bw, xsimd::fma3<xsimd::avx2>, xsimd::sse4_2>("avx512");
+    avx2::tiles::install(t);
     if (cpu_has_avx512_vnni()) avx512vnni::install(t);
-    else avx2::tiles::install(t);
     return t;
   }();
   return k;
