@@ -148,6 +148,7 @@ TEST_CASE("tiles hold the reference blocks, and the tile kernels equal the scala
           if (isa != Isa::kScalar) {  // every SIMD table has its own tile kernels
             CHECK((k.dot[static_cast<int>(c)] != scalar::table().dot[static_cast<int>(c)]));
             CHECK((k.acc[static_cast<int>(c)] != scalar::table().acc[static_cast<int>(c)]));
+            CHECK((k.dequantize_tile[1][q4] != scalar::table().dequantize_tile[1][q4]));
           }
           // tile_store_row then dequantize_tile gives back the reference dequantization.
           const TileFormat fk{TileRole::kKey, q4, n, group}, fv{TileRole::kValue, q4, n, group};

@@ -5,6 +5,7 @@
 //              adds pairs into int32 and vpaddq_s32 folds them to one lane per token.
 //   acc (p·V): lanes are dims; p folded into the value scales as int16 weights (AccArgs), vmlal
 //              adds each token's codes times its weight into int32, flushed once per kAccChunk run.
+//   dequantize_tile (prefill): 8 dims of a token per step, equal to kv::tile_load_row.
 #include <arm_neon.h>
 
 #include <algorithm>
@@ -202,6 +203,48 @@ void acc_tiles(const AccArgs& a) {
   }
 }
 
+// Codes of 8 dims [8 col, 8 col + 8) of token t of a tile as int16 lanes.
+template <kv::TileRole R, bool Q4>
+inline int16x8_t token_codes(const uint8_t* codes, int n, int t, int col) {
+  uint32_t w[2];
+  if constexpr (R == kv::TileRole::kKey && Q4) {  // dims 8 col + e in low nibbles, + 4 + e in high
+    std::memcpy(&w[0], codes + col * 64 + t * 4, sizeof w[0]);
+    const uint8x8_t x = vreinterpret_u8_u32(vdup_n_u32(w[0]));
+    const int8x8_t shift = vreinterpret_s8_u32(vset_lane_u32(0xfcfcfcfcu, vdup_n_u32(0), 1));  // 0 x4, -4 x4
+    return vreinterpretq_s16_u16(vmovl_u8(vand_u8(vshl_u8(x, shift), vdup_n_u8(15))));
+  } else if constexpr (R == kv::TileRole::kKey) {
+    std::memcpy(&w[0], codes + 2 * col * 64 + t * 4, sizeof w[0]);
+    std::memcpy(&w[1], codes + (2 * col + 1) * 64 + t * 4, sizeof w[1]);
+    return vmovl_s8(vreinterpret_s8_u32(vld1_u32(w)));
+  } else if constexpr (Q4) {  // token 2p in low nibbles, 2p + 1 in high
+    const uint8x8_t x = vld1_u8(codes + t / 2 * n + col * 8);
+    return vreinterpretq_s16_u16(vmovl_u8(vand_u8(vshl_u8(x, vdup_n_s8(static_cast<int8_t>(-4 * (t % 2)))), vdup_n_u8(15))));
+  } else {  // dims interleaved with the other token of the pair
+    const int8x8x2_t x = vld2_s8(reinterpret_cast<const int8_t*>(codes + t / 2 * 2 * n + col * 16));
+    return vmovl_s8(t % 2 ? x.val[1] : x.val[0]);
+  }
+}
+
+// x [16][n] = d * code (q8) or m + d * code (q4) as kv::tile_load_row, which GCC compiles to a
+// fused multiply-add on aarch64 (-ffp-contract=fast), as here.
+template <kv::TileRole R, bool Q4>
+void dequantize_tile(const uint8_t* tile, int n, int group, float* x) {
+  const kv::TileFormat f{R, Q4, n, group};
+  const uint8_t* codes = tile + f.header_bytes();
+  for (int t = 0; t < kT; ++t) {
+    for (int col = 0; col < n / 8; ++col) {
+      const int b = col * 8 / group;
+      const int16x8_t c = token_codes<R, Q4>(codes, n, t, col);
+      const float d = kv::tile_scale(tile, b, t);
+      for (int h = 0; h < 2; ++h) {
+        const float32x4_t cf = vcvtq_f32_s32(vmovl_s16(h ? vget_high_s16(c) : vget_low_s16(c)));
+        const float32x4_t v = Q4 ? vfmaq_n_f32(vdupq_n_f32(kv::tile_min(f, tile, b, t)), cf, d) : vmulq_n_f32(cf, d);
+        vst1q_f32(x + t * n + col * 8 + 4 * h, v);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void install(Kernels& t) {
@@ -209,6 +252,10 @@ void install(Kernels& t) {
   t.dot[static_cast<int>(Codec::kQ4)] = dot_tiles<true>;
   t.acc[static_cast<int>(Codec::kQ8)] = acc_tiles<false>;
   t.acc[static_cast<int>(Codec::kQ4)] = acc_tiles<true>;
+  t.dequantize_tile[0][0] = dequantize_tile<kv::TileRole::kKey, false>;
+  t.dequantize_tile[0][1] = dequantize_tile<kv::TileRole::kKey, true>;
+  t.dequantize_tile[1][0] = dequantize_tile<kv::TileRole::kValue, false>;
+  t.dequantize_tile[1][1] = dequantize_tile<kv::TileRole::kValue, true>;
 }
 
 }  // namespace kvrt::simd::neon::tiles
