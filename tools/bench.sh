@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Benchmarks on the realistic-shape synthetic model (llama, d_model 1024, 8 layers, 16 heads,
+# 4 KV heads, head_dim 64, d_ff 2816, F16 weights, 32000-token vocabulary): generates it once in
+# build/models/, then runs `kvrt bench` with the arguments given (defaults: 2 threads, the
+# settings f32,q8,q4,k=q8:v=q4 at 1k/4k/8k/16k, JSON beside the table) and the kernel bench.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${KVRT_BUILD:-$root/build}"
+"$root/tools/setup.sh"
+model="$build/models/synth-1024-f16.gguf"
+if [ ! -f "$model" ]; then
+  mkdir -p "$build/models"
+  "$build/tools/synth_model/synth_model" -o "$model" --type f16 >&2
+fi
+"$build/bench/bench_attention" "$build/bench_attention.json"
+exec "$build/tools/kvrt/kvrt" bench -m "$model" -t 2 --json "$build/bench.json" "$@"
