@@ -5,6 +5,7 @@
 #include <malloc.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -341,7 +342,8 @@ TEST_CASE("validation: bad thresholds, bad outputs and bad arguments fail before
   CHECK(kvrt_validate(f.model, &o, &v) == KVRT_ERR_INVALID_ARGUMENT);
   o.n_settings = 0;
   kvrt_kv_config bad_format = kv_of("q8");
-  bad_format.k_format = static_cast<kvrt_kv_format>(7);
+  const int seven = 7;  // as a C caller may store it; no such kvrt_kv_format
+  std::memcpy(&bad_format.k_format, &seven, sizeof seven);
   CHECK(kvrt_validation_check(f.model, &bad_format, nullptr) == KVRT_ERR_INVALID_ARGUMENT);
   CHECK(kvrt_validation_check(nullptr, &bad_format, nullptr) == KVRT_ERR_INVALID_ARGUMENT);
   CHECK(kvrt_validation_count(nullptr) == 0);

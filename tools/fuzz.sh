@@ -33,11 +33,15 @@ if [ ! -f "$build/build.ninja" ]; then
 fi
 ninja -C "$build" src/libkvrt.a >&2
 
+# Libraries libkvrt.a needs beside OpenMP: toml++ (compiled), and oneDNN when the build found it.
+libs=($(pkg-config --libs tomlplusplus))
+grep -q 'KVRT_HAVE_DNNL 1' "$build/kvrt_config.h" && libs+=(-ldnnl)
+
 mkdir -p "$build/artifacts"
 for t in "${targets[@]}"; do
   exe="$build/fuzz_$t"
   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer "${sanitize[@]}" -I"$root/src" -I"$root/include" -I"$build" \
-    "$root/tests/fuzz/fuzz_$t.cc" "$build/src/libkvrt.a" -fopenmp -o "$exe" >&2
+    "$root/tests/fuzz/fuzz_$t.cc" "$build/src/libkvrt.a" "${libs[@]}" -fopenmp -o "$exe" >&2
   work="$build/corpus/$t"   # grows while fuzzing; the repository's seeds stay read-only
   mkdir -p "$work"
   seeds=("$root/tests/fuzz/corpus/$t")

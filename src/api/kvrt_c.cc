@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstring>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "api/handles.h"
@@ -16,13 +17,22 @@ namespace {
 
 thread_local std::string t_last_error;
 
-kv::Format to_format(kvrt_kv_format f) {
+// The value a C caller stored in an enum field. C allows any int there, while loading a value
+// outside the enumerators' range as the C++ enum type is undefined, so the bytes are read as int.
+template <typename E>
+int raw_enum(const E& field) {
+  std::underlying_type_t<E> v;
+  std::memcpy(&v, &field, sizeof v);
+  return static_cast<int>(v);
+}
+
+kv::Format to_format(int f) {
   switch (f) {
     case KVRT_KV_F32: return kv::Format::kF32;
     case KVRT_KV_Q8: return kv::Format::kQ8;
     case KVRT_KV_Q4: return kv::Format::kQ4;
   }
-  throw Error("unknown KV format value " + std::to_string(int(f)), ErrorKind::kUsage);
+  throw Error("unknown KV format value " + std::to_string(f), ErrorKind::kUsage);
 }
 
 kvrt_kv_format from_format(kv::Format f) {
@@ -85,13 +95,14 @@ kvrt_status copy_out(const T* src, size_t n, T* dst, size_t capacity, size_t* ou
 kv::KvConfig to_kv_config(const kvrt_kv_config& c) {
   if (c.group_size < 0 || c.residual < 0)
     throw Error("KV group size and residual must not be negative", ErrorKind::kUsage);
-  if (c.k_axis != KVRT_KEY_AXIS_TOKEN && c.k_axis != KVRT_KEY_AXIS_CHANNEL)
-    throw Error("unknown key axis value " + std::to_string(int(c.k_axis)), ErrorKind::kUsage);
+  const int axis = raw_enum(c.k_axis);
+  if (axis != KVRT_KEY_AXIS_TOKEN && axis != KVRT_KEY_AXIS_CHANNEL)
+    throw Error("unknown key axis value " + std::to_string(axis), ErrorKind::kUsage);
   kv::KvConfig kv;
-  kv.k_format = to_format(c.k_format);
-  kv.v_format = to_format(c.v_format);
+  kv.k_format = to_format(raw_enum(c.k_format));
+  kv.v_format = to_format(raw_enum(c.v_format));
   kv.group_size = c.group_size;
-  kv.k_axis = c.k_axis == KVRT_KEY_AXIS_CHANNEL ? kv::KeyAxis::kChannel : kv::KeyAxis::kToken;
+  kv.k_axis = axis == KVRT_KEY_AXIS_CHANNEL ? kv::KeyAxis::kChannel : kv::KeyAxis::kToken;
   kv.residual = c.residual;
   kv.rotate = c.rotate != 0;
   return kv;
@@ -143,7 +154,7 @@ extern "C" {
 const char* kvrt_last_error(void) { return kvrt::api::t_last_error.c_str(); }
 
 const char* kvrt_status_name(kvrt_status status) {
-  switch (status) {
+  switch (kvrt::api::raw_enum(status)) {
     case KVRT_OK: return "KVRT_OK";
     case KVRT_ERR_INVALID_ARGUMENT: return "KVRT_ERR_INVALID_ARGUMENT";
     case KVRT_ERR_INPUT: return "KVRT_ERR_INPUT";
