@@ -60,7 +60,7 @@ struct Matmul::Impl {
 };
 
 Matmul::Matmul(int n_threads) : impl_(std::make_unique<Impl>(std::max(1, n_threads))) {
-  impl_->describe("none");
+  impl_->describe(KVRT_HAVE_DNNL ? "none" : impl_->blocked.name());  // oneDNN's name once it ran
 }
 Matmul::~Matmul() = default;
 
