@@ -1,6 +1,7 @@
 // kvrt bench: end-to-end decode and prefill speed versus context length for each KV setting.
-// The cache is filled by real prefill (in chunks), and decode speed is measured at each
-// requested context on the way up, so every number comes from the real forward pass.
+// The cache is filled by real prefill (in chunks of 1024 random tokens), and decode speed is
+// measured at each requested context on the way up, so every number comes from the real
+// forward pass. Prefill speed is timed over the first --prefill-tokens positions.
 #include <omp.h>
 
 #include <algorithm>
@@ -88,27 +89,35 @@ void fill_to(model::Session& s, int target, std::mt19937& rng) {
 Row bench_setting(const model::Model& m, const BenchOptions& o, const std::string& name,
                   const std::vector<int>& contexts) {
   model::SessionOptions so;
-  so.n_ctx = contexts.back() + o.decode_tokens;
+  so.n_ctx = std::max(contexts.back(), o.prefill_tokens) + int(contexts.size()) * o.decode_tokens;
   so.n_threads = o.model.n_threads;
   so.kv = parse_setting(name, o.group);
   model::Session s(m, so);
   Row row{name, s.kv_cache().bytes_per_token(), 0, 0, {}};
   std::mt19937 rng(42);
-  row.prefill_tokens = std::min(o.prefill_tokens, contexts.back());
-  auto t0 = Clock::now();
-  fill_to(s, row.prefill_tokens, rng);
-  row.prefill_tok_s = row.prefill_tokens / elapsed(t0);
-  for (int ctx : contexts) {
-    if (s.n_past() > ctx) continue;  // already past it (context below the prefill length)
-    fill_to(s, ctx, rng);
+  // Stops on the way up: every decode context, and the end of the timed prefill.
+  std::vector<int> stops = contexts;
+  stops.push_back(o.prefill_tokens);
+  std::sort(stops.begin(), stops.end());
+  double prefill_seconds = 0;
+  for (int stop : stops) {
+    const int from = s.n_past();
+    const auto t0 = Clock::now();
+    fill_to(s, stop, rng);
+    if (stop <= o.prefill_tokens) {
+      prefill_seconds += elapsed(t0);
+      row.prefill_tokens += s.n_past() - from;
+      row.prefill_tok_s = row.prefill_tokens / prefill_seconds;
+    }
+    if (std::find(contexts.begin(), contexts.end(), stop) == contexts.end()) continue;
     int32_t next = model::argmax(s.last_logits(), m.config().n_vocab);
-    t0 = Clock::now();
+    const auto t1 = Clock::now();
     for (int i = 0; i < o.decode_tokens; ++i) {
       s.eval(&next, 1);
       next = model::argmax(s.last_logits(), m.config().n_vocab);
     }
-    row.decode.emplace_back(ctx, o.decode_tokens / elapsed(t0));
-    std::fprintf(stderr, "kvrt bench: %-10s ctx %6d: decode %.2f tok/s\n", name.c_str(), ctx,
+    row.decode.emplace_back(stop, o.decode_tokens / elapsed(t1));
+    std::fprintf(stderr, "kvrt bench: %-10s ctx %6d: decode %.2f tok/s\n", name.c_str(), stop,
                  row.decode.back().second);
   }
   return row;
@@ -116,14 +125,14 @@ Row bench_setting(const model::Model& m, const BenchOptions& o, const std::strin
 
 void print_table(const std::vector<Row>& rows, const std::vector<int>& contexts) {
   std::printf("%-12s %10s %14s", "setting", "KV B/tok", "prefill tok/s");
-  for (int c : contexts) std::printf("  decode@%-6d", c);
+  for (int c : contexts) std::printf("  %16s", ("decode@" + std::to_string(c)).c_str());
   std::printf("\n");
   for (const Row& r : rows) {
     std::printf("%-12s %10.0f %14.1f", r.setting.c_str(), r.bytes_per_token, r.prefill_tok_s);
     for (int c : contexts) {
       auto it = std::find_if(r.decode.begin(), r.decode.end(), [&](auto& d) { return d.first == c; });
-      if (it == r.decode.end()) std::printf("  %13s", "-");
-      else std::printf("  %6.2f (%.2fx)", it->second, it->second / rows[0].decode[size_t(it - r.decode.begin())].second);
+      if (it == r.decode.end()) std::printf("  %16s", "-");
+      else std::printf("  %8.2f (%4.2fx)", it->second, it->second / rows[0].decode[size_t(it - r.decode.begin())].second);
     }
     std::printf("\n");
   }
