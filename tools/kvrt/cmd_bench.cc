@@ -99,6 +99,7 @@ Row bench_setting(const model::Model& m, const BenchOptions& o, const std::strin
   std::vector<int> stops = contexts;
   stops.push_back(o.prefill_tokens);
   std::sort(stops.begin(), stops.end());
+  stops.erase(std::unique(stops.begin(), stops.end()), stops.end());
   double prefill_seconds = 0;
   for (int stop : stops) {
     const int from = s.n_past();
