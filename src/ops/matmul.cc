@@ -21,6 +21,10 @@ constexpr int64_t kWidenRows = 256;  // W rows widened per oneDNN call
 }  // namespace
 
 struct Matmul::Impl {
+  int n_threads;
+  BlockedMatmul blocked;
+  std::string description;
+
   explicit Impl(int n_threads)
       : n_threads(n_threads), blocked(n_threads)
 #if KVRT_HAVE_DNNL
@@ -53,10 +57,6 @@ struct Matmul::Impl {
   DnnlGemm gemm;
   std::vector<float> widened;  // [kWidenRows][n_in]
 #endif
-
-  int n_threads;
-  BlockedMatmul blocked;
-  std::string description;
 };
 
 Matmul::Matmul(int n_threads) : impl_(std::make_unique<Impl>(std::max(1, n_threads))) {
