@@ -12,6 +12,7 @@
 #include "kv/tiles.h"
 #include "simd/kernels_isa.h"
 #include "simd/kernels_scalar.h"
+#include "simd/query_groups.h"
 
 namespace kvrt::simd::avx512vnni {
 
@@ -80,14 +81,7 @@ void dot_nq(const DotArgs& a, int i0) {
 
 template <bool Q4>
 void dot_tiles(const DotArgs& a) {
-  for (int i0 = 0; i0 < a.n_q; i0 += 4) {
-    switch (std::min(4, a.n_q - i0)) {
-      case 1: dot_nq<1, Q4>(a, i0); break;
-      case 2: dot_nq<2, Q4>(a, i0); break;
-      case 3: dot_nq<3, Q4>(a, i0); break;
-      default: dot_nq<4, Q4>(a, i0); break;
-    }
-  }
+  for_query_groups(a.n_q, [&](auto nq, int i0) { dot_nq<nq(), Q4>(a, i0); });
 }
 
 // One kAccChunk run of value tiles: int16 weights w[i][b][t] = round(p * d / sw), then per
@@ -159,14 +153,7 @@ void acc_tiles(const AccArgs& a) {
   if (a.n % 16 != 0 || a.group < 16) return avx2::tiles::acc(Q4 ? Codec::kQ4 : Codec::kQ8, a);
   for (int t0 = 0; t0 < a.n_rows; t0 += kAccChunk) {
     const int t1 = std::min(a.n_rows, t0 + kAccChunk);
-    for (int i0 = 0; i0 < a.n_q; i0 += 4) {
-      switch (std::min(4, a.n_q - i0)) {
-        case 1: acc_run<1, Q4>(a, i0, t0, t1); break;
-        case 2: acc_run<2, Q4>(a, i0, t0, t1); break;
-        case 3: acc_run<3, Q4>(a, i0, t0, t1); break;
-        default: acc_run<4, Q4>(a, i0, t0, t1); break;
-      }
-    }
+    for_query_groups(a.n_q, [&](auto nq, int i0) { acc_run<nq(), Q4>(a, i0, t0, t1); });
   }
 }
 
