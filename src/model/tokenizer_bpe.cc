@@ -4,18 +4,12 @@
 #include <algorithm>
 #include <queue>
 
+#include "model/symbol_merge.h"
 #include "model/tokenizer_impl.h"
 #include "model/unicode.h"
 
 namespace kvrt::model::detail {
 namespace {
-
-struct Symbol {
-  int prev;
-  int next;
-  size_t offset;  // bytes into the encoded word
-  size_t n;       // bytes; 0 once merged into its left neighbour
-};
 
 struct Bigram {
   int left;
@@ -50,20 +44,7 @@ class BpeWord {
       off += n;
     }
     for (int i = 1; i < int(symbols_.size()); ++i) try_add_bigram(i - 1, i);
-    while (!queue_.empty()) {
-      const Bigram b = queue_.top();
-      queue_.pop();
-      Symbol& left = symbols_[b.left];
-      Symbol& right = symbols_[b.right];
-      // Stale when either side changed since the pair was queued.
-      if (left.n == 0 || right.n == 0 || left.n + right.n != b.size) continue;
-      left.n += right.n;
-      right.n = 0;
-      left.next = right.next;
-      if (right.next >= 0) symbols_[right.next].prev = b.left;
-      try_add_bigram(left.prev, b.left);
-      try_add_bigram(b.left, left.next);
-    }
+    merge_queued_pairs(symbols_, queue_, [this](int l, int r) { try_add_bigram(l, r); });
     for (const Symbol& s : symbols_)
       if (s.n > 0) emit(word_.substr(s.offset, s.n), out);
   }

@@ -5,19 +5,12 @@
 #include <queue>
 
 #include "common/error.h"
+#include "model/symbol_merge.h"
 #include "model/tokenizer_impl.h"
 #include "model/unicode.h"
 
 namespace kvrt::model::detail {
 namespace {
-
-// A piece of the text in a doubly linked list; n == 0 once merged into its left neighbour.
-struct Symbol {
-  int prev;
-  int next;
-  size_t offset;  // bytes into the text
-  size_t n;       // bytes
-};
 
 struct Bigram {
   int left;
@@ -40,19 +33,7 @@ class SpmSession {
   void run(std::vector<int32_t>& out) {
     split_chars();
     for (int i = 1; i < int(symbols_.size()); ++i) try_add_bigram(i - 1, i);
-    while (!queue_.empty()) {
-      const Bigram b = queue_.top();
-      queue_.pop();
-      Symbol& left = symbols_[b.left];
-      Symbol& right = symbols_[b.right];
-      if (left.n == 0 || right.n == 0 || left.n + right.n != b.size) continue;
-      left.n += right.n;
-      right.n = 0;
-      left.next = right.next;
-      if (right.next >= 0) symbols_[right.next].prev = b.left;
-      try_add_bigram(left.prev, b.left);
-      try_add_bigram(b.left, left.next);
-    }
+    merge_queued_pairs(symbols_, queue_, [this](int l, int r) { try_add_bigram(l, r); });
     for (int i = symbols_.empty() ? -1 : 0; i != -1; i = symbols_[i].next) emit(symbols_[i], out);
   }
 
