@@ -24,38 +24,48 @@ void dequantize_q8_0(const uint8_t* src, int64_t n, float* dst) {
   }
 }
 
-}  // namespace
-
-const float* Weights::load(const io::GgufFile& file, const std::string& name,
-                           const std::vector<int64_t>& dims) {
+// The tensor `name`, which must exist with exactly these dims.
+const io::GgufTensor* find_shaped(const io::GgufFile& file, const std::string& name,
+                                  const std::vector<int64_t>& dims) {
   const io::GgufTensor* t = file.find_tensor(name);
   if (!t) file.fail("missing tensor '" + name + "'");
   if (t->dims != dims)
     file.fail("tensor '" + name + "' has shape " + shape_str(t->dims) + ", expected " +
               shape_str(dims));
-  const int64_t n = t->n_elements;
-  if (t->type == io::TensorType::kF32) {
-    bytes_mapped_ += t->n_bytes;
-    return reinterpret_cast<const float*>(t->data);  // offsets are 32-byte aligned
+  return t;
+}
+
+}  // namespace
+
+const float* Weights::load(const io::GgufFile& file, const std::string& name,
+                           const std::vector<int64_t>& dims) {
+  return to_f32(file, *find_shaped(file, name, dims));
+}
+
+const float* Weights::to_f32(const io::GgufFile& file, const io::GgufTensor& t) {
+  const int64_t n = t.n_elements;
+  if (t.type == io::TensorType::kF32) {
+    bytes_mapped_ += t.n_bytes;
+    return reinterpret_cast<const float*>(t.data);  // offsets are 32-byte aligned
   }
   auto buf = std::make_unique<float[]>(size_t(n));
   float* out = buf.get();  // [n]
-  switch (t->type) {
+  switch (t.type) {
     case io::TensorType::kF16:
     case io::TensorType::kBF16: {
-      const bool f16 = t->type == io::TensorType::kF16;
+      const bool f16 = t.type == io::TensorType::kF16;
       for (int64_t i = 0; i < n; ++i) {
         uint16_t h;
-        std::memcpy(&h, t->data + 2 * i, 2);
+        std::memcpy(&h, t.data + 2 * i, 2);
         out[i] = f16 ? f16_to_f32(h) : bf16_to_f32(h);
       }
       break;
     }
     case io::TensorType::kQ8_0:
-      dequantize_q8_0(t->data, n, out);
+      dequantize_q8_0(t.data, n, out);
       break;
     default:
-      file.fail("tensor '" + name + "' has type " + io::tensor_type_name(t->type) +
+      file.fail("tensor '" + t.name + "' has type " + io::tensor_type_name(t.type) +
                 ", which kvrt does not support (F32, F16, BF16, Q8_0)");
   }
   bytes_converted_ += size_t(n) * sizeof(float);
@@ -65,12 +75,9 @@ const float* Weights::load(const io::GgufFile& file, const std::string& name,
 
 ops::WeightMatrix Weights::load_matrix(const io::GgufFile& file, const std::string& name,
                                        int64_t n_out, int64_t n_in) {
-  const io::GgufTensor* t = file.find_tensor(name);
-  const bool f16 = t && t->type == io::TensorType::kF16, bf16 = t && t->type == io::TensorType::kBF16;
-  if (!(f16 || bf16)) return {load(file, name, {n_in, n_out}), ops::WeightType::kF32, n_out, n_in};
-  if (t->dims != std::vector<int64_t>{n_in, n_out})
-    file.fail("tensor '" + name + "' has shape " + shape_str(t->dims) + ", expected " +
-              shape_str({n_in, n_out}));
+  const io::GgufTensor* t = find_shaped(file, name, {n_in, n_out});
+  const bool f16 = t->type == io::TensorType::kF16, bf16 = t->type == io::TensorType::kBF16;
+  if (!(f16 || bf16)) return {to_f32(file, *t), ops::WeightType::kF32, n_out, n_in};
   bytes_mapped_ += t->n_bytes;  // widened to FP32 inside the matmul kernels
   return {t->data, f16 ? ops::WeightType::kF16 : ops::WeightType::kBF16, n_out, n_in};
 }

@@ -42,6 +42,8 @@ class Weights {
   size_t bytes_converted() const { return bytes_converted_; }  // FP32 copies owned here
 
  private:
+  // FP32 view of a tensor: in place for F32, else a copy owned here.
+  const float* to_f32(const io::GgufFile& file, const io::GgufTensor& t);
   const float* load(const io::GgufFile& file, const std::string& name,
                     const std::vector<int64_t>& dims);
   ops::WeightMatrix load_matrix(const io::GgufFile& file, const std::string& name,
