@@ -163,7 +163,7 @@ TEST_CASE("greedy generation through the C API prints the golden text") {
   // Generation ends at the context length with the documented code.
   CHECK(kvrt_generate(s, sampler, 1000, append_piece, &text, &n_gen) == KVRT_ERR_CONTEXT_FULL);
   CHECK(n_gen == 65 - int(prompt.size()));
-  std::string golden = kvrt::test::read_file(kvrt::test::shared_dir() + "/models/golden_greedy_prompt_once_n64.txt");
+  std::string golden = kvrt::test::read_file(kvrt::test::models_dir() + "/golden_greedy_prompt_once_n64.txt");
   while (!golden.empty() && golden.back() == '\n') golden.pop_back();
   CHECK(text == golden);
   kvrt_session_info info;

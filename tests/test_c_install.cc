@@ -76,7 +76,7 @@ TEST_CASE("generate.c builds against the installed library and prints the golden
   CHECK(needed.find("libkvrt.so") == std::string::npos);
 
   const std::string golden =
-      trim(kvrt::test::read_file(kvrt::test::shared_dir() + "/models/golden_greedy_prompt_once_n64.txt"));
+      trim(kvrt::test::read_file(kvrt::test::models_dir() + "/golden_greedy_prompt_once_n64.txt"));
   for (const char* exe : {"generate_shared", "generate_static"}) {
     CAPTURE(exe);
     std::string out;

@@ -6,7 +6,6 @@
 #include <toml++/toml.h>
 
 #include "common/sha256.h"
-#include "kvrt_config.h"
 #include "test_util.h"
 
 using namespace kvrt;
@@ -21,7 +20,7 @@ TEST_CASE("sha256 matches the FIPS 180-4 examples") {
 }
 
 TEST_CASE("models/catalogue.toml lists stories260K with the checksum and size of the real file") {
-  toml::table cat = toml::parse_file(std::string(KVRT_SOURCE_DIR) + "/models/catalogue.toml");
+  toml::table cat = toml::parse_file(test::models_dir() + "/catalogue.toml");
   const toml::array* models = cat["model"].as_array();
   REQUIRE(models);
   bool found = false;
@@ -30,7 +29,12 @@ TEST_CASE("models/catalogue.toml lists stories260K with the checksum and size of
     CHECK(m["sha256"].value<std::string>().value_or("").size() == 64);
     CHECK(m["source"].value<std::string>().has_value());
     CHECK(m["licence"].value<std::string>().has_value());
+    if (m["vendored"].value_or(false)) {  // in models/, with its licence file beside it
+      CHECK(std::filesystem::is_regular_file(test::models_dir() + "/" + m["file"].value_or(std::string())));
+      CHECK(std::filesystem::is_regular_file(test::models_dir() + "/" + m["licence_file"].value_or(std::string())));
+    }
     if (m["name"].value<std::string>() != "stories260K") continue;
+    CHECK(m["vendored"].value_or(false));
     found = true;
     const std::string path = test::stories_path();
     CHECK(std::filesystem::file_size(path) == m["size"].value<int64_t>().value_or(-1));

@@ -492,9 +492,7 @@ TEST_CASE("every proper prefix of a valid file is refused with an error, never a
 }
 
 TEST_CASE("stories260K.gguf: 48 F32 tensors and its llama metadata") {
-  const char* shared = std::getenv("KVRT_SHARED_DIR");
-  REQUIRE(shared != nullptr);
-  GgufFile f(std::string(shared) + "/models/stories260K.gguf");
+  GgufFile f(kvrt::test::stories_path());
   CHECK(f.version() == 3);
   REQUIRE(f.tensors().size() == 48);
   for (const auto& t : f.tensors()) {
@@ -522,9 +520,7 @@ TEST_CASE("stories260K.gguf: 48 F32 tensors and its llama metadata") {
 }
 
 TEST_CASE("add_value copies metadata from another file, string arrays included") {
-  const char* shared = std::getenv("KVRT_SHARED_DIR");
-  REQUIRE(shared != nullptr);
-  const GgufFile src(std::string(shared) + "/models/stories260K.gguf");
+  const GgufFile src(kvrt::test::stories_path());
   TempDir dir;
   const std::string path = (dir / "copy.gguf");
   GgufWriter w;

@@ -77,7 +77,7 @@ TEST_CASE("KL divergence against FP32 over the reference text, per format") {
   const auto& m = stories();
   const int n_vocab = m.config().n_vocab, n = 512;
   std::vector<int32_t> tokens =
-      m.tokenizer().encode(test::read_file(test::shared_dir() + "/text/tinystories_sample.txt"), true);
+      m.tokenizer().encode(test::read_file(test::text_dir() + "/tinystories_sample.txt"), true);
   REQUIRE(int(tokens.size()) >= n);
   tokens.resize(size_t(n));
   std::vector<float> ref_logits(size_t(n) * n_vocab), logits(ref_logits.size());  // [n][n_vocab]

@@ -26,12 +26,6 @@ using kvrt::synth::SynthConfig;
 namespace {
 
 
-std::string shared_dir() {
-  const char* s = std::getenv("KVRT_SHARED_DIR");
-  REQUIRE(s != nullptr);
-  return s;
-}
-
 // A small model over the 512-token vocabulary of stories260K.
 SynthConfig tiny_config(TensorType type) {
   SynthConfig c;
@@ -43,7 +37,7 @@ SynthConfig tiny_config(TensorType type) {
   c.d_ff = 96;
   c.n_ctx = 256;
   c.type = type;
-  c.vocab_path = shared_dir() + "/models/stories260K.gguf";
+  c.vocab_path = kvrt::test::stories_path();
   c.seed = 7;
   return c;
 }

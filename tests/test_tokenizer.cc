@@ -1,4 +1,4 @@
-// Tokenizer conformance: every vocabulary in ../shared/vocab against the token ids llama.cpp's
+// Tokenizer conformance: every vocabulary in tests/data/vocab against the token ids llama.cpp's
 // test-tokenizer-0 expects (.inp strings, .out ids), round trips through decode(), the
 // stories260K encoding used by the reference perplexity, and errors for bad vocabularies.
 #include <doctest/doctest.h>
@@ -52,7 +52,7 @@ VocabCase read_case(const std::filesystem::path& gguf) {
 
 std::vector<VocabCase> vocab_cases() {
   std::vector<VocabCase> cases;
-  const std::filesystem::path dir = test::shared_dir() + "/vocab";
+  const std::filesystem::path dir = test::vocab_dir();
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     const std::filesystem::path p = entry.path();
     if (p.extension() == ".gguf" && std::filesystem::exists(p.string() + ".inp") &&
@@ -74,7 +74,7 @@ std::string ids_str(const std::vector<int32_t>& ids) {
 
 }  // namespace
 
-TEST_CASE("every shared vocabulary matches llama.cpp's expected token ids") {
+TEST_CASE("every vendored vocabulary matches llama.cpp's expected token ids") {
   const std::vector<VocabCase> cases = vocab_cases();
   REQUIRE(!cases.empty());
   for (const VocabCase& c : cases) {
@@ -121,7 +121,7 @@ TEST_CASE("stories260K: [BOS] + encode(tinystories sample) starts with the refer
   CHECK(tok.model_name() == "llama");
   CHECK(tok.n_vocab() == 512);
   CHECK(tok.adds_space_prefix());
-  const std::string text = test::read_file(test::shared_dir() + "/text/tinystories_sample.txt");
+  const std::string text = test::read_file(test::text_dir() + "/tinystories_sample.txt");
   REQUIRE(text.size() > 1000);
   const std::vector<int32_t> ids = tok.encode(text, true);
   const std::vector<int32_t> want = {1, 410, 13, 441, 416, 331, 407, 261, 378, 383, 286, 261};
@@ -131,7 +131,7 @@ TEST_CASE("stories260K: [BOS] + encode(tinystories sample) starts with the refer
 }
 
 TEST_CASE("token_to_piece: spaces, byte tokens, control tokens") {
-  io::GgufFile spm_file(test::shared_dir() + "/vocab/ggml-vocab-llama-spm.gguf");
+  io::GgufFile spm_file(test::vocab_dir() + "/ggml-vocab-llama-spm.gguf");
   model::Tokenizer spm(spm_file);
   CHECK(spm.token_to_piece(spm.bos_id()) == "");
   CHECK(spm.token_to_piece(spm.eos_id()) == "");
@@ -140,7 +140,7 @@ TEST_CASE("token_to_piece: spaces, byte tokens, control tokens") {
   CHECK(spm.decode({1, 15043, 3186}) == "Hello world");
   CHECK_THROWS_AS(spm.token_to_piece(spm.n_vocab()), Error);
 
-  io::GgufFile bpe_file(test::shared_dir() + "/vocab/ggml-vocab-gpt-2.gguf");
+  io::GgufFile bpe_file(test::vocab_dir() + "/ggml-vocab-gpt-2.gguf");
   model::Tokenizer bpe(bpe_file);
   CHECK(bpe.token_to_piece(220) == " ");    // Ġ
   CHECK(bpe.token_to_piece(198) == "\n");   // Ċ

@@ -1,21 +1,42 @@
-// Helpers shared by the tests: where the shared data is, temporary files, running the CLI.
+// Helpers shared by the tests: where the test data is, temporary files, running the CLI.
 #pragma once
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 
+// tests/meson.build passes the source tree to the test programs only; the library never knows it.
+#ifndef KVRT_SOURCE_DIR
+#error "KVRT_SOURCE_DIR must name the source tree (tests/meson.build defines it)"
+#endif
+
 namespace kvrt::test {
 
-// ../shared beside the checkout (the test harness sets KVRT_SHARED_DIR).
-inline std::string shared_dir() {
-  const char* env = std::getenv("KVRT_SHARED_DIR");
-  return env && *env ? env : "../shared";
-}
+inline std::string source_dir() { return KVRT_SOURCE_DIR; }
 
-inline std::string stories_path() { return shared_dir() + "/models/stories260K.gguf"; }
+// Vendored data (each folder has its licence beside the files): the default model and its oracles
+// in models/, the tokenizer vectors in tests/data/vocab/, the reference text in tests/data/text/.
+inline std::string models_dir() { return source_dir() + "/models"; }
+inline std::string stories_path() { return models_dir() + "/stories260K.gguf"; }
+inline std::string vocab_dir() { return source_dir() + "/tests/data/vocab"; }
+inline std::string text_dir() { return source_dir() + "/tests/data/text"; }
+
+// The large fixtures (../shared/fixtures beside the checkout, or $KVRT_FIXTURES_DIR). When they
+// are absent the whole test program exits with meson's skip code 77, so fixture tests live in
+// test programs of their own.
+inline std::string fixtures_dir() {
+  const char* env = std::getenv("KVRT_FIXTURES_DIR");
+  const std::string dir = env && *env ? env : source_dir() + "/../shared/fixtures";
+  if (std::filesystem::is_directory(dir)) return dir;
+  std::fprintf(stderr,
+               "SKIP: the large test fixtures are not at %s; put ../shared/fixtures beside the "
+               "checkout or set KVRT_FIXTURES_DIR (see README, Tests and CI)\n",
+               dir.c_str());
+  std::exit(77);
+}
 
 inline std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -2,7 +2,7 @@
 # Builds the libFuzzer targets (tests/fuzz/fuzz_*.cc) with clang, AddressSanitizer and
 # UndefinedBehaviorSanitizer in their own build dir, then runs each for a bounded time.
 #   tools/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]     (default 60 s; targets: gguf tokenizer toml)
-# Env: KVRT_FUZZ_BUILD (default build-fuzz/), KVRT_SHARED_DIR (default ../shared).
+# Env: KVRT_FUZZ_BUILD (default build-fuzz/). The tokenizer target reads the vendored vocabularies.
 # A crash stops with a non-zero exit; the input is left in $build/artifacts/ (see tests/fuzz/README.md).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -11,7 +11,6 @@ seconds="${1:-60}"
 shift || true
 targets=("$@")
 ((${#targets[@]})) || targets=(gguf tokenizer toml)
-export KVRT_SHARED_DIR="${KVRT_SHARED_DIR:-$root/../shared}"
 
 packages=(clang libclang-rt-14-dev libomp-14-dev meson ninja-build pkg-config cmake libdnnl-dev libxsimd-dev
           libtomlplusplus-dev)
@@ -40,7 +39,7 @@ grep -q 'KVRT_HAVE_DNNL 1' "$build/kvrt_config.h" && libs+=(-ldnnl)
 mkdir -p "$build/artifacts"
 for t in "${targets[@]}"; do
   exe="$build/fuzz_$t"
-  clang++ -std=c++20 -g -O1 -fsanitize=fuzzer "${sanitize[@]}" -I"$root/src" -I"$root/include" -I"$build" \
+  clang++ -std=c++20 -g -O1 -fsanitize=fuzzer "${sanitize[@]}" -DKVRT_SOURCE_DIR="\"$root\"" -I"$root/src" -I"$root/include" -I"$build" \
     "$root/tests/fuzz/fuzz_$t.cc" "$build/src/libkvrt.a" "${libs[@]}" -fopenmp -o "$exe" >&2
   work="$build/corpus/$t"   # grows while fuzzing; the repository's seeds stay read-only
   mkdir -p "$work"

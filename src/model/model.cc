@@ -28,9 +28,7 @@ std::string find_default_model() {
   const std::string name = "stories260K.gguf";
   const std::vector<std::string> places = {
       std::string(KVRT_SOURCE_DIR) + "/models/" + name,
-      std::string(KVRT_SOURCE_DIR) + "/../shared/models/" + name,
       "models/" + name,
-      "../shared/models/" + name,
   };
   for (const auto& p : places)
     if (std::filesystem::exists(p)) return std::filesystem::weakly_canonical(p).string();

@@ -28,8 +28,8 @@ class Model {
   Weights weights_;
 };
 
-// The default model: $KVRT_MODEL, then the project's models/ folder, then
-// ../shared/models/stories260K.gguf beside the checkout. Throws kvrt::Error listing the places tried.
+// The default model: $KVRT_MODEL, then models/stories260K.gguf in the source tree or the
+// current directory. Throws kvrt::Error listing the places tried.
 std::string find_default_model();
 
 }  // namespace kvrt::model

@@ -50,10 +50,10 @@ struct Vocab {
   std::unique_ptr<model::Tokenizer> tokenizer;
 };
 
-// A vocabulary from $KVRT_SHARED_DIR (default ../shared).
+// A vocabulary vendored in the source tree (KVRT_SOURCE_DIR: defined by tests/meson.build and
+// tools/fuzz.sh), e.g. "tests/data/vocab/ggml-vocab-gpt-2.gguf".
 inline Vocab load_vocab(const std::string& relative) {
-  const char* env = std::getenv("KVRT_SHARED_DIR");
-  const std::string path = std::string(env && *env ? env : "../shared") + "/" + relative;
+  const std::string path = std::string(KVRT_SOURCE_DIR) + "/" + relative;
   Vocab v;
   v.file = std::make_unique<io::GgufFile>(path);
   v.tokenizer = std::make_unique<model::Tokenizer>(*v.file);
@@ -75,7 +75,7 @@ inline void encode_checked(const model::Tokenizer& tok, std::string_view text, b
 // Bytes as text through a SentencePiece vocabulary (stories260K) and a byte-level BPE one (GPT-2).
 inline void tokenizer_one(const uint8_t* data, size_t size) {
   static const Vocab spm = load_vocab("models/stories260K.gguf");
-  static const Vocab bpe = load_vocab("vocab/ggml-vocab-gpt-2.gguf");
+  static const Vocab bpe = load_vocab("tests/data/vocab/ggml-vocab-gpt-2.gguf");
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   const bool add_bos = size > 0 && (data[0] & 1);
   encode_checked(*spm.tokenizer, text, add_bos);

@@ -15,7 +15,7 @@ constexpr const char* kUsage =
     "                   [--n-kv-heads 4] [--head-dim 64] [--d-ff 2816] [--ctx 16384]\n"
     "                   [--type f16|bf16|f32|q8_0] [--vocab-from FILE.gguf] [--seed S] [--tied]\n"
     "Writes a llama GGUF with random weights and the tokenizer of --vocab-from\n"
-    "(default: $KVRT_SHARED_DIR/vocab/ggml-vocab-llama-spm.gguf or ../shared/vocab/...).\n";
+    "(default: the source tree's tests/data/vocab/ggml-vocab-llama-spm.gguf).\n";
 
 template <typename T>
 T parse_number(std::string_view flag, std::string_view text) {

@@ -7,7 +7,6 @@
 
 #include "common/error.h"
 #include "io/gguf_writer.h"
-#include "kvrt_config.h"
 
 namespace kvrt::synth {
 namespace {
@@ -164,11 +163,7 @@ io::TensorType parse_weight_type(std::string_view name) {
               ErrorKind::kUsage);
 }
 
-std::string default_vocab_path() {
-  const std::string rel = "/vocab/ggml-vocab-llama-spm.gguf";
-  if (const char* env = std::getenv("KVRT_SHARED_DIR"); env && *env) return env + rel;
-  return std::string(KVRT_SOURCE_DIR) + "/../shared" + rel;
-}
+std::string default_vocab_path() { return KVRT_SYNTH_DEFAULT_VOCAB; }
 
 SynthSummary write_synth_model(const SynthConfig& config, const std::string& out_path) {
   check_config(config);

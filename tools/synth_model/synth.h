@@ -34,8 +34,8 @@ struct SynthSummary {
 // "f32", "f16", "bf16" or "q8_0"; anything else is a kvrt::Error (usage).
 io::TensorType parse_weight_type(std::string_view name);
 
-// $KVRT_SHARED_DIR/vocab/ggml-vocab-llama-spm.gguf, else ../shared/vocab/... beside the
-// source tree (a 32000-token llama SPM vocabulary).
+// The source tree's tests/data/vocab/ggml-vocab-llama-spm.gguf (a 32000-token llama SPM
+// vocabulary); synth_model is a build-tree tool for tests and benchmarks, never installed.
 std::string default_vocab_path();
 
 // Checks the configuration, then streams the model to `out_path` one tensor at a time.
