@@ -82,12 +82,7 @@ TEST_CASE("every vendored vocabulary matches llama.cpp's expected token ids") {
     REQUIRE(c.inputs.size() == c.expected.size());
     io::GgufFile file(c.gguf);
     model::Tokenizer tok(file);
-    if (!tok.pre_tokenizer_supported()) {
-      MESSAGE("SKIPPED vocab " << c.name << ": pre-tokenizer " << tok.pre_name()
-                               << " not implemented");
-      CHECK_THROWS_AS(tok.encode("hello", false), Error);
-      continue;
-    }
+    REQUIRE_MESSAGE(tok.pre_tokenizer_supported(), "pre-tokenizer " << tok.pre_name());
     size_t n_pass = 0;
     for (size_t i = 0; i < c.inputs.size(); ++i) {
       CAPTURE(c.inputs[i]);
@@ -106,7 +101,6 @@ TEST_CASE("decode(encode(s)) gives s back for every test string") {
     CAPTURE(c.name);
     io::GgufFile file(c.gguf);
     model::Tokenizer tok(file);
-    if (!tok.pre_tokenizer_supported()) continue;
     for (const std::string& s : c.inputs) {
       CAPTURE(s);
       CHECK(tok.decode(tok.encode(s, false)) == s);
@@ -160,6 +154,16 @@ TEST_CASE("pre-tokenizers split words as llama.cpp's regex sets do") {
   CHECK(pre_tokenize(PreTokenizer::kStarcoder, "ab12 c") == Words{"ab", "1", "2", " c"});
   CHECK(pre_tokenize(PreTokenizer::kDeepseekCoder, "int x=1;\n中文 한국어") ==
         Words{"int", " x", "=", "1", ";", "\n", "中文", " ", "한국어"});
+  // Llama 3: a space never prefixes a number, at most three digits per number, case-insensitive
+  // contractions, one non-letter may prefix a word, line breaks join the punctuation before them.
+  CHECK(pre_tokenize(PreTokenizer::kLlama3, "Hello world  !!'s 3.5\n\n") ==
+        Words{"Hello", " world", " ", " !!'", "s", " ", "3", ".", "5", "\n\n"});
+  CHECK(pre_tokenize(PreTokenizer::kLlama3, "ab12345 c'D") == Words{"ab", "123", "45", " c", "'D"});
+  CHECK(pre_tokenize(PreTokenizer::kLlama3, "(hello)\r\n\n x") == Words{"(hello", ")\r\n\n", " x"});
+  CHECK(pre_tokenize(PreTokenizer::kLlama3, "a \n  b") == Words{"a", " \n", " ", " b"});
+  // Qwen2: the same with one digit per number.
+  CHECK(pre_tokenize(PreTokenizer::kQwen2, "ab12345 c'D") ==
+        Words{"ab", "1", "2", "3", "4", "5", " c", "'D"});
   CHECK(pre_tokenize(PreTokenizer::kGpt2, "").empty());
   CHECK_THROWS_AS(pre_tokenize(PreTokenizer::kGpt2, "ok \xC3"), Error);  // truncated UTF-8
 }
@@ -238,18 +242,25 @@ class MiniGguf {
   uint64_t n_kv_ = 0;
 };
 
-// A minimal byte-level BPE vocabulary file: tokens a, b, ab, Ġ and the merge "a b".
-std::string write_vocab(const test::TempDir& tmp, const std::string& model, const std::string& pre,
-                        const std::vector<int32_t>& types, uint32_t bos) {
+// A minimal byte-level BPE vocabulary: by default tokens a, b, ab, Ġ and the merge "a b".
+struct MiniVocab {
+  std::string model = "gpt2", pre = "gpt-2";
+  std::vector<std::string> tokens = {"a", "b", "ab", "Ġ"};
+  std::vector<int32_t> types = {1, 1, 1, 1};
+  std::vector<std::string> merges = {"a b"};
+  uint32_t bos = 0;
+};
+
+std::string write_vocab(const test::TempDir& tmp, const MiniVocab& m) {
   MiniGguf g;
-  g.add_string("tokenizer.ggml.model", model);
-  if (!pre.empty()) g.add_string("tokenizer.ggml.pre", pre);
-  g.add_strings("tokenizer.ggml.tokens", {"a", "b", "ab", "Ġ"});
-  g.add_i32s("tokenizer.ggml.token_type", types);
-  g.add_strings("tokenizer.ggml.merges", {"a b"});
-  g.add_u32("tokenizer.ggml.bos_token_id", bos);
-  const std::string path =
-      tmp / (model + pre + std::to_string(types.size()) + std::to_string(bos) + ".gguf");
+  g.add_string("tokenizer.ggml.model", m.model);
+  if (!m.pre.empty()) g.add_string("tokenizer.ggml.pre", m.pre);
+  g.add_strings("tokenizer.ggml.tokens", m.tokens);
+  g.add_i32s("tokenizer.ggml.token_type", m.types);
+  g.add_strings("tokenizer.ggml.merges", m.merges);
+  g.add_u32("tokenizer.ggml.bos_token_id", m.bos);
+  static int n_written = 0;
+  const std::string path = tmp / ("vocab" + std::to_string(n_written++) + ".gguf");
   g.write(path);
   return path;
 }
@@ -268,27 +279,92 @@ std::string error_of(const std::string& path) {
 
 TEST_CASE("bad or unsupported vocabularies are errors naming the file") {
   test::TempDir tmp;
-  const std::vector<int32_t> ok_types = {1, 1, 1, 1};
   {
-    io::GgufFile f(write_vocab(tmp, "gpt2", "gpt-2", ok_types, 0));
+    io::GgufFile f(write_vocab(tmp, {}));
     model::Tokenizer t(f);
     // Words "ab" and " ab"; "a b" merges, "Ġ a" does not.
     CHECK(t.encode("ab ab", false) == std::vector<int32_t>{2, 3, 2});
   }
-  const std::string bert = write_vocab(tmp, "bert", "", ok_types, 0);
-  CHECK(error_of(bert).find(bert) != std::string::npos);
-  CHECK(error_of(bert).find("'bert'") != std::string::npos);
+  MiniVocab bert;
+  bert.model = "bert";
+  bert.pre = "";
+  const std::string bert_path = write_vocab(tmp, bert);
+  CHECK(error_of(bert_path).find(bert_path) != std::string::npos);
+  CHECK(error_of(bert_path).find("'bert'") != std::string::npos);
 
-  const std::string short_types = write_vocab(tmp, "gpt2", "gpt-2", {1, 1, 1}, 0);
-  CHECK(error_of(short_types).find("token_type") != std::string::npos);
-  const std::string bad_bos = write_vocab(tmp, "gpt2", "gpt-2", ok_types, 4);
-  CHECK(error_of(bad_bos).find("bos_token_id") != std::string::npos);
+  MiniVocab short_types;
+  short_types.types = {1, 1, 1};
+  CHECK(error_of(write_vocab(tmp, short_types)).find("token_type") != std::string::npos);
+  MiniVocab bad_bos;
+  bad_bos.bos = 4;
+  CHECK(error_of(write_vocab(tmp, bad_bos)).find("bos_token_id") != std::string::npos);
 
-  const std::string qwen = write_vocab(tmp, "gpt2", "qwen2", ok_types, 0);
-  io::GgufFile f(qwen);
+  MiniVocab glm;
+  glm.pre = "chatglm-bpe";
+  io::GgufFile f(write_vocab(tmp, glm));
   model::Tokenizer t(f);
   CHECK_FALSE(t.pre_tokenizer_supported());
-  CHECK(t.pre_name() == "qwen2");
-  CHECK_THROWS_WITH_AS(t.encode("ab", false), doctest::Contains("qwen2"), Error);
+  CHECK(t.pre_name() == "chatglm-bpe");
+  CHECK_THROWS_WITH_AS(t.encode("ab", false), doctest::Contains("chatglm-bpe"), Error);
   CHECK(t.decode({2, 3}) == "ab ");  // decoding does not need the pre-tokenizer
+}
+
+TEST_CASE("llama.cpp's aliases of the Llama 3 and Qwen2 pre-tokenizers") {
+  test::TempDir tmp;
+  for (const char* pre : {"llama-bpe", "llama3", "llama-v3", "falcon3", "pixtral", "qwen2",
+                          "deepseek-r1-qwen", "megrez"}) {
+    CAPTURE(pre);
+    MiniVocab m;
+    m.pre = pre;
+    io::GgufFile f(write_vocab(tmp, m));
+    model::Tokenizer t(f);
+    CHECK(t.pre_tokenizer_supported());
+    CHECK(t.encode("ab ab", false) == std::vector<int32_t>{2, 3, 2});
+  }
+}
+
+TEST_CASE("Llama 3 takes a word that is a token whole; other BPE vocabularies follow the merges") {
+  test::TempDir tmp;
+  MiniVocab m;  // "abc" is a token, but no merge list reaches it from "ab" + "c"
+  m.tokens = {"a", "b", "c", "ab", "abc"};
+  m.types = {1, 1, 1, 1, 1};
+  for (const char* pre : {"gpt-2", "qwen2", "llama-bpe"}) {
+    CAPTURE(pre);
+    m.pre = pre;
+    io::GgufFile f(write_vocab(tmp, m));
+    model::Tokenizer t(f);
+    const bool whole = std::string(pre) == "llama-bpe";
+    CHECK(t.encode("abc", false) == (whole ? std::vector<int32_t>{4} : std::vector<int32_t>{3, 2}));
+    CHECK(t.adds_bos() == whole);  // llama.cpp's default: BOS for Llama 3, not for other BPE
+  }
+}
+
+TEST_CASE("special tokens are parsed only when asked, and end-of-generation tokens are known") {
+  const std::string dir = test::vocab_dir() + "/";
+  io::GgufFile spm_file(dir + "ggml-vocab-llama-spm.gguf");
+  model::Tokenizer spm(spm_file);
+  CHECK(spm.adds_bos());
+  CHECK(spm.encode("<s>Hello</s>", false, true) == std::vector<int32_t>{1, 15043, 2});
+  const std::vector<int32_t> plain = spm.encode("<s>Hello</s>", false);
+  CHECK(std::find(plain.begin(), plain.end(), 1) == plain.end());
+  CHECK(spm.end_of_generation_ids() == std::vector<int32_t>{2});
+  CHECK(spm.eot_id() == -1);
+
+  io::GgufFile gpt2_file(dir + "ggml-vocab-gpt-2.gguf");
+  model::Tokenizer gpt2(gpt2_file);
+  CHECK_FALSE(gpt2.adds_bos());
+  CHECK(gpt2.encode("a<|endoftext|>", false, true) == std::vector<int32_t>{64, 50256});
+  CHECK(gpt2.encode("a<|endoftext|>", false).size() > 2);  // plain text: <, |, endoftext, ...
+  CHECK(gpt2.is_end_of_generation(50256));
+  CHECK_FALSE(gpt2.is_end_of_generation(64));
+
+  // Phi-3: <|end|> ends a turn; its special tokens swallow the newline after them.
+  io::GgufFile phi3_file(dir + "ggml-vocab-phi-3.gguf");
+  model::Tokenizer phi3(phi3_file);
+  CHECK(phi3.find("<|end|>") == 32007);
+  CHECK(phi3.eot_id() == 32007);
+  CHECK(phi3.end_of_generation_ids() == std::vector<int32_t>{32000, 32007});
+  CHECK(phi3.encode("<|user|>\nHello<|end|>\n<|assistant|>\n", true, true) ==
+        std::vector<int32_t>{1, 32010, 15043, 32007, 32001});
+  CHECK(phi3.decode({32010, 15043, 32007}) == "Hello");  // control tokens print nothing
 }

@@ -24,10 +24,12 @@ constexpr std::string_view kKeyScores = "tokenizer.ggml.scores";
 constexpr std::string_view kKeyTypes = "tokenizer.ggml.token_type";
 constexpr std::string_view kKeyMerges = "tokenizer.ggml.merges";
 constexpr std::string_view kKeySpacePrefix = "tokenizer.ggml.add_space_prefix";
+constexpr std::string_view kKeyAddBos = "tokenizer.ggml.add_bos_token";
 
 constexpr const char* kSpaceMark = "\xE2\x96\x81";  // U+2581, SentencePiece's escaped space
 
-// tokenizer.ggml.pre names whose regex set is implemented, with llama.cpp's aliases.
+// tokenizer.ggml.pre names whose regex set is implemented, with the aliases llama.cpp maps to
+// the same regexes (llama-vocab.cpp).
 struct PreName {
   std::string_view name;
   PreTokenizer pre;
@@ -40,16 +42,12 @@ constexpr PreName kPreNames[] = {
     {"refact", PreTokenizer::kStarcoder},      {"command-r", PreTokenizer::kStarcoder},
     {"smollm", PreTokenizer::kStarcoder},      {"codeshell", PreTokenizer::kStarcoder},
     {"falcon", PreTokenizer::kFalcon},         {"deepseek-coder", PreTokenizer::kDeepseekCoder},
-};
-
-// Texts llama.cpp always treats as control tokens (end-of-turn and fill-in-the-middle markers),
-// even when the file marks them user-defined; control tokens are not cut out of raw text.
-constexpr std::string_view kControlTexts[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<EOT>",
-    "<|eom_id|>", "<｜end▁of▁sentence｜>", "<|fim_prefix|>", "<fim-prefix>", "<｜fim▁begin｜>",
-    "<PRE>", "<|fim_suffix|>", "<fim-suffix>", "<｜fim▁hole｜>", "<SUF>", "<|fim_middle|>",
-    "<fim-middle>", "<｜fim▁end｜>", "<MID>", "<|fim_pad|>", "<fim-pad>", "<PAD>",
-    "<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<|file_sep|>",
+    {"llama-bpe", PreTokenizer::kLlama3},      {"llama3", PreTokenizer::kLlama3},
+    {"llama-v3", PreTokenizer::kLlama3},       {"falcon3", PreTokenizer::kLlama3},
+    {"falcon-h1", PreTokenizer::kLlama3},      {"pixtral", PreTokenizer::kLlama3},
+    {"midm-2.0", PreTokenizer::kLlama3},       {"lfm2", PreTokenizer::kLlama3},
+    {"qwen2", PreTokenizer::kQwen2},           {"deepseek-r1-qwen", PreTokenizer::kQwen2},
+    {"kormo", PreTokenizer::kQwen2},           {"megrez", PreTokenizer::kQwen2},
 };
 
 [[noreturn]] void fail(const detail::Vocab& v, const std::string& what,
@@ -77,6 +75,10 @@ void read_model(const io::GgufFile& f, detail::Vocab& v) {
   v.pre_name = std::string(f.get_string_or(kKeyPre, "default"));
   v.pre = v.kind == VocabKind::kSpm ? PreTokenizer::kDefault : pre_from_name(v.pre_name);
   v.add_space_prefix = f.get_bool_or(kKeySpacePrefix, v.kind == VocabKind::kSpm);
+  // llama.cpp's defaults: BOS in front of SentencePiece and Llama 3 prompts, not other BPE ones.
+  const bool llama3 = v.pre == PreTokenizer::kLlama3;
+  v.add_bos = f.get_bool_or(kKeyAddBos, v.kind == VocabKind::kSpm || llama3);
+  v.ignore_merges = llama3;
 }
 
 void read_tokens(const io::GgufFile& f, detail::Vocab& v) {
@@ -136,6 +138,8 @@ void read_special_ids(const io::GgufFile& f, detail::Vocab& v) {
   v.bos_id = read_token_id(f, v, "tokenizer.ggml.bos_token_id", spm ? 1 : 11);
   v.eos_id = read_token_id(f, v, "tokenizer.ggml.eos_token_id", spm ? 2 : 11);
   v.unk_id = read_token_id(f, v, "tokenizer.ggml.unknown_token_id", spm ? 0 : -1);
+  v.eot_id = read_token_id(f, v, "tokenizer.ggml.eot_token_id", -1);
+  v.eom_id = read_token_id(f, v, "tokenizer.ggml.eom_token_id", v.find("<|eom_id|>"));
 }
 
 // Byte tokens "<0xHH>" (SPM byte fallback); a byte without one falls back to a one-byte token.
@@ -156,81 +160,13 @@ void index_byte_tokens(detail::Vocab& v) {
   }
 }
 
-// Token attributes llama.cpp sets from token texts and the model name (general.name).
-void apply_token_quirks(const io::GgufFile& f, detail::Vocab& v) {
-  for (std::string_view text : kControlTexts) {
-    const int32_t id = v.find(text);
-    if (id >= 0 && v.tokens[id].type == TokenType::kUserDefined)
-      v.tokens[id].type = TokenType::kControl;
-  }
-  std::string name(f.get_string_or("general.name", ""));
-  std::transform(name.begin(), name.end(), name.begin(), [](char c) { return std::tolower(c); });
-  const bool phi3 = name.find("phi-3") != name.npos || name.find("phi3") != name.npos;
-  for (detail::TokenData& t : v.tokens)
-    t.rstrip = phi3 && t.type == TokenType::kUserDefined && t.text != "<unk>" && t.text != "<s>";
-}
-
-void index_special_tokens(detail::Vocab& v) {
-  for (size_t i = 0; i < v.tokens.size(); ++i)
-    if (v.tokens[i].type == TokenType::kUserDefined) v.special_ids.push_back(int32_t(i));
-  std::stable_sort(v.special_ids.begin(), v.special_ids.end(), [&](int32_t a, int32_t b) {
-    return v.tokens[a].text.size() > v.tokens[b].text.size();
-  });
-}
-
-bool is_ascii_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
-
-// A piece of the input: raw text [offset, offset + length) or a user-defined token.
-struct Fragment {
-  size_t offset;
-  size_t length;
-  int32_t token;  // -1 for raw text
-};
-
-// Cuts every occurrence of token `id` out of the raw fragment `fr` (llama.cpp's
-// tokenizer_st_partition for one token and one fragment).
-void cut_token(const detail::Vocab& v, std::string_view text, Fragment fr, int32_t id,
-               std::vector<Fragment>& out) {
-  const detail::TokenData& tok = v.tokens[id];
-  while (fr.length > 0) {
-    const size_t found = text.substr(fr.offset, fr.length).find(tok.text);  // within the fragment
-    if (found == text.npos) break;
-    const size_t m = fr.offset + found;
-    if (m > fr.offset) out.push_back({fr.offset, m - fr.offset, -1});
-    out.push_back({m, tok.text.size(), id});
-    const size_t end = fr.offset + fr.length;
-    fr.offset = m + tok.text.size();
-    while (tok.rstrip && fr.offset < end && is_ascii_space(text[fr.offset])) ++fr.offset;
-    fr.length = end - fr.offset;
-  }
-  if (fr.length > 0) out.push_back(fr);
-}
-
-std::vector<Fragment> partition(const detail::Vocab& v, std::string_view text) {
-  std::vector<Fragment> frags;
-  if (!text.empty()) frags.push_back({0, text.size(), -1});
-  std::vector<Fragment> next;
-  for (int32_t id : v.special_ids) {
-    next.clear();
-    for (const Fragment& fr : frags) {
-      if (fr.token >= 0) {
-        next.push_back(fr);
-      } else {
-        cut_token(v, text, fr, id, next);
-      }
-    }
-    frags.swap(next);
-  }
-  return frags;
-}
-
 // SPM: spaces become U+2581, and a raw fragment at the start or after a special token gets
 // the dummy-space prefix.
 void encode_spm(const detail::Vocab& v, std::string_view text,
-                const std::vector<Fragment>& frags, std::vector<int32_t>& out) {
+                const std::vector<detail::Fragment>& frags, std::vector<int32_t>& out) {
   bool after_special = true;
   std::string piece;
-  for (const Fragment& fr : frags) {
+  for (const detail::Fragment& fr : frags) {
     if (fr.token >= 0) {
       out.push_back(fr.token);
       after_special = true;
@@ -258,14 +194,15 @@ Tokenizer::Tokenizer(const io::GgufFile& file) : impl_(std::make_unique<Impl>())
   if (v.kind == VocabKind::kBpe) read_merges(file, v);
   read_special_ids(file, v);
   if (v.kind == VocabKind::kSpm) index_byte_tokens(v);
-  apply_token_quirks(file, v);
-  index_special_tokens(v);
+  detail::apply_token_quirks(v, std::string(file.get_string_or("general.name", "")));
+  detail::index_special_tokens(v);
+  detail::index_end_of_generation(v);
 }
 
 Tokenizer::~Tokenizer() = default;
 Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
 
-std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos) const {
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool parse_special) const {
   const Impl& v = *impl_;
   if (!pre_tokenizer_supported())
     fail(v, "pre-tokenizer '" + v.pre_name + "' is not implemented in kvrt");
@@ -274,12 +211,12 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos) cons
     if (v.bos_id < 0) fail(v, "the vocabulary has no BOS token", ErrorKind::kUsage);
     out.push_back(v.bos_id);
   }
-  const std::vector<Fragment> frags = partition(v, text);
+  const std::vector<detail::Fragment> frags = detail::partition(v, text, parse_special);
   if (v.kind == VocabKind::kSpm) {
     encode_spm(v, text, frags, out);
     return out;
   }
-  for (const Fragment& fr : frags) {
+  for (const detail::Fragment& fr : frags) {
     if (fr.token >= 0) {
       out.push_back(fr.token);
     } else {
@@ -347,6 +284,13 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids) const {
 
 int32_t Tokenizer::bos_id() const { return impl_->bos_id; }
 int32_t Tokenizer::eos_id() const { return impl_->eos_id; }
+int32_t Tokenizer::eot_id() const { return impl_->eot_id; }
+bool Tokenizer::adds_bos() const { return impl_->add_bos; }
+bool Tokenizer::is_end_of_generation(int32_t id) const {
+  return std::binary_search(impl_->eog_ids.begin(), impl_->eog_ids.end(), id);
+}
+const std::vector<int32_t>& Tokenizer::end_of_generation_ids() const { return impl_->eog_ids; }
+int32_t Tokenizer::find(std::string_view text) const { return impl_->find(text); }
 int32_t Tokenizer::n_vocab() const { return int32_t(impl_->tokens.size()); }
 std::string_view Tokenizer::model_name() const { return impl_->model_name; }
 std::string_view Tokenizer::pre_name() const { return impl_->pre_name; }

@@ -20,9 +20,11 @@ class Tokenizer {
   ~Tokenizer();
   Tokenizer(Tokenizer&&) noexcept;
 
-  // Token ids for `text`, with BOS first when `add_bos`. Throws Error when the vocabulary's
-  // pre-tokenizer is not implemented (see pre_tokenizer_supported()).
-  std::vector<int32_t> encode(std::string_view text, bool add_bos) const;
+  // Token ids for `text`, with BOS first when `add_bos`. User-defined tokens written in the text
+  // are always recognized; control tokens (<|im_start|>, <|eot_id|>, <s>, ...) only with
+  // `parse_special`, as chat templates need: otherwise they are plain text. Throws Error when the
+  // vocabulary's pre-tokenizer is not implemented (see pre_tokenizer_supported()).
+  std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special = false) const;
 
   // Bytes of one token as it appears in text: SPM's U+2581 becomes a space, byte tokens
   // (<0x0A>) become their byte, byte-level BPE symbols map back to bytes. Control tokens
@@ -34,6 +36,16 @@ class Tokenizer {
 
   int32_t bos_id() const;
   int32_t eos_id() const;
+  int32_t eot_id() const;  // end of turn; -1 when the vocabulary has none
+  // Whether a prompt starts with BOS for this model (tokenizer.ggml.add_bos_token; by default yes
+  // for SentencePiece and Llama 3 vocabularies, no for other BPE ones), as llama.cpp decides.
+  bool adds_bos() const;
+  // Tokens that end generation, as llama.cpp's EOG set: EOS, the end-of-turn and end-of-message
+  // tokens, and control tokens such as <|eot_id|>, <|im_end|>, <end_of_turn>, <|end|>,
+  // <|endoftext|>. Sorted.
+  bool is_end_of_generation(int32_t id) const;
+  const std::vector<int32_t>& end_of_generation_ids() const;
+  int32_t find(std::string_view text) const;  // the token whose text is `text`; -1 when none
   int32_t n_vocab() const;
   std::string_view model_name() const;  // "llama" or "gpt2"
   std::string_view pre_name() const;    // tokenizer.ggml.pre, "default" when absent

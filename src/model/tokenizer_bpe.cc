@@ -1,6 +1,7 @@
 // Byte-level BPE (llama.cpp's llm_tokenizer_bpe): each pre-tokenized word is mapped byte by
 // byte to GPT-2's printable alphabet, then adjacent symbols are merged in the order of the
-// merge list (lowest rank first; ties: leftmost pair) until no listed pair is left.
+// merge list (lowest rank first; ties: leftmost pair) until no listed pair is left. Vocabularies
+// that ignore merges (Llama 3) take a word that is itself a token whole.
 #include <algorithm>
 #include <queue>
 
@@ -87,7 +88,12 @@ class BpeWord {
 void bpe_encode(const Vocab& v, std::string_view text, std::vector<int32_t>& out) {
   for (const std::string& word : pre_tokenize(v.pre, text)) {
     const std::string encoded = byte_encode(word);
-    BpeWord(v, encoded).run(out);
+    const int32_t whole = v.ignore_merges ? v.find(encoded) : -1;
+    if (whole >= 0) {
+      out.push_back(whole);
+    } else {
+      BpeWord(v, encoded).run(out);
+    }
   }
 }
 

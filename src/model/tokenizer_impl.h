@@ -1,7 +1,7 @@
 // Internal to the tokenizer: the vocabulary as loaded from GGUF and the encoders that use it.
-// Split by algorithm: tokenizer.cc (loading, special tokens, decoding), tokenizer_spm.cc
-// (SentencePiece merges), tokenizer_bpe.cc (byte-level BPE merges), tokenizer_pre.cc (BPE
-// pre-tokenizers). The algorithms follow llama.cpp's llama-vocab.cpp and unicode.cpp so that
+// Split by algorithm: tokenizer.cc (loading, encoding, decoding), tokenizer_special.cc (special
+// tokens and end of generation), tokenizer_spm.cc (SentencePiece merges), tokenizer_bpe.cc
+// (byte-level BPE merges), tokenizer_pre.cc (BPE pre-tokenizers). The algorithms follow llama.cpp's llama-vocab.cpp and unicode.cpp so that
 // token ids agree with it exactly.
 #pragma once
 
@@ -22,13 +22,15 @@ enum class TokenType : int32_t {
 enum class VocabKind { kSpm, kBpe };
 
 // Pre-tokenizer regex sets of llama.cpp, by tokenizer.ggml.pre; kUnsupported for all others.
-enum class PreTokenizer { kUnsupported, kDefault, kGpt2, kStarcoder, kFalcon, kDeepseekCoder };
+enum class PreTokenizer {
+  kUnsupported, kDefault, kGpt2, kStarcoder, kFalcon, kDeepseekCoder, kLlama3, kQwen2,
+};
 
 struct TokenData {
   std::string text;
   float score = 0.0f;
   TokenType type = TokenType::kNormal;
-  bool rstrip = false;  // whitespace after this user-defined token is dropped (phi-3)
+  bool rstrip = false;  // whitespace after this special token is dropped (phi-3)
 };
 
 struct Vocab {
@@ -38,12 +40,19 @@ struct Vocab {
   std::string pre_name;    // tokenizer.ggml.pre, "default" when absent
   PreTokenizer pre = PreTokenizer::kDefault;
   bool add_space_prefix = true;
+  bool add_bos = true;        // encode_chat adds BOS (tokenizer.ggml.add_bos_token)
+  bool ignore_merges = false;  // BPE: a pre-tokenized word that is a token is taken whole (Llama 3)
   int32_t bos_id = -1, eos_id = -1, unk_id = -1;  // -1: none
+  int32_t eot_id = -1;           // end of turn (tokenizer.ggml.eot_token_id or found by text)
+  int32_t eom_id = -1;           // end of message (tokenizer.ggml.eom_token_id or <|eom_id|>)
+  std::vector<int32_t> eog_ids;  // every token that ends generation, sorted
 
   std::vector<TokenData> tokens;                              // [n_vocab]
   std::unordered_map<std::string_view, int32_t> token_ids;    // views into tokens[].text
   std::unordered_map<std::string, int32_t> merge_ranks;       // "left right" -> rank (BPE)
-  std::vector<int32_t> special_ids;  // user-defined tokens cut out of raw text, longest first
+  // Tokens cut out of raw text before the merges, longest first: user-defined tokens always,
+  // control and unknown tokens too when special tokens are parsed (chat templates).
+  std::vector<int32_t> special_ids;
   std::array<int32_t, 256> byte_ids{};  // SPM byte-fallback token per byte, -1 when none
 
   int32_t find(std::string_view text) const {
@@ -51,6 +60,23 @@ struct Vocab {
     return it == token_ids.end() ? -1 : it->second;
   }
 };
+
+// A piece of the input: raw text [offset, offset + length) or a special token.
+struct Fragment {
+  size_t offset;
+  size_t length;
+  int32_t token;  // -1 for raw text
+};
+
+// Token types llama.cpp overrides by token text and by the model name (general.name).
+void apply_token_quirks(Vocab& v, std::string model_name);
+// Fills v.special_ids (after apply_token_quirks).
+void index_special_tokens(Vocab& v);
+// Fills v.eot_id when the file names none, and v.eog_ids (after the ids are read).
+void index_end_of_generation(Vocab& v);
+// Splits `text` at the special tokens it contains: user-defined tokens always, control and
+// unknown tokens only when `parse_special`.
+std::vector<Fragment> partition(const Vocab& v, std::string_view text, bool parse_special);
 
 // SentencePiece merges over `text` (spaces already escaped to U+2581); appends ids.
 void spm_encode(const Vocab& v, std::string_view text, std::vector<int32_t>& out);

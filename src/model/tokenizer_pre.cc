@@ -145,6 +145,60 @@ Segments gpt2(const Text& t, const Segments& segs) {
   return out;
 }
 
+uint32_t ascii_lower(uint32_t c) { return c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c; }
+
+// One segment through the Llama 3 regex as llama.cpp's matcher reads it, with at most
+// `max_digits` digits per number (3; Qwen2's regex is the same with \p{N} instead of \p{N}{1,3}):
+//   (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|
+//   \s*[\r\n]+|\s+(?!\S)|\s+
+size_t llama3_match(const Text& t, size_t pos, size_t end, size_t max_digits) {
+  auto flags = [&](size_t p) -> uint8_t { return p < end ? t.flags[p] : 0; };
+  auto lower_at = [&](size_t p) -> uint32_t { return p < end ? ascii_lower(t.cps[p]) : 0; };
+  const uint32_t c = t.cps[pos];
+  const uint8_t f = t.flags[pos];
+  if (c == '\'') {
+    const uint32_t c1 = lower_at(pos + 1), c2 = lower_at(pos + 2);
+    if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') return 2;
+    if ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l')) return 3;
+  }
+  size_t j = pos;
+  if (!is_cr_lf(c) && !(f & kNumber) && ((f & kLetter) || (flags(pos + 1) & kLetter))) {
+    for (++j; flags(j) & kLetter;) ++j;  // one optional non-letter, then letters
+    return j - pos;
+  }
+  if (f & kNumber) {
+    while (j - pos < max_digits && (flags(j) & kNumber)) ++j;
+    return j - pos;
+  }
+  j += c == ' ' ? 1 : 0;
+  if (is_other(flags(j))) {
+    while (is_other(flags(j))) ++j;
+    while (j < end && is_cr_lf(t.cps[j])) ++j;
+    return j - pos;
+  }
+  size_t n_ws = 0, crlf_end = 0;  // crlf_end: just past the run's last \r or \n
+  for (; flags(pos + n_ws) & kWhitespace; ++n_ws)
+    if (is_cr_lf(t.cps[pos + n_ws])) crlf_end = n_ws + 1;
+  if (crlf_end > 0) return crlf_end;                   // \s*[\r\n]+
+  if (n_ws > 1 && pos + n_ws < end) return n_ws - 1;  // \s+(?!\S)
+  return n_ws > 0 ? n_ws : 1;                         // \s+, or a code point nothing matches
+}
+
+Segments llama3(const Text& t, const Segments& segs, size_t max_digits) {
+  Segments out;
+  out.reserve(t.cps.size() / 2 + 1);
+  size_t start = 0;
+  for (size_t len : segs) {
+    for (size_t pos = start; pos < start + len;) {
+      const size_t n = llama3_match(t, pos, start + len, max_digits);
+      out.push_back(n);
+      pos += n;
+    }
+    start += len;
+  }
+  return out;
+}
+
 auto punct_or(std::string_view ascii) {
   return [ascii](uint32_t c, uint8_t f) { return (f & kPunctuation) || in_set(c, ascii); };
 }
@@ -174,6 +228,10 @@ Segments apply_set(PreTokenizer pre, const Text& t, Segments s) {
       s = split_by(t, s, space_then_run_of(is_punct));
       s = split_by(t, s, run_of(is_cjk));
       return split_by(t, s, one_of(is_number));
+    case PreTokenizer::kLlama3:
+      return llama3(t, s, 3);
+    case PreTokenizer::kQwen2:
+      return llama3(t, s, 1);
     case PreTokenizer::kUnsupported:
       break;
   }

@@ -60,9 +60,10 @@ inline Vocab load_vocab(const std::string& relative) {
   return v;
 }
 
-inline void encode_checked(const model::Tokenizer& tok, std::string_view text, bool add_bos) {
+inline void encode_checked(const model::Tokenizer& tok, std::string_view text, bool add_bos,
+                           bool parse_special) {
   try {
-    for (int32_t id : tok.encode(text, add_bos))
+    for (int32_t id : tok.encode(text, add_bos, parse_special))
       if (id < 0 || id >= tok.n_vocab()) {
         std::fprintf(stderr, "token id %d outside the vocabulary of %d\n", id, tok.n_vocab());
         std::abort();
@@ -72,14 +73,19 @@ inline void encode_checked(const model::Tokenizer& tok, std::string_view text, b
   }
 }
 
-// Bytes as text through a SentencePiece vocabulary (stories260K) and a byte-level BPE one (GPT-2).
+// Bytes as text through SentencePiece vocabularies (stories260K, Phi-3 with its special tokens)
+// and byte-level BPE ones (GPT-2's pre-tokenizer, Llama 3's and Qwen2's).
 inline void tokenizer_one(const uint8_t* data, size_t size) {
-  static const Vocab spm = load_vocab("models/stories260K.gguf");
-  static const Vocab bpe = load_vocab("tests/data/vocab/ggml-vocab-gpt-2.gguf");
+  static const Vocab vocabs[] = {
+      load_vocab("models/stories260K.gguf"),
+      load_vocab("tests/data/vocab/ggml-vocab-phi-3.gguf"),
+      load_vocab("tests/data/vocab/ggml-vocab-gpt-2.gguf"),
+      load_vocab("tests/data/vocab/ggml-vocab-gpt-2-pre-llama-bpe.gguf"),
+      load_vocab("tests/data/vocab/ggml-vocab-gpt-2-pre-qwen2.gguf")};
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   const bool add_bos = size > 0 && (data[0] & 1);
-  encode_checked(*spm.tokenizer, text, add_bos);
-  encode_checked(*bpe.tokenizer, text, add_bos);
+  const bool parse_special = size > 0 && (data[0] & 2);
+  for (const Vocab& v : vocabs) encode_checked(*v.tokenizer, text, add_bos, parse_special);
 }
 
 // Bytes as each TOML file kvrt reads: thresholds, candidate settings, and a validation record
