@@ -1,0 +1,114 @@
+#include "model/chat_template.h"
+
+#include "common/error.h"
+#include "model/chat_template_impl.h"
+
+namespace kvrt::model {
+namespace {
+
+constexpr std::string_view kKeyTemplate = "tokenizer.chat_template";
+
+// llama.cpp's llm_chat_detect_template, in its order, for the families kvrt renders. Families it
+// recognizes that kvrt does not render give "" so that they are not mistaken for a later one.
+std::string_view detect_name(std::string_view t) {
+  auto has = [t](std::string_view marker) { return t.find(marker) != t.npos; };
+  if (has("<|im_start|>")) {
+    if (has("<|im_sep|>")) return "phi4";
+    return has("<end_of_utterance>") ? "" : "chatml";  // SmolVLM
+  }
+  if (t.starts_with("mistral") || has("[INST]")) {
+    if (has("[SYSTEM_PROMPT]")) return "mistral-v7";
+    if (has("' [INST] ' + system_message") || has("[AVAILABLE_TOOLS]")) {
+      if (has(" [INST]")) return "mistral-v1";
+      return has("\"[INST]\"") ? "mistral-v3-tekken" : "mistral-v3";
+    }
+    if (has("content.strip()")) return "llama2-sys-strip";
+    if (has("bos_token + '[INST]")) return "llama2-sys-bos";
+    return has("<<SYS>>") ? "llama2-sys" : "llama2";
+  }
+  if (has("<|assistant|>") && has("<|end|>")) return "phi3";
+  if (has("[gMASK]<sop>")) return "";  // ChatGLM 4
+  if (has("<|assistant|>") && has("<|user|>")) return has("</s>") ? "falcon3" : "glmedge";
+  if (has("<|{{ item['role'] }}|>") && has("<|begin_of_image|>")) return "glmedge";
+  if (has("<|user|>") && has("<|endoftext|>")) return "zephyr";
+  if (has("bos_token + message['role']")) return "";  // Monarch
+  if (has("<start_of_turn>")) return "gemma";
+  if (has("<|start_header_id|>") && has("<|end_header_id|>")) return "llama3";
+  if (has("<｜Assistant｜>") && has("<｜User｜>") && has("<｜end▁of▁sentence｜>")) return "deepseek3";
+  return "";
+}
+
+std::string names_list() {
+  std::string s;
+  for (std::string_view n : ChatTemplate::names()) s += (s.empty() ? "" : ", ") + std::string(n);
+  return s;
+}
+
+}  // namespace
+
+ChatTemplate ChatTemplate::from_name(std::string_view name) {
+  const detail::ChatFormat* f = detail::find_chat_format(name);
+  if (!f)
+    throw Error("unknown chat format '" + std::string(name) + "' (known: " + names_list() + ")",
+                ErrorKind::kUsage);
+  return ChatTemplate(*f);
+}
+
+std::optional<ChatTemplate> ChatTemplate::detect(std::string_view jinja) {
+  const detail::ChatFormat* f = detail::find_chat_format(jinja);
+  if (!f) f = detail::find_chat_format(detect_name(jinja));
+  if (!f) return std::nullopt;
+  return ChatTemplate(*f);
+}
+
+std::optional<ChatTemplate> ChatTemplate::of_model(const io::GgufFile& file) {
+  if (!file.find(kKeyTemplate)) return std::nullopt;
+  return detect(file.get_string(kKeyTemplate));
+}
+
+ChatTemplate ChatTemplate::for_model(const io::GgufFile& file, std::string_view name) {
+  if (!name.empty()) return from_name(name);
+  const std::string advice = "; name a chat format with --chat-format NAME (" + names_list() + ")";
+  if (!file.find(kKeyTemplate))
+    throw Error("'" + file.path() + "' has no chat template (" + std::string(kKeyTemplate) + ")" +
+                advice);
+  if (std::optional<ChatTemplate> t = detect(file.get_string(kKeyTemplate))) return *t;
+  throw Error("'" + file.path() + "': its chat template (" + std::string(kKeyTemplate) +
+              ") is not of a family kvrt recognizes" + advice);
+}
+
+std::vector<std::string_view> ChatTemplate::names() {
+  std::vector<std::string_view> out;
+  for (const detail::ChatFormat& f : detail::chat_formats()) out.push_back(f.name);
+  return out;
+}
+
+std::string_view ChatTemplate::name() const { return format_->name; }
+std::string_view ChatTemplate::end_of_turn() const { return format_->end_of_turn; }
+
+std::string ChatTemplate::apply(const std::vector<ChatMessage>& messages, bool add_assistant) const {
+  std::string out;
+  format_->render(*format_, messages, add_assistant, out);
+  return out;
+}
+
+std::string ChatTemplate::apply_after(const std::vector<ChatMessage>& messages, size_t n_previous,
+                                      bool add_assistant) const {
+  KVRT_ASSERT(n_previous <= messages.size());
+  const std::string all = apply(messages, add_assistant);
+  if (n_previous == 0) return all;
+  const std::vector<ChatMessage> previous(messages.begin(), messages.begin() + long(n_previous));
+  std::string held = apply(previous, false);
+  const std::string_view eot = end_of_turn();
+  if (previous.back().role == "assistant" && !eot.empty()) {
+    const size_t at = held.rfind(eot);
+    if (at != held.npos) held.resize(at + eot.size());  // the model stopped at its end-of-turn token
+  }
+  if (!all.starts_with(held))
+    throw Error("chat format " + std::string(name()) +
+                    " renders earlier messages differently once more are added",
+                ErrorKind::kInternal);
+  return all.substr(held.size());
+}
+
+}  // namespace kvrt::model

@@ -1,0 +1,229 @@
+// Chat formats against llama.cpp's own expectations (tests/test-chat-template.cpp): the same
+// six-message conversation rendered by each format, detection from real Jinja templates (or their
+// distinguishing excerpts), the text a new turn adds to a conversation the model already holds,
+// and the errors for models without a usable template.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "io/gguf.h"
+#include "io/gguf_writer.h"
+#include "model/chat_template.h"
+#include "test_util.h"
+
+using kvrt::model::ChatMessage;
+using kvrt::model::ChatTemplate;
+
+namespace {
+
+const std::vector<ChatMessage> kConversation = {
+    {"system", "You are a helpful assistant"}, {"user", "Hello"},
+    {"assistant", "Hi there"},                 {"user", "Who are you"},
+    {"assistant", "   I am an assistant   "},  {"user", "Another question"},
+};
+
+struct FormatCase {
+  const char* format;
+  const char* expected;  // llama.cpp's expected_output with add_generation_prompt
+};
+
+const FormatCase kRendered[] = {
+    {"chatml",
+     "<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n"
+     "<|im_start|>assistant\nHi there<|im_end|>\n<|im_start|>user\nWho are you<|im_end|>\n"
+     "<|im_start|>assistant\n   I am an assistant   <|im_end|>\n<|im_start|>user\nAnother question"
+     "<|im_end|>\n<|im_start|>assistant\n"},
+    {"llama2",
+     "[INST] You are a helpful assistant\nHello [/INST]Hi there</s>[INST] Who are you [/INST]   I am "
+     "an assistant   </s>[INST] Another question [/INST]"},
+    {"llama2-sys-bos",
+     "[INST] <<SYS>>\nYou are a helpful assistant\n<</SYS>>\n\nHello [/INST]Hi there</s><s>[INST] Who "
+     "are you [/INST]   I am an assistant   </s><s>[INST] Another question [/INST]"},
+    {"llama2-sys-strip",
+     "[INST] <<SYS>>\nYou are a helpful assistant\n<</SYS>>\n\nHello [/INST]Hi there</s>[INST] Who are "
+     "you [/INST]I am an assistant</s>[INST] Another question [/INST]"},
+    {"gemma",
+     "<start_of_turn>user\nYou are a helpful assistant\n\nHello<end_of_turn>\n<start_of_turn>model\nHi "
+     "there<end_of_turn>\n<start_of_turn>user\nWho are you<end_of_turn>\n<start_of_turn>model\nI am an "
+     "assistant<end_of_turn>\n<start_of_turn>user\nAnother question<end_of_turn>\n<start_of_turn>model\n"},
+    {"llama3",
+     "<|start_header_id|>system<|end_header_id|>\n\nYou are a helpful assistant<|eot_id|><|start_header_"
+     "id|>user<|end_header_id|>\n\nHello<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\nHi "
+     "there<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nWho are you<|eot_id|><|start_header_id|>"
+     "assistant<|end_header_id|>\n\nI am an assistant<|eot_id|><|start_header_id|>user<|end_header_id|>"
+     "\n\nAnother question<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"},
+    {"phi3",
+     "<|system|>\nYou are a helpful assistant<|end|>\n<|user|>\nHello<|end|>\n<|assistant|>\nHi there"
+     "<|end|>\n<|user|>\nWho are you<|end|>\n<|assistant|>\n   I am an assistant   <|end|>\n<|user|>\n"
+     "Another question<|end|>\n<|assistant|>\n"},
+    {"phi4",
+     "<|im_start|>system<|im_sep|>You are a helpful assistant<|im_end|><|im_start|>user<|im_sep|>Hello"
+     "<|im_end|><|im_start|>assistant<|im_sep|>Hi there<|im_end|><|im_start|>user<|im_sep|>Who are you"
+     "<|im_end|><|im_start|>assistant<|im_sep|>   I am an assistant   <|im_end|><|im_start|>user<|im_sep|>"
+     "Another question<|im_end|><|im_start|>assistant<|im_sep|>"},
+    {"mistral-v1",
+     " [INST] You are a helpful assistant\n\nHello [/INST] Hi there</s> [INST] Who are you [/INST]    I "
+     "am an assistant   </s> [INST] Another question [/INST]"},
+    {"mistral-v3",
+     "[INST] You are a helpful assistant\n\nHello[/INST] Hi there</s>[INST] Who are you[/INST] I am an "
+     "assistant</s>[INST] Another question[/INST]"},
+    {"mistral-v3-tekken",
+     "[INST]You are a helpful assistant\n\nHello[/INST]Hi there</s>[INST]Who are you[/INST]   I am an "
+     "assistant   </s>[INST]Another question[/INST]"},
+    {"mistral-v7",
+     "[SYSTEM_PROMPT] You are a helpful assistant[/SYSTEM_PROMPT][INST] Hello[/INST] Hi there</s>[INST] "
+     "Who are you[/INST]    I am an assistant   </s>[INST] Another question[/INST]"},
+};
+
+struct DetectCase {
+  const char* source;  // model the template (or its distinguishing excerpt) comes from
+  const char* jinja;
+  const char* format;
+};
+
+const DetectCase kDetected[] = {
+    {"teknium/OpenHermes-2.5-Mistral-7B",
+     "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+     "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}"
+     "{% endif %}",
+     "chatml"},
+    {"mistralai/Mistral-7B-Instruct-v0.2",
+     "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}{{ '[INST] ' + "
+     "message['content'] + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ message['content'] "
+     "+ eos_token}}{% endif %}{% endfor %}",
+     "llama2"},
+    {"TheBloke/FusionNet_34Bx2_MoE-AWQ",
+     "{{- bos_token + '[INST] ' + messages[idx]['content'] + ' [/INST]' -}}{{- '[INST] <<SYS>>\\n' + "
+     "messages[idx]['content'] + '\\n<</SYS>>\\n\\n' -}}",
+     "llama2-sys-bos"},
+    {"bofenghuang/vigogne-2-70b-chat",
+     "{{ '[INST] ' + content.strip() + ' [/INST]' }}{{ '<<SYS>>\\n' + content.strip() + "
+     "'\\n<</SYS>>\\n\\n' }}",
+     "llama2-sys-strip"},
+    {"google/gemma-7b-it",
+     "{{ '<start_of_turn>' + role + '\\n' + message['content'] | trim + '<end_of_turn>\\n' }}{% if "
+     "add_generation_prompt %}{{'<start_of_turn>model\\n'}}{% endif %}",
+     "gemma"},
+    {"meta-llama/Meta-Llama-3-8B-Instruct",
+     "{% set content = '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'+ "
+     "message['content'] | trim + '<|eot_id|>' %}",
+     "llama3"},
+    {"microsoft/Phi-3-mini-4k-instruct",
+     "{{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') %}{{'<|user|>' + "
+     "'\\n' + message['content'] + '<|end|>' + '\\n' + '<|assistant|>' + '\\n'}}{% endif %}{% endfor %}",
+     "phi3"},
+    {"microsoft/phi-4",
+     "{{'<|im_start|>system<|im_sep|>' + message['content'] + '<|im_end|>'}}", "phi4"},
+    {"mistralai 'v1' with a system prompt",
+     "{{- ' [INST] ' + system_message + '\\n\\n' + message['content'] + ' [/INST]' }}", "mistral-v1"},
+    {"mistralai/Mistral-Large-Instruct-2407 ('v3')",
+     "{{- \"[AVAILABLE_TOOLS] [\" }}{{- \"[INST] \" + message[\"content\"] + \"[/INST]\" }}",
+     "mistral-v3"},
+    {"mistralai/Mistral-Nemo-Instruct-2407 ('v3-tekken')",
+     "{{- \"[AVAILABLE_TOOLS][\" }}{{- \"[INST]\" + message[\"content\"] + \"[/INST]\" }}",
+     "mistral-v3-tekken"},
+    {"mistralai/Mistral-Large-Instruct-2411 ('v7')",
+     "{{ '[SYSTEM_PROMPT] ' + message['content'] + '[/SYSTEM_PROMPT]' }}{{ '[INST] ' + "
+     "message['content'] + '[/INST]' }}",
+     "mistral-v7"},
+    {"TinyLlama/TinyLlama-1.1B-Chat-v1.0",
+     "{{ '<|user|>\\n' + message['content'] + eos_token }}{{ '<|assistant|>\\n'  + message['content'] "
+     "+ eos_token }}",
+     "glmedge"},
+    {"tiiuae/Falcon3-1B-Instruct",
+     "{{ '<|user|>\\n' + message['content'] + '\\n' }}{{ '<|assistant|>\\n' + message['content'] + "
+     "'</s>\\n' }}",
+     "falcon3"},
+    {"HuggingFaceH4/zephyr-7b-beta excerpt", "{{ '<|user|>\\n' + message['content'] + '<|endoftext|>' }}",
+     "zephyr"},
+    {"deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B",
+     "{{'<｜User｜>' + message['content']}}{{'<｜Assistant｜>' + content + '<｜end▁of▁sentence｜>'}}",
+     "deepseek3"},
+    {"a format name", "llama3", "llama3"},
+    {"an old Mistral name", "mistral", "llama2"},
+};
+
+}  // namespace
+
+TEST_CASE("every format renders llama.cpp's test conversation as llama.cpp does") {
+  for (const FormatCase& c : kRendered) {
+    CAPTURE(c.format);
+    CHECK(ChatTemplate::from_name(c.format).apply(kConversation, true) == c.expected);
+  }
+}
+
+TEST_CASE("formats are recognized from the models' Jinja templates by their markers") {
+  for (const DetectCase& c : kDetected) {
+    CAPTURE(c.source);
+    const auto t = ChatTemplate::detect(c.jinja);
+    REQUIRE(t.has_value());
+    CHECK(t->name() == c.format);
+  }
+  CHECK_FALSE(ChatTemplate::detect("{{ messages }}").has_value());
+  CHECK_FALSE(ChatTemplate::detect("[gMASK]<sop>{{ '<|assistant|>' }}").has_value());  // ChatGLM 4
+  CHECK_FALSE(ChatTemplate::detect("<|im_start|>User:<end_of_utterance>").has_value());  // SmolVLM
+  CHECK_THROWS_WITH_AS(ChatTemplate::from_name("jinja"), doctest::Contains("chatml, llama3"),
+                       kvrt::Error);
+}
+
+TEST_CASE("a new turn adds only its own text to what the model holds (llama.cpp's format_single)") {
+  const std::vector<ChatMessage> chat = {{"system", "You are a helpful assistant"},
+                                         {"user", "Hello"},
+                                         {"assistant", "I am assistant"},
+                                         {"user", "How are you"}};
+  const std::pair<const char*, const char*> expected[] = {
+      {"chatml", "\n<|im_start|>user\nHow are you<|im_end|>\n<|im_start|>assistant\n"},
+      {"mistral-v1", " [INST] How are you [/INST]"},
+      {"mistral-v3", "[INST] How are you[/INST]"},
+      {"mistral-v3-tekken", "[INST]How are you[/INST]"},
+      {"mistral-v7", "[INST] How are you[/INST]"},
+      {"llama2", "[INST] How are you [/INST]"},
+      {"gemma", "\n<start_of_turn>user\nHow are you<end_of_turn>\n<start_of_turn>model\n"},
+      {"llama3",
+       "<|start_header_id|>user<|end_header_id|>\n\nHow are you<|eot_id|><|start_header_id|>assistant"
+       "<|end_header_id|>\n\n"},
+  };
+  for (const auto& [format, text] : expected) {
+    CAPTURE(format);
+    const ChatTemplate t = ChatTemplate::from_name(format);
+    CHECK(t.apply_after(chat, 3, true) == text);
+    CHECK(t.apply_after(chat, 0, true) == t.apply(chat, true));
+  }
+  CHECK(ChatTemplate::from_name("chatml").end_of_turn() == "<|im_end|>");
+  CHECK(ChatTemplate::from_name("llama3").end_of_turn() == "<|eot_id|>");
+  CHECK(ChatTemplate::from_name("gemma").end_of_turn() == "<end_of_turn>");
+  CHECK(ChatTemplate::from_name("phi3").end_of_turn() == "<|end|>");
+}
+
+TEST_CASE("a model without a usable template: an error naming the file and --chat-format") {
+  kvrt::test::TempDir tmp;
+  auto write = [&](const std::string& name, const char* jinja) {
+    kvrt::io::GgufWriter w;
+    w.add_string("general.architecture", "llama");
+    if (jinja) w.add_string("tokenizer.chat_template", jinja);
+    const std::string path = tmp / name;
+    w.write(path);
+    return path;
+  };
+  const kvrt::io::GgufFile none(write("none.gguf", nullptr));
+  CHECK_FALSE(ChatTemplate::of_model(none).has_value());
+  CHECK_THROWS_WITH_AS(ChatTemplate::for_model(none, ""), doctest::Contains("has no chat template"),
+                       kvrt::Error);
+  CHECK(ChatTemplate::for_model(none, "gemma").name() == "gemma");  // --chat-format overrides
+
+  const kvrt::io::GgufFile odd(write("odd.gguf", "{{ messages[0].content }}"));
+  CHECK_FALSE(ChatTemplate::of_model(odd).has_value());
+  try {
+    (void)ChatTemplate::for_model(odd, "");
+    FAIL("an unrecognized template must be an error");
+  } catch (const kvrt::Error& e) {
+    const std::string what = e.what();
+    CHECK(what.find(odd.path()) != std::string::npos);
+    CHECK(what.find("--chat-format NAME") != std::string::npos);
+  }
+  const kvrt::io::GgufFile qwen(write("qwen.gguf", "{{'<|im_start|>' + message['role'] }}"));
+  CHECK(ChatTemplate::of_model(qwen)->name() == "chatml");
+  CHECK(ChatTemplate::for_model(qwen, "llama3").name() == "llama3");
+}
