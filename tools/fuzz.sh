@@ -12,7 +12,7 @@ shift || true
 targets=("$@")
 ((${#targets[@]})) || targets=(gguf tokenizer toml)
 
-packages=(clang libclang-rt-14-dev libomp-14-dev meson ninja-build pkg-config cmake libdnnl-dev libxsimd-dev
+packages=(clang libclang-rt-14-dev libomp-14-dev meson ninja-build pkg-config cmake libdnnl-dev ocl-icd-opencl-dev libxsimd-dev
           libtomlplusplus-dev)
 missing=()
 for p in "${packages[@]}"; do

@@ -5,7 +5,9 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${KVRT_BUILD:-$root/build}"
 
-packages=(g++ meson ninja-build pkg-config cmake libdnnl-dev libxsimd-dev libtomlplusplus-dev doctest-dev)
+# libdnnl-dev's CMake config calls find_package(OpenCL): ocl-icd-opencl-dev is only its Recommends.
+packages=(g++ meson ninja-build pkg-config cmake libdnnl-dev ocl-icd-opencl-dev libxsimd-dev libtomlplusplus-dev
+          doctest-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -224,7 +224,9 @@ KVRT_EXPORT kvrt_status kvrt_generate(kvrt_session* session, kvrt_sampler* sampl
  * kvrt version, ISA, thresholds file and acceptance set. `kvrt run` enables a compressed setting
  * only with a PASS record; an embedder does the same with kvrt_validation_check. The bundled
  * validation data (thresholds.toml, settings.toml, cases/) is found in $KVRT_VALIDATION_DIR, else
- * in the source tree's validation/ folder. */
+ * in validation/ of kvrt's data directory: $KVRT_DATA_DIR, else <prefix>/share/kvrt of the
+ * installation libkvrt.so (or the program linking libkvrt.a) lives in, else the configured
+ * <prefix>/share/kvrt. */
 
 typedef enum kvrt_verdict {
   KVRT_VERDICT_PASS = 0,

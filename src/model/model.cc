@@ -2,10 +2,9 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <vector>
 
+#include "common/data_dir.h"
 #include "common/error.h"
-#include "kvrt_config.h"
 
 namespace kvrt::model {
 
@@ -20,23 +19,26 @@ Model::Model(const std::string& path)
 }
 
 std::string find_default_model() {
+  std::error_code ec;  // a name the file system refuses (too long, ...) is a missing file
   if (const char* env = std::getenv("KVRT_MODEL"); env && *env) {
-    if (!std::filesystem::exists(env))
+    if (!std::filesystem::exists(env, ec))
       throw Error("KVRT_MODEL names '" + std::string(env) + "', which does not exist");
     return env;
   }
   const std::string name = "stories260K.gguf";
-  const std::vector<std::string> places = {
-      std::string(KVRT_SOURCE_DIR) + "/models/" + name,
-      "models/" + name,
-  };
-  for (const auto& p : places)
-    if (std::filesystem::exists(p)) return std::filesystem::weakly_canonical(p).string();
-  std::string tried;
-  for (const auto& p : places) tried += "\n  " + p;
-  throw Error("no model given (-m) and the default model " + name +
-              " was not found; set KVRT_MODEL or put it in one of:" + tried +
-              "\n(see models/catalogue.toml for where to download it)");
+  std::string dir;
+  try {
+    dir = data_dir();
+  } catch (const Error& e) {
+    throw Error("no model given (-m) and the default model " + name + " cannot be found: " + e.what() +
+                ", or set KVRT_MODEL or pass -m FILE");
+  }
+  const std::string path = dir + "/models/" + name;
+  if (!std::filesystem::exists(path, ec))
+    throw Error("no model given (-m) and the default model " + path +
+                " does not exist; pass -m FILE or set KVRT_MODEL (models/catalogue.toml says where to download it)");
+  const std::filesystem::path canonical = std::filesystem::weakly_canonical(path, ec);
+  return ec ? path : canonical.string();
 }
 
 }  // namespace kvrt::model

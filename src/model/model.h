@@ -28,8 +28,9 @@ class Model {
   Weights weights_;
 };
 
-// The default model: $KVRT_MODEL, then models/stories260K.gguf in the source tree or the
-// current directory. Throws kvrt::Error listing the places tried.
+// The default model: $KVRT_MODEL, then models/stories260K.gguf in kvrt's data directory
+// (common/data_dir.h: <prefix>/share/kvrt when installed, the source tree in a build tree).
+// Throws kvrt::Error saying where it looked.
 std::string find_default_model();
 
 }  // namespace kvrt::model

@@ -77,4 +77,13 @@ void Matmul::run(const float* x, int64_t m, const WeightMatrix& w, float* y) {
 
 const char* Matmul::implementation() const { return impl_->description.c_str(); }
 
+std::string matmul_backends() {
+  const std::string blocked = BlockedMatmul(1).name();
+#if KVRT_HAVE_DNNL
+  return dnnl_library_name() + " (prefill), " + blocked + " (decode)";
+#else
+  return blocked + " (prefill and decode; built without oneDNN)";
+#endif
+}
+
 }  // namespace kvrt::ops

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 namespace kvrt::ops {
 
@@ -36,5 +37,9 @@ class Matmul {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// The matrix-product backends of this build on this CPU, for reports: "oneDNN 2.6.3 (prefill),
+// kvrt-blocked:avx512 (decode)", or "kvrt-blocked:neon (prefill and decode; built without oneDNN)".
+std::string matmul_backends();
 
 }  // namespace kvrt::ops

@@ -71,4 +71,9 @@ void DnnlGemm::run(const float* x, int64_t m, const float* w, int64_t n, int64_t
 
 const char* DnnlGemm::implementation() const { return impl_->last_impl; }
 
+std::string dnnl_library_name() {
+  const dnnl_version_t* v = dnnl_version();
+  return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+}
+
 }  // namespace kvrt::ops

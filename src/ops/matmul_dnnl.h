@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 namespace kvrt::ops {
 
@@ -19,5 +20,8 @@ class DnnlGemm {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// The oneDNN library linked at run time, e.g. "oneDNN 2.6.3".
+std::string dnnl_library_name();
 
 }  // namespace kvrt::ops

@@ -20,6 +20,7 @@ struct Report {
   SettingVerdict noise_verdict;
   int recommended = -1;                  // index into run->settings
   std::string model_path, model_sha256, isa, kvrt_version, acceptance_sha256;
+  std::string matmul;                    // matrix-product backends (ops::matmul_backends)
   int n_ctx_full = 0;                    // the model's full context, for "memory saved"
   int max_len = 0;                       // usable context the cases were built for
   int n_threads = 0;

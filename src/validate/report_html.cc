@@ -129,7 +129,7 @@ std::string report_html(const Report& r) {
        ".PASS{color:#080;font-weight:bold}.FAIL{color:#c00;font-weight:bold}.INCONCLUSIVE{color:#a60;font-weight:bold}"
        "pre{background:#f6f6f6;padding:1em;overflow-x:auto}</style></head><body>\n";
   o << "<h1>kvrt validate</h1>\n<p>Model <code>" << esc(r.model_path) << "</code> (sha256 <code>" << r.model_sha256
-    << "</code>), kvrt " << esc(r.kvrt_version) << ", ISA " << esc(r.isa) << ", " << r.cases->size()
+    << "</code>), kvrt " << esc(r.kvrt_version) << ", ISA " << esc(r.isa) << ", matmul " << esc(r.matmul) << ", " << r.cases->size()
     << " cases, usable context " << r.max_len << ".</p>\n<table><tr><th>setting</th><th>name</th><th>bytes/token</th>"
        "<th>mean KL</th><th>95% interval</th><th>verdict</th></tr>\n";
   for (const SettingResult* s : all_settings(r)) {

@@ -65,6 +65,7 @@ std::string report_json(const Report& r) {
   std::ostringstream o;
   const auto& bs = r.thresholds->bootstrap;
   o << "{\n  \"kvrt_version\": " << q(r.kvrt_version) << ",\n  \"isa\": " << q(r.isa)
+    << ",\n  \"matmul\": " << q(r.matmul)
     << ",\n  \"model\": {\"path\": " << q(r.model_path) << ", \"sha256\": " << q(r.model_sha256)
     << ", \"full_context\": " << r.n_ctx_full << "},\n  \"max_len\": " << r.max_len
     << ",\n  \"threads\": " << r.n_threads << ",\n  \"acceptance_sha256\": " << q(r.acceptance_sha256)

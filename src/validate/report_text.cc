@@ -96,7 +96,7 @@ void set_summary(const Report& r, std::ostringstream& o) {
 std::string report_text(const Report& r) {
   std::ostringstream o;
   o << "kvrt " << r.kvrt_version << " validate: " << r.model_path << " (sha256 " << r.model_sha256.substr(0, 12)
-    << "...), ISA " << r.isa << ", " << r.n_threads << " threads\n";
+    << "...), ISA " << r.isa << ", " << r.n_threads << " threads\nmatmul: " << r.matmul << "\n";
   set_summary(r, o);
   o << "\n";
   summary(r, o);

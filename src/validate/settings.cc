@@ -2,15 +2,15 @@
 
 #include <cstdlib>
 
+#include "common/data_dir.h"
 #include "common/error.h"
-#include "kvrt_config.h"
 #include "validate/toml_util.h"
 
 namespace kvrt::validate {
 
 std::string default_validation_dir() {
   if (const char* d = std::getenv("KVRT_VALIDATION_DIR"); d && *d) return d;
-  return std::string(KVRT_SOURCE_DIR) + "/validation";
+  return data_dir() + "/validation";
 }
 
 std::vector<Setting> read_settings(const std::string& path) {

@@ -9,7 +9,7 @@
 
 namespace kvrt::validate {
 
-// $KVRT_VALIDATION_DIR, else the source tree's validation/ folder.
+// $KVRT_VALIDATION_DIR, else validation/ in kvrt's data directory (common/data_dir.h).
 std::string default_validation_dir();
 
 // [[setting]] entries: label, k, v, group, k_axis, residual, rotate. Errors name file and line.

@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "common/sha256.h"
 #include "kvrt_config.h"
+#include "ops/matmul.h"
 #include "simd/kernels.h"
 #include "validate/settings.h"
 
@@ -47,16 +48,17 @@ bool Validation::all_pass() const {
 
 void load_inputs(const ValidationRequest& req, Validation& v) {
   if (req.only_cases && req.cases_dir.empty()) throw Error("only_cases needs a cases directory", ErrorKind::kUsage);
-  const std::string dir = default_validation_dir();
-  v.thresholds = read_thresholds(req.thresholds_file.empty() ? dir + "/thresholds.toml" : req.thresholds_file);
+  // The bundled data is looked up only when one of its files is used.
+  auto bundled = [](const char* name) { return default_validation_dir() + "/" + name; };
+  v.thresholds = read_thresholds(req.thresholds_file.empty() ? bundled("thresholds.toml") : req.thresholds_file);
   if (req.seed) v.thresholds.bootstrap.seed = *req.seed;
   std::vector<std::string> case_dirs;
-  if (!req.only_cases) case_dirs.push_back(dir + "/cases");
+  if (!req.only_cases) case_dirs.push_back(bundled("cases"));
   if (!req.cases_dir.empty()) case_dirs.push_back(req.cases_dir);
   v.case_set = load_case_set(case_dirs);
   v.settings = !req.settings.empty()
                    ? req.settings
-                   : read_settings(req.settings_file.empty() ? dir + "/settings.toml" : req.settings_file);
+                   : read_settings(req.settings_file.empty() ? bundled("settings.toml") : req.settings_file);
 }
 
 void run(const model::Model& model, const ValidationRequest& req, Validation& v) {
@@ -83,6 +85,7 @@ void run(const model::Model& model, const ValidationRequest& req, Validation& v)
   rep.model_path = req.model_path;
   rep.model_sha256 = sha256_file(req.model_path);
   rep.isa = simd::isa_name();
+  rep.matmul = ops::matmul_backends();
   rep.kvrt_version = KVRT_VERSION;
   rep.acceptance_sha256 = v.case_set.sha256;
   rep.n_ctx_full = model.config().n_ctx_train;

@@ -17,6 +17,7 @@
 #include "model/sampler.h"
 #include "model/session.h"
 #include "model_options.h"
+#include "ops/matmul.h"
 #include "simd/kernels.h"
 
 namespace kvrt::cli {
@@ -143,7 +144,7 @@ void write_json(const std::string& path, const std::vector<Row>& rows, const mod
                 int n_threads) {
   std::ostringstream js;
   js << "{\n  \"model\": \"" << m.file().path() << "\",\n  \"isa\": \"" << simd::isa_name()
-     << "\",\n  \"threads\": " << n_threads << ",\n  \"results\": [\n";
+     << "\",\n  \"matmul\": \"" << ops::matmul_backends() << "\",\n  \"threads\": " << n_threads << ",\n  \"results\": [\n";
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
     js << "    {\"setting\": \"" << r.setting << "\", \"kv_bytes_per_token\": " << r.bytes_per_token
@@ -191,8 +192,8 @@ int cmd_bench(int argc, char** argv) {
   }
   auto model = o.model.load();
   const int n_threads = o.model.n_threads > 0 ? o.model.n_threads : omp_get_num_procs();
-  std::fprintf(stderr, "kvrt bench: %s, ISA %s, %d threads\n", model->file().path().c_str(),
-               simd::isa_name(), n_threads);
+  std::fprintf(stderr, "kvrt bench: %s, ISA %s, %d threads, matmul %s\n", model->file().path().c_str(),
+               simd::isa_name(), n_threads, ops::matmul_backends().c_str());
   std::vector<Row> rows;
   for (const auto& n : names) rows.push_back(bench_setting(*model, o, n, contexts));
   print_table(rows, contexts);

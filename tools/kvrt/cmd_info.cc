@@ -3,9 +3,12 @@
 #include <map>
 
 #include "command_line.h"
+#include "common/data_dir.h"
+#include "common/error.h"
 #include "commands.h"
 #include "model/model.h"
 #include "model_options.h"
+#include "ops/matmul.h"
 #include "simd/kernels.h"
 
 namespace kvrt::cli {
@@ -29,6 +32,15 @@ void print_tensors(const io::GgufFile& f, bool all) {
   }
 }
 
+// kvrt's data directory (validation data, default model), or why it was not found.
+std::string data_dir_or_reason() {
+  try {
+    return data_dir();
+  } catch (const Error& e) {
+    return std::string("none (") + e.what() + ")";
+  }
+}
+
 }  // namespace
 
 int cmd_info(int argc, char** argv) {
@@ -36,7 +48,8 @@ int cmd_info(int argc, char** argv) {
   bool list_tensors = false;
   CommandLine cl("kvrt info [-m MODEL] [--tensors]",
                  "Prints the model's architecture, shapes, tensor types, tokenizer and context\n"
-                 "length, and the SIMD instruction set kvrt selected on this machine.");
+                 "length, the SIMD instruction set kvrt selected on this machine, the matrix-product\n"
+                 "backends and kvrt's data directory.");
   mo.add_to(cl, false);
   cl.add_flag("--tensors", "list every tensor with its type and shape", &list_tensors);
   if (!cl.parse(argc, argv)) return kExitOk;
@@ -65,6 +78,8 @@ int cmd_info(int argc, char** argv) {
               std::string(tok.model_name()).c_str(), std::string(tok.pre_name()).c_str(),
               tok.pre_tokenizer_supported() ? "" : ", NOT SUPPORTED", tok.bos_id(), tok.eos_id());
   std::printf("ISA:            %s\n", simd::isa_name());
+  std::printf("matmul:         %s\n", ops::matmul_backends().c_str());
+  std::printf("data dir:       %s\n", data_dir_or_reason().c_str());
   return kExitOk;
 }
 

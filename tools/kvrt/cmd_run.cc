@@ -12,6 +12,7 @@
 #include "model/sampler.h"
 #include "model/session.h"
 #include "model_options.h"
+#include "ops/matmul.h"
 #include "simd/kernels.h"
 #include "validate/gate.h"
 
@@ -52,8 +53,8 @@ void write_piece(const std::string& piece) {
 // n_decoded: single-token forward passes timed in t_decode.
 void report(const model::Session& s, int n_prompt, double t_prefill, int n_decoded, double t_decode) {
   const auto& kv = s.kv_cache();
-  std::fprintf(stderr, "kvrt: ISA %s, matmul %s, %d threads\n", simd::isa_name(),
-               s.matmul_implementation(), s.n_threads());
+  std::fprintf(stderr, "kvrt: ISA %s, %d threads, matmul %s; kernels run: %s\n", simd::isa_name(),
+               s.n_threads(), ops::matmul_backends().c_str(), s.matmul_implementation());
   std::fprintf(stderr, "kvrt: prefill %d tokens in %.1f ms (%.1f tok/s)\n", n_prompt,
                t_prefill * 1e3, n_prompt / t_prefill);
   if (n_decoded > 0)

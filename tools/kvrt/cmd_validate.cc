@@ -66,11 +66,11 @@ int cmd_validate(int argc, char** argv) {
                  "1: at least one refused; 2: usage or input error.");
   o.model.add_to(cl, false);
   o.kv.add_to(cl);
-  cl.add("--settings", "FILE", "candidate settings (default validation/settings.toml; KV flags validate one)",
+  cl.add("--settings", "FILE", "candidate settings (default validation/settings.toml in kvrt's data dir; KV flags validate one)",
          &o.settings_file);
   cl.add("--cases", "DIR", "more cases: DIR/manifest.toml in the acceptance-set format", &o.cases_dir);
   cl.add_flag("--only-cases", "use only the --cases directory, not the bundled set", &o.only_cases);
-  cl.add("--config", "FILE", "thresholds (default validation/thresholds.toml)", &o.config);
+  cl.add("--config", "FILE", "thresholds (default validation/thresholds.toml in kvrt's data dir)", &o.config);
   cl.add("--max-len", "N", "usable context the case lengths follow (default min(model context, 512))",
          &o.max_len, 16, 1 << 20);
   cl.add("--seed", "S", "bootstrap seed (default: the thresholds file's)", &o.seed);

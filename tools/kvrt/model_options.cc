@@ -5,7 +5,7 @@
 namespace kvrt::cli {
 
 void ModelOptions::add_to(CommandLine& cl, bool with_ctx) {
-  cl.add("-m,--model", "FILE", "GGUF model (default: $KVRT_MODEL, models/, ../shared/models/stories260K.gguf)",
+  cl.add("-m,--model", "FILE", "GGUF model (default: $KVRT_MODEL, else models/stories260K.gguf in kvrt's data dir; see kvrt info)",
          &path);
   if (with_ctx)
     cl.add("-c,--ctx", "N", "context length in positions (default: the model's, at most 4096)",
