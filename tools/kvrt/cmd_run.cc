@@ -7,14 +7,14 @@
 #include "command_line.h"
 #include "commands.h"
 #include "common/error.h"
+#include "gate_options.h"
 #include "kv_options.h"
-#include "kvrt_config.h"
 #include "model/sampler.h"
 #include "model/session.h"
 #include "model_options.h"
 #include "ops/matmul.h"
+#include "sampling_options.h"
 #include "simd/kernels.h"
-#include "validate/gate.h"
 
 namespace kvrt::cli {
 namespace {
@@ -30,9 +30,8 @@ struct RunOptions {
   KvOptions kv;
   std::string prompt, prompt_file;
   int n_predict = 128;
-  model::SamplerOptions sampler;
-  bool allow_unvalidated = false;
-  std::string record;
+  SamplingOptions sampling;
+  GateOptions gate;
 };
 
 std::string read_prompt(const RunOptions& o) {
@@ -65,22 +64,6 @@ void report(const model::Session& s, int n_prompt, double t_prefill, int n_decod
                s.n_past(), kv.bytes_allocated());
 }
 
-// A compressed KV setting needs a PASS record from `kvrt validate` for this model file, kvrt
-// version and ISA; --allow-unvalidated skips the check and says so on every run.
-void check_gate(const RunOptions& o, const model::Session& s) {
-  const kv::KvConfig& kv = s.kv_cache().config();
-  if (kv.is_f32()) return;
-  if (o.allow_unvalidated) {
-    std::fprintf(stderr, "kvrt: warning: KV setting %s is not checked against a validation record "
-                 "(--allow-unvalidated); its output may differ from the FP32 cache by an unmeasured amount\n",
-                 kv.name().c_str());
-    return;
-  }
-  const validate::GateQuery q{o.model.resolved_path(), kv.name(), o.record, simd::isa_name(), KVRT_VERSION};
-  const std::string path = validate::require_pass_record(q);
-  std::fprintf(stderr, "kvrt: KV setting %s validated (record %s)\n", kv.name().c_str(), path.c_str());
-}
-
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
@@ -91,15 +74,9 @@ int cmd_run(int argc, char** argv) {
   cl.add("-p,--prompt", "TEXT", "prompt text (BOS is added; empty = BOS alone)", &o.prompt);
   cl.add("-f,--file", "FILE", "read the prompt from a file", &o.prompt_file);
   cl.add("-n,--n-predict", "N", "tokens to generate (default 128)", &o.n_predict, 0, 1 << 24);
-  cl.add("--temp", "T", "sampling temperature; 0 = greedy (default)", &o.sampler.temperature, 0.0f, 100.0f);
-  cl.add("--top-k", "K", "sample from the K most likely tokens (0 = all)", &o.sampler.top_k, 0, 1 << 24);
-  cl.add("--top-p", "P", "nucleus sampling mass (default 1 = off)", &o.sampler.top_p, 1e-6f, 1.0f);
-  cl.add("--seed", "S", "random seed for sampling (default 0)", &o.sampler.seed);
+  o.sampling.add_to(cl);
   o.kv.add_to(cl);
-  cl.add_flag("--allow-unvalidated", "use a compressed KV setting without a PASS record (prints a warning)",
-              &o.allow_unvalidated);
-  cl.add("--record", "PATH", "validation record to check (default: the one kvrt validate writes for this model)",
-         &o.record);
+  o.gate.add_to(cl);
   if (!cl.parse(argc, argv)) return kExitOk;
 
   const kv::KvConfig kv_config = o.kv.config();
@@ -116,8 +93,8 @@ int cmd_run(int argc, char** argv) {
                     " tokens, more than the context of " + std::to_string(so.n_ctx) + " (raise -c)",
                 ErrorKind::kResource);
   model::Session session(*model, so);
-  check_gate(o, session);
-  model::Sampler sampler(o.sampler, model->config().n_vocab);
+  o.gate.check(o.model.resolved_path(), session.kv_cache().config());
+  model::Sampler sampler(o.sampling.sampler, model->config().n_vocab);
 
   auto t0 = Clock::now();
   session.eval(tokens.data(), int(tokens.size()));
@@ -132,7 +109,7 @@ int cmd_run(int argc, char** argv) {
   // printed, then generation stops with a message (no position is left to evaluate it).
   while (n_gen < o.n_predict) {
     const int32_t next = sampler.sample(session.last_logits());
-    if (next == tok.eos_id()) break;
+    if (tok.is_end_of_generation(next)) break;
     std::string piece = tok.token_to_piece(next);
     if (at_start && tok.adds_space_prefix() && !piece.empty() && piece[0] == ' ') piece.erase(0, 1);
     at_start = at_start && piece.empty();

@@ -1,0 +1,23 @@
+// The validation gate's flags shared by run and chat: a compressed KV setting needs a PASS record
+// from `kvrt validate` for this model file, kvrt version and ISA; --allow-unvalidated skips the
+// check and says so on every run; --record names the record to check.
+#pragma once
+
+#include <string>
+
+#include "command_line.h"
+#include "kv/kv_config.h"
+
+namespace kvrt::cli {
+
+struct GateOptions {
+  bool allow_unvalidated = false;
+  std::string record;  // empty = the one kvrt validate writes for the model
+
+  void add_to(CommandLine& cl);
+  // Returns when `kv` may be used with the model at `model_path` (printing which record allowed
+  // it, or a warning); throws kvrt::Error(kRefused) otherwise.
+  void check(const std::string& model_path, const kv::KvConfig& kv) const;
+};
+
+}  // namespace kvrt::cli
