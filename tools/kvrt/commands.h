@@ -13,6 +13,7 @@ constexpr int kExitResource = 4;       // context too small for the prompt, memo
 constexpr int kExitInternal = 5;       // a library failed
 
 int cmd_run(int argc, char** argv);
+int cmd_chat(int argc, char** argv);
 int cmd_info(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_validate(int argc, char** argv);

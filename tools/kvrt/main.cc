@@ -18,6 +18,7 @@ struct Subcommand {
 
 constexpr Subcommand kSubcommands[] = {
     {"run", kvrt::cli::cmd_run, "generate text from a prompt"},
+    {"chat", kvrt::cli::cmd_chat, "multi-turn chat with an instruct model (messages from stdin)"},
     {"info", kvrt::cli::cmd_info, "describe a model file and this machine"},
     {"bench", kvrt::cli::cmd_bench, "measure prefill and decode speed per KV setting"},
     {"validate", kvrt::cli::cmd_validate, "check KV settings against the FP32 cache; write the record run needs"},

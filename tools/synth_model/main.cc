@@ -1,4 +1,5 @@
-// synth_model: writes a llama-architecture GGUF with random weights (see synth.h).
+// synth_model: writes a llama-architecture GGUF with random weights (see synth.h), or a chat
+// model made from a small trained one (see chat_model.h).
 #include <charconv>
 #include <cstdio>
 #include <string>
@@ -6,6 +7,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "tools/synth_model/chat_model.h"
 #include "tools/synth_model/synth.h"
 
 namespace {
@@ -15,7 +17,11 @@ constexpr const char* kUsage =
     "                   [--n-kv-heads 4] [--head-dim 64] [--d-ff 2816] [--ctx 16384]\n"
     "                   [--type f16|bf16|f32|q8_0] [--vocab-from FILE.gguf] [--seed S] [--tied]\n"
     "Writes a llama GGUF with random weights and the tokenizer of --vocab-from\n"
-    "(default: the source tree's tests/data/vocab/ggml-vocab-llama-spm.gguf).\n";
+    "(default: the source tree's tests/data/vocab/ggml-vocab-llama-spm.gguf).\n"
+    "\n"
+    "       synth_model -o OUT.gguf --chat-from BASE.gguf [--chat-format chatml|llama3|gemma|phi3]\n"
+    "Writes a chat model made from a small trained F32 llama such as models/stories260K.gguf:\n"
+    "the format's control tokens and Jinja template added (tools/synth_model/chat_model.h).\n";
 
 template <typename T>
 T parse_number(std::string_view flag, std::string_view text) {
@@ -30,6 +36,7 @@ T parse_number(std::string_view flag, std::string_view text) {
 
 struct Args {
   kvrt::synth::SynthConfig config;
+  kvrt::synth::ChatModelConfig chat;  // used when chat.base_path is set
   std::string out_path;
   bool help = false;
 };
@@ -59,6 +66,10 @@ bool apply_valued(Args& a, std::string_view flag, std::string_view v) {
     a.config.type = kvrt::synth::parse_weight_type(v);
   } else if (flag == "--vocab-from") {
     a.config.vocab_path = std::string(v);
+  } else if (flag == "--chat-from") {
+    a.chat.base_path = std::string(v);
+  } else if (flag == "--chat-format") {
+    a.chat.format = std::string(v);
   } else if (flag == "--seed") {
     a.config.seed = parse_number<uint64_t>(flag, v);
   } else {
@@ -94,6 +105,12 @@ int main(int argc, char** argv) {
     const Args a = parse_args(argc, argv);
     if (a.help) {
       std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (!a.chat.base_path.empty()) {
+      kvrt::synth::write_chat_model(a.chat, a.out_path);
+      std::printf("synth_model: wrote %s: %s with a %s chat template\n", a.out_path.c_str(),
+                  a.chat.base_path.c_str(), a.chat.format.c_str());
       return 0;
     }
     const kvrt::synth::SynthSummary s = kvrt::synth::write_synth_model(a.config, a.out_path);

@@ -1,0 +1,69 @@
+// A multi-turn chat over one Session. Each user message is rendered with the model's chat format
+// and only the text it adds is evaluated: the KV cache keeps the history, which is never
+// evaluated twice. When the context is full the policy decides: stop (an error; the
+// conversation is unchanged), or drop the oldest exchanges and evaluate what is kept again.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/chat_template.h"
+#include "model/sampler.h"
+#include "model/session.h"
+
+namespace kvrt::model {
+
+enum class OnContextFull { kStop, kDropOldest };
+
+// "stop" or "drop-oldest"; Error(kUsage) otherwise.
+OnContextFull parse_on_context_full(std::string_view name);
+
+struct TurnResult {
+  std::string reply;
+  // Tokens evaluated for the message: the end of the previous reply, then the message and the
+  // assistant's header (after dropping turns: the whole kept conversation).
+  std::vector<int32_t> prompt_tokens;
+  std::vector<int32_t> reply_tokens;  // generated and evaluated; the stop token is not among them
+  int32_t stop_token = -1;            // the end-of-generation token that ended the reply, -1 if cut
+  int n_dropped = 0;                  // messages dropped to make room (drop-oldest)
+  bool context_full = false;          // the reply was cut because every position is used
+};
+
+// Receives each piece of the reply as it is generated.
+using PieceCallback = std::function<void(std::string_view piece)>;
+
+class Conversation {
+ public:
+  // `session` must be empty and outlive the conversation. `system` may be empty (no system message).
+  Conversation(Session& session, const ChatTemplate& format, std::string system,
+               OnContextFull on_full);
+
+  // One exchange: evaluates the message, then generates the reply until an end-of-generation
+  // token, `max_tokens` tokens or a full context. Throws Error(kResource), leaving the
+  // conversation as it was, when the message does not fit (policy stop, or too long even alone).
+  TurnResult turn(std::string_view user, Sampler& sampler, int max_tokens,
+                  const PieceCallback& on_piece);
+
+  const std::vector<ChatMessage>& messages() const { return messages_; }
+  const Session& session() const { return session_; }
+  int n_evaluated() const { return n_evaluated_; }  // tokens evaluated so far, re-reads included
+
+ private:
+  std::vector<int32_t> tokens_of(const std::string& text, bool at_start) const;
+  std::vector<int32_t> drop_oldest();
+  void generate(Sampler& sampler, int max_tokens, const PieceCallback& on_piece, TurnResult& r);
+  void evaluate(const std::vector<int32_t>& tokens);
+
+  Session& session_;
+  const Tokenizer& tok_;
+  ChatTemplate format_;
+  OnContextFull on_full_;
+  std::vector<ChatMessage> messages_;  // the system message first when there is one
+  size_t n_held_ = 0;                  // messages the session holds (up to `pending_`)
+  std::vector<int32_t> pending_;  // the end of the last reply, evaluated with the next message
+  int n_evaluated_ = 0;
+};
+
+}  // namespace kvrt::model

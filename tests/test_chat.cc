@@ -1,0 +1,253 @@
+// Multi-turn chat on chat models made from stories260K (tools/synth_model/chat_model.h): the
+// template is applied, only each turn's own tokens are evaluated (the KV cache keeps the history),
+// replies stop at the format's end-of-turn token, and the context-full policies; then `kvrt chat`
+// driven by a stdin script.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "model/conversation.h"
+#include "test_util.h"
+#include "tools/synth_model/chat_model.h"
+
+using namespace kvrt;
+using model::ChatMessage;
+using model::Conversation;
+using model::OnContextFull;
+using model::TurnResult;
+
+namespace {
+
+std::string write_chat_model(const test::TempDir& tmp, const std::string& format) {
+  const std::string path = tmp / ("stories-chat-" + format + ".gguf");
+  synth::write_chat_model({test::stories_path(), format}, path);
+  return path;
+}
+
+// A loaded chat model with one greedy session.
+struct Chat {
+  model::Model model;
+  model::Session session;
+  model::Sampler sampler;
+  model::ChatTemplate format;
+
+  Chat(const std::string& path, int n_ctx)
+      : model(path),
+        session(model, model::SessionOptions{n_ctx, 1, 256, {}}),
+        sampler({}, model.config().n_vocab),
+        format(*model::ChatTemplate::of_model(model.file())) {}
+  const model::Tokenizer& tok() const { return model.tokenizer(); }
+};
+
+std::vector<int32_t> special(const model::Tokenizer& tok, const std::string& text, bool bos) {
+  return tok.encode(text, bos, true);
+}
+
+}  // namespace
+
+TEST_CASE("three turns on a ChatML model: template applied, each turn evaluates only its own tokens") {
+  test::TempDir tmp;
+  Chat c(write_chat_model(tmp, "chatml"), 512);
+  Conversation chat(c.session, c.format, "You tell stories.", OnContextFull::kStop);
+  const int32_t im_end = c.tok().find("<|im_end|>");
+  REQUIRE(im_end >= 0);
+  std::vector<int32_t> stream;  // every token the conversation evaluated, in order
+  std::vector<ChatMessage> messages = {{"system", "You tell stories."}};
+  const char* users[] = {"Hello there", "Tell me a story about a dog.", "What happened next?"};
+  for (int i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    std::string streamed;
+    const size_t n_held = i == 0 ? 0 : messages.size();  // the first turn holds nothing yet
+    messages.push_back({"user", users[i]});
+    const TurnResult r = chat.turn(users[i], c.sampler, 64, [&](std::string_view p) { streamed += p; });
+    // The message's tokens: the model's end of turn, then only what the new message adds.
+    std::vector<int32_t> want = i == 0 ? std::vector<int32_t>{} : std::vector<int32_t>{im_end};
+    const std::string added = c.format.apply_after(messages, n_held, true);
+    CHECK(added.ends_with("<|im_start|>assistant\n"));
+    for (int32_t t : special(c.tok(), added, i == 0)) want.push_back(t);
+    CHECK(r.prompt_tokens == want);
+    CHECK(r.stop_token == im_end);  // the reply ended at the end-of-turn token
+    CHECK(!r.reply.empty());
+    CHECK(streamed == r.reply);
+    messages.push_back({"assistant", r.reply});
+    stream.insert(stream.end(), r.prompt_tokens.begin(), r.prompt_tokens.end());
+    stream.insert(stream.end(), r.reply_tokens.begin(), r.reply_tokens.end());
+  }
+  CHECK(chat.messages().size() == messages.size());
+  // Nothing was evaluated twice: the cache holds exactly the evaluated stream.
+  CHECK(chat.n_evaluated() == c.session.n_past());
+  CHECK(int(stream.size()) == c.session.n_past());
+  // And that stream in one go gives the same next-token logits as the conversation's cache.
+  model::Session fresh(c.model, model::SessionOptions{512, 1, 256, {}});
+  fresh.eval(stream.data(), int(stream.size()));
+  float max_diff = 0.0f;
+  for (int v = 0; v < c.model.config().n_vocab; ++v)
+    max_diff = std::max(max_diff, std::abs(fresh.last_logits()[v] - c.session.last_logits()[v]));
+  CHECK(max_diff < 1e-3f);
+}
+
+TEST_CASE("replies stop at each family's end-of-turn token") {
+  test::TempDir tmp;
+  for (const char* format : {"llama3", "gemma", "phi3"}) {
+    CAPTURE(format);
+    Chat c(write_chat_model(tmp, format), 256);
+    CHECK(c.format.name() == format);
+    Conversation chat(c.session, c.format, "", OnContextFull::kStop);
+    const TurnResult r = chat.turn("Hello there", c.sampler, 64, nullptr);
+    const int32_t eot = c.tok().find(std::string(c.format.end_of_turn()));
+    REQUIRE(eot >= 0);
+    CHECK(c.tok().is_end_of_generation(eot));
+    CHECK(r.stop_token == eot);
+    // The prompt is the template's text with its control tokens as single tokens.
+    CHECK(r.prompt_tokens == special(c.tok(), c.format.apply({{"user", "Hello there"}}, true), true));
+  }
+}
+
+TEST_CASE("a reply cut at -n is closed with the format's end of turn before the next message") {
+  test::TempDir tmp;
+  Chat c(write_chat_model(tmp, "chatml"), 256);
+  Conversation chat(c.session, c.format, "", OnContextFull::kStop);
+  const TurnResult r1 = chat.turn("Hello there", c.sampler, 2, nullptr);
+  CHECK(r1.stop_token == -1);
+  CHECK(r1.reply_tokens.size() == 2);
+  const TurnResult r2 = chat.turn("Go on", c.sampler, 64, nullptr);
+  REQUIRE(!r2.prompt_tokens.empty());
+  CHECK(r2.prompt_tokens[0] == c.tok().find("<|im_end|>"));
+  CHECK(chat.n_evaluated() == c.session.n_past());
+}
+
+TEST_CASE("context full: stop leaves the conversation as it was; drop-oldest re-reads what is kept") {
+  test::TempDir tmp;
+  const std::string path = write_chat_model(tmp, "chatml");
+  const char* users[] = {"Hello there", "Tell me a story about a dog.", "What happened next?",
+                         "And then?"};
+  {
+    Chat c(path, 100);
+    Conversation chat(c.session, c.format, "Be brief.", OnContextFull::kStop);
+    int n_turns = 0;
+    try {
+      for (const char* u : users) {
+        chat.turn(u, c.sampler, 64, nullptr);
+        ++n_turns;
+      }
+      FAIL("100 positions cannot hold four turns");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::kResource);
+      CHECK(std::string(e.what()).find("context full") != std::string::npos);
+    }
+    CHECK(n_turns >= 1);
+    CHECK(chat.messages().size() == size_t(1 + 2 * n_turns));  // the refused message is not kept
+    CHECK(chat.n_evaluated() == c.session.n_past());
+  }
+  Chat c(path, 100);
+  Conversation chat(c.session, c.format, "Be brief.", OnContextFull::kDropOldest);
+  int n_dropped = 0;
+  for (const char* u : users) {
+    const std::vector<ChatMessage> before = chat.messages();
+    const TurnResult r = chat.turn(u, c.sampler, 64, nullptr);
+    if (r.n_dropped == 0) continue;
+    n_dropped += r.n_dropped;
+    // The oldest exchanges went, the system message stayed, and the session was read again
+    // from the kept conversation.
+    CHECK(r.n_dropped % 2 == 0);
+    std::vector<ChatMessage> kept = {before[0]};
+    kept.insert(kept.end(), before.begin() + 1 + r.n_dropped, before.end());
+    kept.push_back({"user", u});
+    CHECK(r.prompt_tokens == special(c.tok(), c.format.apply(kept, true), true));
+    CHECK(c.session.n_past() == int(r.prompt_tokens.size() + r.reply_tokens.size()));
+    CHECK(chat.messages().front().role == "system");
+  }
+  CHECK(n_dropped > 0);
+  CHECK(chat.n_evaluated() > c.session.n_past());  // only dropping turns reads anything twice
+  CHECK_THROWS_AS(model::parse_on_context_full("never"), Error);
+}
+
+namespace {
+
+struct TurnLine {
+  int n_prompt, n_reply, n_past;
+  std::string reason;
+};
+
+// The -v lines of kvrt chat: "turn K: P tokens evaluated ..., R generated (REASON), N/C positions".
+std::vector<TurnLine> turn_lines(const std::string& err) {
+  static const std::regex re(
+      R"(turn \d+: (\d+) tokens evaluated for the message, (\d+) generated \(([^)]*)\), (\d+)/\d+ positions)");
+  std::vector<TurnLine> out;
+  for (std::sregex_iterator it(err.begin(), err.end(), re), end; it != end; ++it)
+    out.push_back({std::stoi((*it)[1]), std::stoi((*it)[2]), std::stoi((*it)[4]), (*it)[3]});
+  return out;
+}
+
+std::string write_script(const test::TempDir& tmp, const std::string& text) {
+  const std::string path = tmp / "script.txt";
+  std::ofstream(path) << text;
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("kvrt chat: a three-turn conversation from a script, history never evaluated again") {
+  test::TempDir tmp;
+  const std::string model = write_chat_model(tmp, "chatml");
+  const std::string script =
+      write_script(tmp, "Hello there\nTell me a story about a dog.\n\nWhat happened next?\n");
+  const auto r = test::run_kvrt("chat -m " + model + " -t 1 -v --system 'You tell stories.' < " + script, tmp);
+  INFO(r.out, r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find("chat format chatml") != std::string::npos);
+  // stdout is the transcript: each message echoed after "> ", then the streamed reply.
+  CHECK(r.out.starts_with("> Hello there\n"));
+  CHECK(r.out.find("\n> Tell me a story about a dog.\n") != std::string::npos);
+  CHECK(r.out.find("\n> What happened next?\n") != std::string::npos);
+  CHECK(r.out.find("<|im_") == std::string::npos);  // control tokens are not printed
+  const std::vector<TurnLine> turns = turn_lines(r.err);
+  REQUIRE(turns.size() == 3);  // the empty line is not a turn
+  int n_past = 0;
+  for (const TurnLine& t : turns) {
+    CHECK(t.reason == "ended by the model");
+    CHECK(t.n_past == n_past + t.n_prompt + t.n_reply);  // only the new turn was evaluated
+    if (n_past > 0) CHECK(t.n_prompt < n_past);
+    n_past = t.n_past;
+  }
+  CHECK(r.err.find("3 turns") != std::string::npos);
+  CHECK(r.err.find(std::to_string(n_past) + " tokens evaluated, " + std::to_string(n_past) +
+                   " positions in the cache") != std::string::npos);
+}
+
+TEST_CASE("kvrt chat: a full context stops with a clear message, or drops the oldest turns") {
+  test::TempDir tmp;
+  const std::string model = write_chat_model(tmp, "chatml");
+  const std::string script =
+      write_script(tmp, "Hello there\nTell me a story about a dog.\nWhat happened next?\nAnd then?\n");
+  const auto stop = test::run_kvrt("chat -m " + model + " -t 1 -c 100 < " + script, tmp);
+  CHECK(stop.exit_code == 4);
+  CHECK(stop.err.find("context full") != std::string::npos);
+  CHECK(stop.err.find("--on-full drop-oldest") != std::string::npos);
+
+  const auto drop = test::run_kvrt("chat -m " + model + " -t 1 -c 100 -v --on-full drop-oldest < " + script, tmp);
+  INFO(drop.err);
+  CHECK(drop.exit_code == 0);
+  CHECK(drop.err.find("dropped the") != std::string::npos);
+  CHECK(turn_lines(drop.err).size() == 4);
+}
+
+TEST_CASE("kvrt chat: a model without a template needs --chat-format; bad flags are usage errors") {
+  test::TempDir tmp;
+  const std::string script = write_script(tmp, "Hello there\n");
+  const std::string stories = test::stories_path();
+  const auto none = test::run_kvrt("chat -m " + stories + " < " + script, tmp);
+  CHECK(none.exit_code == 2);
+  CHECK(none.err.find("no chat template") != std::string::npos);
+  CHECK(none.err.find("--chat-format NAME") != std::string::npos);
+  const auto chosen = test::run_kvrt("chat -m " + stories + " -t 1 --chat-format llama2 < " + script, tmp);
+  CHECK(chosen.exit_code == 0);
+  CHECK(chosen.err.find("chat format llama2") != std::string::npos);
+  CHECK(test::run_kvrt("chat -m " + stories + " --chat-format nope < " + script, tmp).exit_code == 2);
+  CHECK(test::run_kvrt("chat -m " + stories + " --on-full never < " + script, tmp).exit_code == 2);
+}

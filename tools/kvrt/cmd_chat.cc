@@ -1,0 +1,149 @@
+// kvrt chat: a multi-turn conversation with a chat model. User messages are read from stdin one
+// line each (a terminal or a script), replies are streamed to stdout; notices and timings go to
+// stderr. The KV cache keeps the conversation: each turn evaluates only its own tokens.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include "command_line.h"
+#include "commands.h"
+#include "common/error.h"
+#include "gate_options.h"
+#include "kv_options.h"
+#include "model/conversation.h"
+#include "model/session.h"
+#include "model_options.h"
+#include "sampling_options.h"
+#include "simd/kernels.h"
+
+namespace kvrt::cli {
+namespace {
+
+struct ChatOptions {
+  ModelOptions model;
+  KvOptions kv;
+  SamplingOptions sampling;
+  GateOptions gate;
+  std::string system, chat_format, on_full = "stop";
+  int n_predict = 256;
+  bool verbose = false;
+};
+
+void write_out(std::string_view text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
+
+// The next user message; false at the end of input. On a terminal the prompt comes first; from a
+// script the message is echoed after it, so stdout reads as a transcript.
+bool read_message(bool tty, std::string& line) {
+  if (tty) write_out("> ");
+  if (!std::getline(std::cin, line)) return false;
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  if (!tty) write_out("> " + line + "\n");
+  return true;
+}
+
+const char* end_reason(const model::TurnResult& r) {
+  if (r.stop_token >= 0) return "ended by the model";
+  return r.context_full ? "cut: context full" : "cut: -n reached";
+}
+
+void report_turn(int turn, const model::TurnResult& r, const model::Session& s) {
+  std::fprintf(stderr, "kvrt: turn %d: %d tokens evaluated for the message, %d generated (%s), %d/%d positions\n",
+               turn, int(r.prompt_tokens.size()), int(r.reply_tokens.size()), end_reason(r), s.n_past(),
+               s.n_ctx());
+}
+
+void report_end(int n_turns, double seconds, const model::Conversation& chat, const model::Session& s) {
+  const auto& kv = s.kv_cache();
+  std::fprintf(stderr, "kvrt: %d turns in %.2f s; %d tokens evaluated, %d positions in the cache\n",
+               n_turns, seconds, chat.n_evaluated(), s.n_past());
+  std::fprintf(stderr, "kvrt: ISA %s, matmul %s, %d threads; KV cache %s: %.1f bytes/token, %zu allocated\n",
+               simd::isa_name(), s.matmul_implementation(), s.n_threads(), kv.config().name().c_str(),
+               kv.bytes_per_token(), kv.bytes_allocated());
+}
+
+void add_options(CommandLine& cl, ChatOptions& o) {
+  o.model.add_to(cl);
+  cl.add("--system", "TEXT", "system message at the start of the conversation", &o.system);
+  cl.add("--chat-format", "NAME", "chat format instead of the model's tokenizer.chat_template "
+         "(chatml, llama3, llama2, mistral-v7, phi3, gemma, ...)", &o.chat_format);
+  cl.add("-n,--n-predict", "N", "most tokens per reply (default 256)", &o.n_predict, 1, 1 << 24);
+  cl.add("--on-full", "POLICY", "when the context is full: stop (default) or drop-oldest (drop the "
+         "oldest turns and read the rest of the conversation again)", &o.on_full);
+  cl.add_flag("-v,--verbose", "print the tokens evaluated and generated for every turn", &o.verbose);
+  o.sampling.add_to(cl);
+  o.kv.add_to(cl);
+  o.gate.add_to(cl);
+}
+
+// Reads messages until the end of input; returns the number of turns. A full context ends the
+// chat with Error(kResource) under the stop policy.
+int chat_loop(const ChatOptions& o, model::Conversation& chat, model::Sampler& sampler, bool tty) {
+  const model::Session& session = chat.session();
+  const bool stop = model::parse_on_context_full(o.on_full) == model::OnContextFull::kStop;
+  const std::string advice = stop ? "(raise -c, or use --on-full drop-oldest)" : "(raise -c)";
+  int n_turns = 0;
+  for (std::string line; read_message(tty, line);) {
+    if (line.empty()) continue;
+    model::TurnResult r;
+    try {
+      r = chat.turn(line, sampler, o.n_predict, write_out);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kResource) throw;
+      throw Error(std::string(e.what()) + "; the chat stops here " + advice, ErrorKind::kResource);
+    }
+    write_out("\n");
+    ++n_turns;
+    if (r.n_dropped > 0)
+      std::fprintf(stderr, "kvrt: context full: dropped the %d oldest messages and read the remaining "
+                   "conversation again (%d tokens)\n", r.n_dropped, int(r.prompt_tokens.size()));
+    if (o.verbose) report_turn(n_turns, r, session);
+    if (r.context_full && stop)
+      throw Error("context full: the reply used the last of " + std::to_string(session.n_ctx()) +
+                      " positions; the chat stops here " + advice,
+                  ErrorKind::kResource);
+    if (r.context_full)
+      std::fprintf(stderr, "kvrt: context full: the reply was cut; the next message drops the oldest turns\n");
+  }
+  return n_turns;
+}
+
+}  // namespace
+
+int cmd_chat(int argc, char** argv) {
+  ChatOptions o;
+  CommandLine cl("kvrt chat [-m MODEL] [--system TEXT] [options] < MESSAGES",
+                 "Chats with an instruct model: each line of stdin is a user message; replies stream to "
+                 "stdout and end at the model's end-of-turn token. The conversation stays in the KV cache.");
+  add_options(cl, o);
+  if (!cl.parse(argc, argv)) return kExitOk;
+
+  const kv::KvConfig kv_config = o.kv.config();
+  const model::OnContextFull on_full = model::parse_on_context_full(o.on_full);
+  auto model = o.model.load();
+  const model::ChatTemplate format = model::ChatTemplate::for_model(model->file(), o.chat_format);
+  model::SessionOptions so;
+  so.n_ctx = o.model.ctx_for(*model);
+  so.n_threads = o.model.n_threads;
+  so.kv = kv_config;
+  model::Session session(*model, so);
+  o.gate.check(o.model.resolved_path(), session.kv_cache().config());
+  model::Sampler sampler(o.sampling.sampler, model->config().n_vocab);
+  model::Conversation chat(session, format, o.system, on_full);
+  const auto t0 = std::chrono::steady_clock::now();
+  const bool tty = isatty(STDIN_FILENO) != 0;
+  std::fprintf(stderr, "kvrt: chat format %s, context %d positions%s\n", std::string(format.name()).c_str(),
+               session.n_ctx(), tty ? "; end with Ctrl-D" : "");
+
+  const int n_turns = chat_loop(o, chat, sampler, tty);
+  report_end(n_turns, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+             chat, session);
+  return kExitOk;
+}
+
+}  // namespace kvrt::cli
