@@ -16,6 +16,7 @@
 #include "model/conversation.h"
 #include "model/session.h"
 #include "model_options.h"
+#include "ops/matmul.h"
 #include "sampling_options.h"
 #include "simd/kernels.h"
 
@@ -62,9 +63,11 @@ void report_end(int n_turns, double seconds, const model::Conversation& chat, co
   const auto& kv = s.kv_cache();
   std::fprintf(stderr, "kvrt: %d turns in %.2f s; %d tokens evaluated, %d positions in the cache\n",
                n_turns, seconds, chat.n_evaluated(), s.n_past());
-  std::fprintf(stderr, "kvrt: ISA %s, matmul %s, %d threads; KV cache %s: %.1f bytes/token, %zu allocated\n",
-               simd::isa_name(), s.matmul_implementation(), s.n_threads(), kv.config().name().c_str(),
-               kv.bytes_per_token(), kv.bytes_allocated());
+  std::fprintf(stderr, "kvrt: ISA %s, %d threads, matmul %s; kernels run: %s\n", simd::isa_name(),
+               s.n_threads(), ops::matmul_backends().c_str(), s.matmul_implementation());
+  std::fprintf(stderr, "kvrt: KV cache %s: %.1f bytes/token, %zu bytes in use (%d positions), %zu allocated\n",
+               kv.config().name().c_str(), kv.bytes_per_token(), kv.bytes_in_use(s.n_past()), s.n_past(),
+               kv.bytes_allocated());
 }
 
 void add_options(CommandLine& cl, ChatOptions& o) {
