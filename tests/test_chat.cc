@@ -1,7 +1,7 @@
 // Multi-turn chat on chat models made from stories260K (tools/synth_model/chat_model.h): the
 // template is applied, only each turn's own tokens are evaluated (the KV cache keeps the history),
-// replies stop at the format's end-of-turn token, and the context-full policies; then `kvrt chat`
-// driven by a stdin script.
+// replies stop at the format's end-of-turn token, and the context-full policies; `kvrt chat`
+// driven by a stdin script; and the C API's chat recipe (include/kvrt/kvrt.h).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "kvrt/kvrt.h"
 #include "model/conversation.h"
 #include "test_util.h"
 #include "tools/synth_model/chat_model.h"
@@ -250,4 +251,139 @@ TEST_CASE("kvrt chat: a model without a template needs --chat-format; bad flags 
   CHECK(chosen.err.find("chat format llama2") != std::string::npos);
   CHECK(test::run_kvrt("chat -m " + stories + " --chat-format nope < " + script, tmp).exit_code == 2);
   CHECK(test::run_kvrt("chat -m " + stories + " --on-full never < " + script, tmp).exit_code == 2);
+}
+
+namespace {
+
+struct CChat {
+  kvrt_model* model = nullptr;
+  kvrt_session* session = nullptr;
+  kvrt_sampler* sampler = nullptr;
+  explicit CChat(const std::string& path) {
+    REQUIRE(kvrt_model_open(path.c_str(), &model) == KVRT_OK);
+    kvrt_session_options so;
+    kvrt_session_options_default(&so);
+    so.n_ctx = 512;
+    so.n_threads = 1;
+    REQUIRE(kvrt_session_create(model, &so, &session) == KVRT_OK);
+    kvrt_sampler_options sa;
+    kvrt_sampler_options_default(&sa);
+    REQUIRE(kvrt_sampler_create(model, &sa, &sampler) == KVRT_OK);
+  }
+  ~CChat() {
+    kvrt_sampler_free(sampler);
+    kvrt_session_free(session);
+    kvrt_model_free(model);
+  }
+  int n_past() const {
+    kvrt_session_info info;
+    kvrt_session_get_info(session, &info);
+    return info.n_past;
+  }
+};
+
+std::string c_apply(const CChat& c, const std::vector<kvrt_chat_message>& m, size_t n_previous) {
+  size_t len = 0;
+  REQUIRE(kvrt_chat_apply_template(c.model, nullptr, m.data(), m.size(), n_previous, 1, nullptr, 0, &len) ==
+          KVRT_ERR_BUFFER_TOO_SMALL);
+  std::string text(len + 1, '\0');
+  REQUIRE(kvrt_chat_apply_template(c.model, nullptr, m.data(), m.size(), n_previous, 1, text.data(),
+                                   text.size(), &len) == KVRT_OK);
+  text.resize(len);
+  return text;
+}
+
+std::vector<int32_t> c_tokenize_special(const CChat& c, const std::string& text, bool bos) {
+  std::vector<int32_t> ids(text.size() + 2);
+  size_t n = 0;
+  REQUIRE(kvrt_tokenize_special(c.model, text.data(), text.size(), bos, ids.data(), ids.size(), &n) == KVRT_OK);
+  ids.resize(n);
+  return ids;
+}
+
+int append_piece(const char* piece, size_t len, int32_t, void* user) {
+  static_cast<std::string*>(user)->append(piece, len);
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("C API: the header's chat recipe gives the same replies as kvrt chat, history kept") {
+  test::TempDir tmp;
+  const std::string path = write_chat_model(tmp, "chatml");
+  CChat c(path);
+  const char* name = nullptr;
+  const char* eot = nullptr;
+  REQUIRE(kvrt_chat_format(c.model, nullptr, &name, &eot) == KVRT_OK);
+  CHECK(std::string(name) == "chatml");
+  CHECK(std::string(eot) == "<|im_end|>");
+  CHECK(kvrt_model_adds_bos(c.model) == 1);
+  const std::vector<int32_t> im_end = c_tokenize_special(c, eot, false);
+  REQUIRE(im_end.size() == 1);
+  CHECK(kvrt_token_is_end_of_generation(c.model, im_end[0]) == 1);
+
+  // The same conversation through model::Conversation (what kvrt chat runs).
+  Chat ref(path, 512);
+  Conversation ref_chat(ref.session, ref.format, "You tell stories.", OnContextFull::kStop);
+
+  const char* users[] = {"Hello there", "Tell me a story about a dog.", "What happened next?"};
+  std::vector<std::string> contents = {"You tell stories."};  // storage behind the messages
+  contents.reserve(16);
+  std::vector<kvrt_chat_message> messages = {{"system", contents[0].c_str()}};
+  int n_evaluated = 0;
+  for (int i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    const size_t n_previous = i == 0 ? 0 : messages.size();
+    messages.push_back({"user", users[i]});
+    const std::vector<int32_t> tokens = c_tokenize_special(c, c_apply(c, messages, n_previous), i == 0);
+    REQUIRE(kvrt_session_eval(c.session, tokens.data(), tokens.size()) == KVRT_OK);
+    std::string reply;
+    kvrt_generate_options go;
+    kvrt_generate_options_default(&go);
+    go.max_tokens = 64;
+    go.callback = append_piece;
+    go.user_data = &reply;
+    kvrt_generate_result res;
+    REQUIRE(kvrt_generate_until(c.session, c.sampler, &go, &res) == KVRT_OK);
+    CHECK(res.stop_token == im_end[0]);
+    n_evaluated += int(tokens.size()) + res.n_generated + 1;  // the stop token takes a position
+    CHECK(c.n_past() == n_evaluated);                          // only the new turn was evaluated
+    const TurnResult r = ref_chat.turn(users[i], ref.sampler, 64, nullptr);
+    CHECK(reply == r.reply);
+    contents.push_back(reply);
+    messages.push_back({"assistant", contents.back().c_str()});
+  }
+}
+
+TEST_CASE("C API: chat errors") {
+  test::TempDir tmp;
+  CChat c(write_chat_model(tmp, "chatml"));
+  const char* name = nullptr;
+  CHECK(kvrt_chat_format(c.model, "gemma", &name, nullptr) == KVRT_OK);
+  CHECK(std::string(name) == "gemma");
+  CHECK(kvrt_chat_format(c.model, "jinja", &name, nullptr) == KVRT_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(kvrt_last_error()).find("chatml") != std::string::npos);
+  const kvrt_chat_message bad[] = {{"user", nullptr}};
+  char buf[256];
+  size_t len = 0;
+  CHECK(kvrt_chat_apply_template(c.model, nullptr, bad, 1, 0, 1, buf, sizeof buf, &len) ==
+        KVRT_ERR_INVALID_ARGUMENT);
+  const kvrt_chat_message one[] = {{"user", "Hi"}};
+  CHECK(kvrt_chat_apply_template(c.model, nullptr, one, 1, 2, 1, buf, sizeof buf, &len) ==
+        KVRT_ERR_INVALID_ARGUMENT);
+  REQUIRE(kvrt_chat_apply_template(c.model, "llama3", one, 1, 0, 0, buf, sizeof buf, &len) == KVRT_OK);
+  CHECK(std::string(buf, len) == "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>");
+  kvrt_generate_options go;
+  kvrt_generate_options_default(&go);
+  go.stop = static_cast<kvrt_stop>(7);
+  kvrt_generate_result res{5, 5};
+  CHECK(kvrt_generate_until(c.session, c.sampler, &go, &res) == KVRT_ERR_INVALID_ARGUMENT);
+  CHECK(res.n_generated == 0);
+  CHECK(res.stop_token == -1);
+
+  kvrt_model* stories = nullptr;
+  REQUIRE(kvrt_model_open(test::stories_path().c_str(), &stories) == KVRT_OK);
+  CHECK(kvrt_chat_format(stories, nullptr, &name, nullptr) == KVRT_ERR_INPUT);
+  CHECK(std::string(kvrt_last_error()).find("no chat template") != std::string::npos);
+  kvrt_model_free(stories);
 }

@@ -1,10 +1,10 @@
 /* kvrt — the stable C API (C99 and C++ compatible).
  *
  * Everything an embedder needs: open a GGUF model, create a session with a KV-cache setting and a
- * memory cap, tokenize, prefill, decode or generate with a sampler, read logits, query memory and
- * the SIMD instruction set in use, check a validation record and run validation. The C++ classes
- * under src/ are private and unstable; this header is the only stable interface
- * (KVRT_API_VERSION changes when it does).
+ * memory cap, tokenize, prefill, decode or generate with a sampler, render chat templates, read
+ * logits, query memory and the SIMD instruction set in use, check a validation record and run
+ * validation. The C++ classes under src/ are private and unstable; this header is the only
+ * stable interface (KVRT_API_VERSION changes when it does).
  *
  * Conventions
  *  - Every fallible call returns a kvrt_status. On failure, kvrt_last_error() gives one sentence
@@ -32,7 +32,10 @@
 extern "C" {
 #endif
 
-#define KVRT_API_VERSION 1
+/* 2: chat formats (kvrt_chat_format, kvrt_chat_apply_template), kvrt_tokenize_special,
+ *    kvrt_token_is_end_of_generation and kvrt_generate_until; additions only, so programs
+ *    written for version 1 build and run unchanged. */
+#define KVRT_API_VERSION 2
 
 #if defined(__GNUC__)
 #define KVRT_EXPORT __attribute__((visibility("default")))
@@ -98,6 +101,21 @@ KVRT_EXPORT kvrt_status kvrt_tokenize(const kvrt_model* model, const char* text,
 KVRT_EXPORT kvrt_status kvrt_detokenize(const kvrt_model* model, const int32_t* tokens,
                                         size_t n_tokens, char* buf, size_t capacity,
                                         size_t* out_len);
+
+/* Like kvrt_tokenize, but control tokens written in the text (<|im_start|>, <|eot_id|>,
+ * <start_of_turn>, <s>, ...) become those tokens, as chat templates need; kvrt_tokenize reads
+ * them as plain text. */
+KVRT_EXPORT kvrt_status kvrt_tokenize_special(const kvrt_model* model, const char* text,
+                                              size_t text_len, int add_bos, int32_t* tokens,
+                                              size_t capacity, size_t* out_n_tokens);
+
+/* Non-zero when prompts for this model start with BOS (tokenizer.ggml.add_bos_token, else
+ * llama.cpp's default: yes for SentencePiece and Llama 3 vocabularies, no for other BPE ones). */
+KVRT_EXPORT int kvrt_model_adds_bos(const kvrt_model* model);
+
+/* Non-zero when `token` ends generation: EOS, the end-of-turn token, and the control tokens
+ * llama.cpp treats so (<|eot_id|>, <|im_end|>, <end_of_turn>, <|end|>, <|endoftext|>, ...). */
+KVRT_EXPORT int kvrt_token_is_end_of_generation(const kvrt_model* model, int32_t token);
 
 /* ---- KV-cache setting --------------------------------------------------------------------- */
 
@@ -215,6 +233,78 @@ typedef int (*kvrt_piece_callback)(const char* piece, size_t len, int32_t token,
 KVRT_EXPORT kvrt_status kvrt_generate(kvrt_session* session, kvrt_sampler* sampler,
                                       int32_t max_tokens, kvrt_piece_callback callback,
                                       void* user_data, int32_t* out_n_generated);
+
+/* What ends kvrt_generate_until besides max_tokens, a full context and the callback. */
+typedef enum kvrt_stop {
+  KVRT_STOP_EOS = 0,        /* the end-of-sequence token only (what kvrt_generate does) */
+  KVRT_STOP_END_OF_TURN = 1 /* any end-of-generation token (kvrt_token_is_end_of_generation) */
+} kvrt_stop;
+
+typedef struct kvrt_generate_options {
+  int32_t max_tokens;           /* most tokens to generate */
+  kvrt_stop stop;
+  kvrt_piece_callback callback; /* may be NULL */
+  void* user_data;
+} kvrt_generate_options;
+
+/* 256 tokens, KVRT_STOP_END_OF_TURN, no callback. */
+KVRT_EXPORT void kvrt_generate_options_default(kvrt_generate_options* out_options);
+
+typedef struct kvrt_generate_result {
+  int32_t n_generated; /* tokens passed to the callback; the stop token is not counted */
+  int32_t stop_token;  /* the token that ended generation; -1 when max_tokens, a full context or
+                          the callback ended it */
+} kvrt_generate_result;
+
+/* kvrt_generate with options: generation also ends at the stop token, which is evaluated like
+ * every sampled token (it occupies a position), so a chat session then holds the reply up to and
+ * including its end-of-turn token, the state kvrt_chat_apply_template's n_previous describes.
+ * Returns as kvrt_generate does; *out_result (may be NULL) is filled in every case. */
+KVRT_EXPORT kvrt_status kvrt_generate_until(kvrt_session* session, kvrt_sampler* sampler,
+                                            const kvrt_generate_options* options,
+                                            kvrt_generate_result* out_result);
+
+/* ---- chat --------------------------------------------------------------------------------- */
+
+/* Chat formats turn a conversation into the text an instruct model was trained on. A model names
+ * its format in tokenizer.chat_template (Jinja); kvrt recognizes the common families by their
+ * markers, as llama.cpp does without a Jinja engine, and renders them itself: chatml, llama3,
+ * llama2 (and -sys, -sys-bos, -sys-strip), mistral-v1, -v3, -v3-tekken, -v7, -v7-tekken, phi3,
+ * phi4, gemma, zephyr, falcon3, glmedge, deepseek3.
+ *
+ * A multi-turn chat on one session, each turn evaluating only its own tokens:
+ *   messages = [system?, user]; text = apply(messages, n_previous = 0, add_assistant = 1)
+ *   loop: tokens = kvrt_tokenize_special(text, add_bos = first turn && kvrt_model_adds_bos())
+ *         kvrt_session_eval(tokens); kvrt_generate_until(stop = KVRT_STOP_END_OF_TURN)
+ *         append {assistant, reply} and the next {user, ...} to messages
+ *         text = apply(messages, n_previous = messages before the new user message, 1)
+ * When a reply ends without a stop token (max_tokens), put the format's end-of-turn text
+ * (kvrt_chat_format) in front of the next text. */
+
+typedef struct kvrt_chat_message {
+  const char* role;    /* "system", "user" or "assistant" */
+  const char* content; /* NUL-terminated UTF-8 */
+} kvrt_chat_message;
+
+/* The chat format called `name`, or the model's own when `name` is NULL: its name (e.g.
+ * "chatml") and the text that closes an assistant message in it (e.g. "<|im_end|>"; "" for
+ * formats without one). Both are constant strings; either out pointer may be NULL. The model's
+ * own format is KVRT_ERR_INPUT when it has no tokenizer.chat_template or one of no known family;
+ * an unknown name is KVRT_ERR_INVALID_ARGUMENT. */
+KVRT_EXPORT kvrt_status kvrt_chat_format(const kvrt_model* model, const char* name,
+                                         const char** out_name, const char** out_end_of_turn);
+
+/* The text that messages[n_previous..n_messages) add to a session holding the first n_previous
+ * messages as they were generated (the last assistant message up to the end-of-turn token that
+ * ended it); n_previous = 0 renders the whole conversation. With add_assistant != 0 the text ends
+ * with the header of the assistant's reply. `format` names the chat format (NULL = the model's
+ * own). The text holds control tokens: tokenize it with kvrt_tokenize_special. NUL-terminated;
+ * buffer sizes as kvrt_detokenize. */
+KVRT_EXPORT kvrt_status kvrt_chat_apply_template(const kvrt_model* model, const char* format,
+                                                 const kvrt_chat_message* messages,
+                                                 size_t n_messages, size_t n_previous,
+                                                 int add_assistant, char* buf, size_t capacity,
+                                                 size_t* out_len);
 
 /* ---- validation --------------------------------------------------------------------------- */
 

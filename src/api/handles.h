@@ -1,9 +1,11 @@
 // What the opaque C handles hold, and the guard that turns every C++ exception into a status.
 #pragma once
 
+#include <cstring>
 #include <memory>
 #include <new>
 #include <string>
+#include <type_traits>
 
 #include "common/error.h"
 #include "kv/kv_config.h"
@@ -56,6 +58,39 @@ kvrt_status guard(Body&& body) noexcept {
 
 // The KV setting of a kvrt_kv_config; kvrt::Error(kUsage) for values out of range.
 kv::KvConfig to_kv_config(const kvrt_kv_config& c);
+
+// The value a C caller stored in an enum field. C allows any int there, while loading a value
+// outside the enumerators' range as the C++ enum type is undefined, so the bytes are read as int.
+template <typename E>
+int raw_enum(const E& field) {
+  std::underlying_type_t<E> v;
+  std::memcpy(&v, &field, sizeof v);
+  return static_cast<int>(v);
+}
+
+// Copies `src` into the caller's buffer; *out_n is the element count either way.
+template <typename T>
+kvrt_status copy_out(const T* src, size_t n, T* dst, size_t capacity, size_t* out_n, const char* what) {
+  *out_n = n;
+  if (n > capacity)
+    return fail(KVRT_ERR_BUFFER_TOO_SMALL, std::string(what) + " needs room for " + std::to_string(n) +
+                                               ", the buffer holds " + std::to_string(capacity));
+  if (n > 0) std::memcpy(dst, src, n * sizeof(T));
+  return KVRT_OK;
+}
+
+struct TextArg {
+  const char* data;  // may be NULL when size is 0
+  size_t size;
+};
+struct TokenBuffer {
+  int32_t* tokens;  // may be NULL when capacity is 0
+  size_t capacity;
+};
+
+// kvrt_tokenize and kvrt_tokenize_special (control tokens parsed in the text when parse_special).
+kvrt_status tokenize(const kvrt_model* model, TextArg text, bool add_bos, bool parse_special,
+                     TokenBuffer out, size_t* out_n_tokens);
 
 // Evaluates tokens, keeping the handle's flags; CONTEXT_FULL (session unchanged) when they do not fit.
 kvrt_status eval_tokens(kvrt_session& s, const int32_t* tokens, size_t n);

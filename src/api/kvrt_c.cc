@@ -17,15 +17,6 @@ namespace {
 
 thread_local std::string t_last_error;
 
-// The value a C caller stored in an enum field. C allows any int there, while loading a value
-// outside the enumerators' range as the C++ enum type is undefined, so the bytes are read as int.
-template <typename E>
-int raw_enum(const E& field) {
-  std::underlying_type_t<E> v;
-  std::memcpy(&v, &field, sizeof v);
-  return static_cast<int>(v);
-}
-
 kv::Format to_format(int f) {
   switch (f) {
     case KVRT_KV_F32: return kv::Format::kF32;
@@ -79,17 +70,6 @@ void parse_field(std::string_view field, kvrt_kv_config& c) {
                 ErrorKind::kUsage);
 }
 
-// Copies `src` into the caller's buffer; *out_n is the element count either way.
-template <typename T>
-kvrt_status copy_out(const T* src, size_t n, T* dst, size_t capacity, size_t* out_n, const char* what) {
-  *out_n = n;
-  if (n > capacity)
-    return fail(KVRT_ERR_BUFFER_TOO_SMALL, std::string(what) + " needs room for " + std::to_string(n) +
-                                               ", the buffer holds " + std::to_string(capacity));
-  if (n > 0) std::memcpy(dst, src, n * sizeof(T));
-  return KVRT_OK;
-}
-
 }  // namespace
 
 kv::KvConfig to_kv_config(const kvrt_kv_config& c) {
@@ -128,6 +108,19 @@ kvrt_status status_of(ErrorKind kind) {
     case ErrorKind::kInternal: return KVRT_ERR_INTERNAL;
   }
   return KVRT_ERR_INTERNAL;
+}
+
+kvrt_status tokenize(const kvrt_model* model, TextArg text, bool add_bos, bool parse_special,
+                     TokenBuffer out, size_t* out_n_tokens) {
+  KVRT_REQUIRE(model);
+  KVRT_REQUIRE(out_n_tokens);
+  *out_n_tokens = 0;
+  if (text.data == nullptr && text.size > 0) return fail(KVRT_ERR_INVALID_ARGUMENT, "argument 'text' is NULL");
+  if (out.tokens == nullptr && out.capacity > 0)
+    return fail(KVRT_ERR_INVALID_ARGUMENT, "argument 'tokens' is NULL");
+  const std::vector<int32_t> ids = model->model->tokenizer().encode(
+      std::string_view(text.data ? text.data : "", text.size), add_bos, parse_special);
+  return copy_out(ids.data(), ids.size(), out.tokens, out.capacity, out_n_tokens, "the token list");
 }
 
 kvrt_status eval_tokens(kvrt_session& s, const int32_t* tokens, size_t n) {
@@ -214,14 +207,7 @@ kvrt_status kvrt_model_get_info(const kvrt_model* model, kvrt_model_info* out) {
 kvrt_status kvrt_tokenize(const kvrt_model* model, const char* text, size_t text_len, int add_bos,
                           int32_t* tokens, size_t capacity, size_t* out_n_tokens) {
   return guard([&] {
-    KVRT_REQUIRE(model);
-    KVRT_REQUIRE(out_n_tokens);
-    *out_n_tokens = 0;
-    if (text == nullptr && text_len > 0) return fail(KVRT_ERR_INVALID_ARGUMENT, "argument 'text' is NULL");
-    if (tokens == nullptr && capacity > 0) return fail(KVRT_ERR_INVALID_ARGUMENT, "argument 'tokens' is NULL");
-    const std::vector<int32_t> ids =
-        model->model->tokenizer().encode(std::string_view(text ? text : "", text_len), add_bos != 0);
-    return kvrt::api::copy_out(ids.data(), ids.size(), tokens, capacity, out_n_tokens, "the token list");
+    return kvrt::api::tokenize(model, {text, text_len}, add_bos != 0, false, {tokens, capacity}, out_n_tokens);
   });
 }
 

@@ -17,6 +17,35 @@ kvrt_status decode_step(kvrt_session& s, kvrt_sampler& sampler, int32_t* out_tok
   return eval_tokens(s, &token, 1);
 }
 
+bool is_stop(const model::Tokenizer& tok, kvrt_stop stop, int32_t token) {
+  return stop == KVRT_STOP_EOS ? token == tok.eos_id() : tok.is_end_of_generation(token);
+}
+
+// kvrt_generate and kvrt_generate_until: decodes until max_tokens, the stop token, a full
+// context or the callback; `r` counts what was generated.
+kvrt_status generate(kvrt_session& session, kvrt_sampler& sampler, const kvrt_generate_options& o,
+                     kvrt_generate_result& r) {
+  if (o.max_tokens < 0) return fail(KVRT_ERR_INVALID_ARGUMENT, "max_tokens must not be negative");
+  const model::Tokenizer& tok = session.session->model().tokenizer();
+  std::string piece;
+  while (r.n_generated < o.max_tokens) {
+    const bool at_start = !session.has_text;
+    int32_t token = 0;
+    const kvrt_status st = decode_step(session, sampler, &token);
+    if (st != KVRT_OK) return st;
+    if (is_stop(tok, o.stop, token)) {
+      r.stop_token = token;
+      break;
+    }
+    ++r.n_generated;
+    piece = tok.token_to_piece(token);
+    if (at_start && tok.adds_space_prefix() && !piece.empty() && piece[0] == ' ') piece.erase(0, 1);
+    if (o.callback && o.callback(piece.data(), piece.size(), token, o.user_data) != 0)
+      return fail(KVRT_ERR_STOPPED, "generation stopped by the callback");
+  }
+  return KVRT_OK;
+}
+
 }  // namespace
 }  // namespace kvrt::api
 
@@ -69,30 +98,36 @@ kvrt_status kvrt_session_decode(kvrt_session* session, kvrt_sampler* sampler, in
   });
 }
 
-kvrt_status kvrt_generate(kvrt_session* session, kvrt_sampler* sampler, int32_t max_tokens,
-                          kvrt_piece_callback callback, void* user_data, int32_t* out_n_generated) {
-  int32_t n_generated = 0;
+void kvrt_generate_options_default(kvrt_generate_options* out) {
+  if (out) *out = kvrt_generate_options{256, KVRT_STOP_END_OF_TURN, nullptr, nullptr};
+}
+
+kvrt_status kvrt_generate_until(kvrt_session* session, kvrt_sampler* sampler,
+                                const kvrt_generate_options* options, kvrt_generate_result* out_result) {
+  kvrt_generate_result result{0, -1};
   const kvrt_status status = guard([&] {
     KVRT_REQUIRE(session);
     KVRT_REQUIRE(sampler);
-    if (max_tokens < 0) return fail(KVRT_ERR_INVALID_ARGUMENT, "max_tokens must not be negative");
-    const kvrt::model::Tokenizer& tok = session->session->model().tokenizer();
-    std::string piece;
-    while (n_generated < max_tokens) {
-      const bool at_start = !session->has_text;
-      int32_t token = 0;
-      const kvrt_status st = kvrt::api::decode_step(*session, *sampler, &token);
-      if (st != KVRT_OK) return st;
-      if (token == tok.eos_id()) break;
-      ++n_generated;
-      piece = tok.token_to_piece(token);
-      if (at_start && tok.adds_space_prefix() && !piece.empty() && piece[0] == ' ') piece.erase(0, 1);
-      if (callback && callback(piece.data(), piece.size(), token, user_data) != 0)
-        return fail(KVRT_ERR_STOPPED, "generation stopped by the callback");
-    }
-    return KVRT_OK;
+    KVRT_REQUIRE(options);
+    const int stop = kvrt::api::raw_enum(options->stop);
+    if (stop != KVRT_STOP_EOS && stop != KVRT_STOP_END_OF_TURN)
+      return fail(KVRT_ERR_INVALID_ARGUMENT, "unknown stop value " + std::to_string(stop));
+    return kvrt::api::generate(*session, *sampler, *options, result);
   });
-  if (out_n_generated) *out_n_generated = n_generated;
+  if (out_result) *out_result = result;
+  return status;
+}
+
+kvrt_status kvrt_generate(kvrt_session* session, kvrt_sampler* sampler, int32_t max_tokens,
+                          kvrt_piece_callback callback, void* user_data, int32_t* out_n_generated) {
+  kvrt_generate_result result{0, -1};
+  const kvrt_status status = guard([&] {
+    KVRT_REQUIRE(session);
+    KVRT_REQUIRE(sampler);
+    const kvrt_generate_options options{max_tokens, KVRT_STOP_EOS, callback, user_data};
+    return kvrt::api::generate(*session, *sampler, options, result);
+  });
+  if (out_n_generated) *out_n_generated = result.n_generated;
   return status;
 }
 
