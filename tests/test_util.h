@@ -29,7 +29,10 @@ inline std::string text_dir() { return source_dir() + "/tests/data/text"; }
 // test programs of their own.
 inline std::string fixtures_dir() {
   const char* env = std::getenv("KVRT_FIXTURES_DIR");
-  const std::string dir = env && *env ? env : source_dir() + "/../shared/fixtures";
+  const std::string dir = (env && *env ? std::filesystem::path(env)
+                                       : std::filesystem::path(source_dir()) / ".." / "shared" / "fixtures")
+                              .lexically_normal()
+                              .string();
   if (std::filesystem::is_directory(dir)) return dir;
   std::fprintf(stderr,
                "SKIP: the large test fixtures are not at %s; put ../shared/fixtures beside the "

@@ -72,7 +72,8 @@ KVRT_EXPORT const char* kvrt_isa_name(void);
 
 typedef struct kvrt_model kvrt_model;
 
-/* Maps a GGUF v3 file read-only. A malformed file is KVRT_ERR_INPUT naming the file and offset. */
+/* Maps a GGUF file (version 2 or 3) read-only. A malformed file is KVRT_ERR_INPUT naming the file
+ * and offset. */
 KVRT_EXPORT kvrt_status kvrt_model_open(const char* path, kvrt_model** out_model);
 KVRT_EXPORT void kvrt_model_free(kvrt_model* model); /* NULL is fine */
 
