@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "kv/formats.h"
 #include "kv/kv_cache.h"
-#include "kv/kv_cache_impl.h"
 #include "ops/attention.h"
 #include "simd/dispatch.h"
 #include "simd/kernels_scalar.h"
@@ -69,27 +69,27 @@ int main(int argc, char** argv) {
     for (kv::Format f : kFormats) {
       const auto cache = filled_cache(f, ctx);
       const double bytes = cache->bytes_per_token() * ctx;  // all layers, K and V
-      const kv::KvCache::Impl& c = cache->impl();
-      // queries as the decode path prepares them (int8 codes per group for q8 / q4 keys)
+      const int group = cache->layout().group;
+      // queries as the decode path prepares them (int8 codes per group for quantized key tiles)
       std::vector<int8_t> qc(4 * kHeadDim);
       std::vector<float> qd(4 * kHeadDim), qsum(4 * kHeadDim);
       std::vector<int32_t> qcsum(4 * kHeadDim);
       simd::scalar::QueryBuffers qb{qc.data(), qd.data(), qsum.data(), qcsum.data()};
-      simd::scalar::quantize_queries(q.data(), 4, kHeadDim, kHeadDim, c.group_size, qb);
+      simd::scalar::quantize_queries(q.data(), 4, kHeadDim, kHeadDim, group, qb);
       const simd::QueryCodes codes = qb.view();
-      const bool tiled = f != kv::Format::kF32;
-      const auto rows = [&](const kv::SideStore& s, int layer, int h) { return tiled ? c.token_tile(s, layer, 0, h) : c.row(s, layer, 0, h); };
-      const size_t k_stride = tiled ? c.tile_stride(c.k) : c.k.row_bytes * kKvHeads, v_stride = tiled ? c.tile_stride(c.v) : c.v.row_bytes * kKvHeads;
       for (simd::Isa isa : simd::runnable_isas()) {
         const simd::Kernels& k = simd::kernels_for(isa);
-        const int codec = static_cast<int>(f == kv::Format::kF32 ? simd::Codec::kF32 : f == kv::Format::kQ8 ? simd::Codec::kQ8 : simd::Codec::kQ4);
+        const bool tiled = kv::format_traits(f).quantized();
+        const auto dot = tiled ? k.format[static_cast<int>(f)].dot : k.dot[static_cast<int>(simd::RowCodec::kF32)];
+        const auto acc_fn = tiled ? k.format[static_cast<int>(f)].acc : k.acc;
         std::vector<float> s(4 * ctx, 1.0f / ctx), acc(4 * kHeadDim);
         if (isa == simd::Isa::kScalar && ctx > 1024) continue;  // minutes, and says nothing new
         const double sec = best_seconds([&] {
           for (int layer = 0; layer < kLayers; ++layer) {
             for (int h = 0; h < kKvHeads; ++h) {
-              k.dot[codec]({q.data(), 4, kHeadDim, rows(c.k, layer, h), k_stride, ctx, kHeadDim, c.group_size, s.data(), static_cast<size_t>(ctx), &codes});
-              k.acc[codec]({s.data(), 4, static_cast<size_t>(ctx), rows(c.v, layer, h), v_stride, ctx, kHeadDim, c.group_size, acc.data(), kHeadDim});
+              const kv::HeadView view = cache->view(layer, h);
+              dot({q.data(), 4, kHeadDim, view.k.packed, view.k.tile_stride, ctx, kHeadDim, group, s.data(), static_cast<size_t>(ctx), &codes});
+              acc_fn({s.data(), 4, static_cast<size_t>(ctx), view.v.packed, view.v.tile_stride, ctx, kHeadDim, group, acc.data(), kHeadDim});
             }
           }
         });

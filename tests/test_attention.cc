@@ -317,8 +317,12 @@ TEST_CASE("invalid KV settings are clear errors") {
   cfg.k_format = Format::kQ8;
   cfg.group_size = 32;  // does not divide 48
   CHECK_THROWS_AS(KvCache(cfg, shape), kvrt::Error);
-  cfg.group_size = 12;
+  cfg.group_size = 12;  // divides 48 and is a multiple of q8's 4-dim key runs
+  CHECK(KvCache(cfg, shape).layout().group == 12);
+  cfg.k_format = Format::kQ4;  // q4 key runs are 8 dims
   CHECK_THROWS_AS(KvCache(cfg, shape), kvrt::Error);
+  cfg.group_size = 0;  // the default: the largest group up to 32 that fits
+  CHECK(KvCache(cfg, shape).layout().group == 24);
   cfg.group_size = 16;
   cfg.rotate = true;  // 48 is not a power of two
   CHECK_THROWS_AS(KvCache(cfg, shape), kvrt::Error);

@@ -31,28 +31,26 @@ std::vector<float> randn(size_t n, unsigned seed, float scale = 1.0f) {
   return x;
 }
 
-size_t row_bytes(Codec c, int n, int group) {
+size_t row_bytes(RowCodec c, int n) {
   switch (c) {
-    case Codec::kF32: return sizeof(float) * n;
-    case Codec::kQ8: return n / group * kvrt::kv::q8_block_bytes(group);
-    case Codec::kQ4: return n / group * kvrt::kv::q4_block_bytes(group);
-    case Codec::kRaw8: return n;
-    case Codec::kRaw4: return n / 2;
+    case RowCodec::kF32: return sizeof(float) * n;
+    case RowCodec::kRaw8: return n;
+    case RowCodec::kRaw4: return n / 2;
   }
   return 0;
 }
 
 // Rows of FP32 values or random codes (raw codecs).
-std::vector<uint8_t> make_rows(Codec c, int n, int group, int n_rows, unsigned seed) {
-  const size_t rb = row_bytes(c, n, group);
+std::vector<uint8_t> make_rows(RowCodec c, int n, int n_rows, unsigned seed) {
+  const size_t rb = row_bytes(c, n);
   std::vector<uint8_t> rows(rb * n_rows);
   const std::vector<float> x = randn(static_cast<size_t>(n) * n_rows, seed);
   std::mt19937 rng(seed);
   for (int t = 0; t < n_rows; ++t) {
     uint8_t* r = rows.data() + t * rb;
-    if (c == Codec::kF32) std::memcpy(r, &x[t * n], rb);
-    if (c == Codec::kRaw8) for (size_t i = 0; i < rb; ++i) r[i] = static_cast<uint8_t>(rng() % 255 + 1);  // never -128
-    if (c == Codec::kRaw4) for (size_t i = 0; i < rb; ++i) r[i] = static_cast<uint8_t>(rng());
+    if (c == RowCodec::kF32) std::memcpy(r, &x[t * n], rb);
+    else if (c == RowCodec::kRaw8) for (size_t i = 0; i < rb; ++i) r[i] = static_cast<uint8_t>(rng() % 255 + 1);  // never -128
+    else for (size_t i = 0; i < rb; ++i) r[i] = static_cast<uint8_t>(rng());
   }
   return rows;
 }
@@ -62,8 +60,6 @@ std::vector<Isa> simd_isas() {
   for (Isa isa : runnable_isas()) if (isa != Isa::kScalar) isas.push_back(isa);
   return isas;
 }
-
-const Codec kCodecs[] = {Codec::kF32, Codec::kQ8, Codec::kQ4, Codec::kRaw8, Codec::kRaw4};
 
 }  // namespace
 
@@ -82,10 +78,11 @@ TEST_CASE("row dot and acc equal the scalar twin") {
   for (Isa isa : simd_isas()) {
     const Kernels& k = kernels_for(isa);
     for (int n : {8, 64, 128, 96}) {
-      for (Codec c : {Codec::kF32, Codec::kRaw8, Codec::kRaw4}) {
+      for (int ci = 0; ci < kNumRowCodecs; ++ci) {
+        const auto c = static_cast<RowCodec>(ci);
         const int n_rows = 37, n_q = 6;
-        const std::vector<uint8_t> rows = make_rows(c, n, 0, n_rows, n);
-        const size_t rb = row_bytes(c, n, 0);
+        const std::vector<uint8_t> rows = make_rows(c, n, n_rows, n);
+        const size_t rb = row_bytes(c, n);
         const std::vector<float> q = randn(static_cast<size_t>(n_q) * n, 3);
         std::vector<float> s_simd(n_q * n_rows), s_ref(n_q * n_rows);
         DotArgs d{q.data(), n_q, static_cast<size_t>(n), rows.data(), rb, n_rows, n, 0, s_simd.data(), static_cast<size_t>(n_rows)};
@@ -102,13 +99,13 @@ TEST_CASE("row dot and acc equal the scalar twin") {
             REQUIRE(std::abs(s_simd[i * n_rows + t] - s_ref[i * n_rows + t]) <= kSumTol * mag + 1e-6);
           }
         }
-        if (c != Codec::kF32) continue;
+        if (c != RowCodec::kF32) continue;
         const std::vector<float> p = randn(static_cast<size_t>(n_q) * n_rows, 5);
         std::vector<float> a_simd = randn(static_cast<size_t>(n_q) * n, 6), a_ref = a_simd;
         AccArgs a{p.data(), n_q, static_cast<size_t>(n_rows), rows.data(), rb, n_rows, n, 0, a_simd.data(), static_cast<size_t>(n)};
-        k.acc[0](a);
+        k.acc(a);
         a.acc = a_ref.data();
-        scalar::acc(c, a);
+        scalar::acc(a);
         for (size_t i = 0; i < a_ref.size(); ++i) REQUIRE(std::abs(a_simd[i] - a_ref[i]) <= kSumTol * (std::abs(a_ref[i]) + 40.0) + 1e-5);
       }
     }
@@ -117,109 +114,142 @@ TEST_CASE("row dot and acc equal the scalar twin") {
 
 namespace {
 
-// n_tiles tiles of one role and format, filled through the reference codec and tile_store_row.
-std::vector<uint8_t> make_tiles(const kvrt::kv::TileFormat& f, int n_tiles, unsigned seed) {
+using kvrt::kv::TileFormat;
+using kvrt::kv::TileRole;
+
+// n_tiles tiles of one role and format F, filled through the reference codec and tile_store_row.
+template <class F>
+std::vector<uint8_t> make_tiles(const TileFormat& f, int n_tiles, unsigned seed) {
   std::vector<uint8_t> tiles(f.bytes() * n_tiles);
   const std::vector<float> x = randn(static_cast<size_t>(f.n) * n_tiles * kvrt::kv::kTileTokens, seed);
-  std::vector<uint8_t> row(f.n * 2);
+  std::vector<uint8_t> row(F::block_bytes(f.group) * (f.n / f.group));
   for (int t = 0; t < n_tiles * kvrt::kv::kTileTokens; ++t) {
-    (f.q4 ? scalar::q4_quantize : scalar::q8_quantize)(&x[t * f.n], f.n, f.group, row.data());
-    kvrt::kv::tile_store_row(f, row.data(), t % kvrt::kv::kTileTokens, tiles.data() + t / kvrt::kv::kTileTokens * f.bytes());
+    scalar::quantize<F>(&x[t * f.n], f.n, f.group, row.data());
+    kvrt::kv::tile_store_row<F>(f, row.data(), t % kvrt::kv::kTileTokens, tiles.data() + t / kvrt::kv::kTileTokens * f.bytes());
   }
   return tiles;
+}
+
+// The reference dequantization of one row of blocks of F.
+template <class F>
+std::vector<float> dequantized(const std::vector<uint8_t>& row, int n, int group) {
+  std::vector<float> y(n);
+  for (int b = 0; b < n / group; ++b) kvrt::kv::dequantize_group<F>(row.data() + b * F::block_bytes(group), group, &y[b * group]);
+  return y;
+}
+
+// tile_store_row then dequantize_tile gives back the reference dequantization.
+template <class F>
+void check_tile_roundtrip(const Kernels& k, int n, int group, int n_tiles) {
+  for (TileRole role : {TileRole::kKey, TileRole::kValue}) {
+    const auto f = TileFormat::of<F>(role, n, group);
+    const std::vector<uint8_t> tiles = make_tiles<F>(f, n_tiles, n + group);
+    const std::vector<float> x = randn(static_cast<size_t>(n) * n_tiles * 16, n + group);
+    std::vector<float> got(16 * n);
+    std::vector<uint8_t> row(F::block_bytes(group) * (n / group));
+    k.format[static_cast<int>(F::kFormat)].dequantize_tile[static_cast<int>(role)](tiles.data(), n, group, got.data());
+    for (int t = 0; t < 16; ++t) {
+      scalar::quantize<F>(&x[t * n], n, group, row.data());
+      const std::vector<float> ref = dequantized<F>(row, n, group);
+      for (int j = 0; j < n; ++j) REQUIRE(got[t * n + j] == ref[j]);
+    }
+  }
+}
+
+// dot over key tiles with quantized queries: equal to the scalar twin, and q·k̂ up to q's
+// quantization error |δq| <= d_q/2 per value.
+template <class F>
+void check_tile_dot(const Kernels& k, int n, int group, int n_rows) {
+  const int n_q = 6, n_tiles = (n_rows + 15) / 16;
+  const auto fk = TileFormat::of<F>(TileRole::kKey, n, group);
+  const std::vector<uint8_t> kt = make_tiles<F>(fk, n_tiles, n + group);
+  const std::vector<float> q = randn(static_cast<size_t>(n_q) * n, 3);
+  std::vector<int8_t> qc(n_q * n);
+  std::vector<float> qd(n_q * n / group), qsum(qd.size());
+  std::vector<int32_t> qcsum(qd.size());
+  scalar::QueryBuffers qb{qc.data(), qd.data(), qsum.data(), qcsum.data()};
+  scalar::quantize_queries(q.data(), n_q, n, n, group, qb);
+  const QueryCodes codes = qb.view();
+  std::vector<float> s_simd(n_q * n_rows, -1.0f), s_ref(n_q * n_rows, -1.0f);
+  DotArgs d{q.data(), n_q, static_cast<size_t>(n), kt.data(), fk.bytes(), n_rows, n, group, s_simd.data(), static_cast<size_t>(n_rows), &codes};
+  k.format[static_cast<int>(F::kFormat)].dot(d);
+  d.scores = s_ref.data();
+  scalar::dot_tiles(fk, d);
+  for (int i = 0; i < n_q * n_rows; ++i) REQUIRE(std::abs(s_simd[i] - s_ref[i]) <= 1e-5 * std::abs(s_ref[i]) + 1e-5);
+  for (int t = 0; t < n_rows; ++t) {
+    std::vector<float> kx(16 * n);
+    const uint8_t* tile = kt.data() + t / 16 * fk.bytes();
+    scalar::dequantize_tile(fk, tile, kx.data());
+    for (int i = 0; i < n_q; ++i) {
+      double exact = 0, err = 0;
+      for (int j = 0; j < n; ++j) {
+        exact += double(q[i * n + j]) * kx[t % 16 * n + j];
+        const float m = F::kSymmetric ? 0.0f : kvrt::kv::tile_min(fk, tile, j / group, t % 16);
+        err += qd[i * n / group + j / group] / 2 * std::abs(kx[t % 16 * n + j] - m);
+      }
+      REQUIRE(std::abs(s_ref[i * n_rows + t] - exact) <= err * (1 + 1e-4) + 1e-4 * std::abs(exact) + 1e-5);
+    }
+  }
+}
+
+// acc over value tiles, against the scalar twin and against FP32 with the int16 weight bound.
+template <class F>
+void check_tile_acc(const Kernels& k, int n, int group, int n_rows) {
+  const int n_q = 6, n_tiles = (n_rows + 15) / 16;
+  const auto fv = TileFormat::of<F>(TileRole::kValue, n, group);
+  const std::vector<uint8_t> vt = make_tiles<F>(fv, n_tiles, n + group + 1);
+  const std::vector<float> p = randn(static_cast<size_t>(n_q) * n_rows, 5);
+  std::vector<float> a_simd = randn(static_cast<size_t>(n_q) * n, 6), a_ref = a_simd, a_f32 = a_simd;
+  AccArgs a{p.data(), n_q, static_cast<size_t>(n_rows), vt.data(), fv.bytes(), n_rows, n, group, a_simd.data(), static_cast<size_t>(n)};
+  k.format[static_cast<int>(F::kFormat)].acc(a);
+  a.acc = a_ref.data();
+  scalar::acc_tiles(fv, a);
+  std::vector<float> vx(n_tiles * 16 * n);
+  for (int tile = 0; tile < n_tiles; ++tile) scalar::dequantize_tile(fv, vt.data() + tile * fv.bytes(), &vx[tile * 16 * n]);
+  for (int i = 0; i < n_q; ++i) {
+    float pmax = 0, vmax = 0;
+    for (int t = 0; t < n_rows; ++t) pmax = std::max(pmax, std::abs(p[i * n_rows + t]));
+    for (int t = 0; t < n_rows * n; ++t) vmax = std::max(vmax, std::abs(vx[t]));
+    for (int j = 0; j < n; ++j) {
+      double exact = a_f32[i * n + j];
+      for (int t = 0; t < n_rows; ++t) exact += double(p[i * n_rows + t]) * vx[t * n + j];
+      const size_t e = i * n + j;
+      REQUIRE(std::abs(a_simd[e] - a_ref[e]) <= kSumTol * (std::abs(a_ref[e]) + 40.0) + 1e-5);
+      // each weight p d is off by <= pmax dmax / 65534, times |code| <= max code: at most
+      // n_rows * pmax * vmax / 65534 * 2 (codes of asymmetric formats reach vmax only with the minimum)
+      REQUIRE(std::abs(a_ref[e] - exact) <= n_rows * pmax * vmax / 65534.0 * 2 + 1e-5 * (std::abs(exact) + 40.0));
+    }
+  }
 }
 
 }  // namespace
 
 TEST_CASE("tiles hold the reference blocks, and the tile kernels equal the scalar twin") {
-  using kvrt::kv::TileFormat;
-  using kvrt::kv::TileRole;
   std::vector<Isa> isas = simd_isas();
   isas.push_back(Isa::kScalar);
   for (Isa isa : isas) {
     const Kernels& k = kernels_for(isa);
-    for (int n : {8, 64, 128, 96}) {
-      for (int group = 8; group <= std::min(n, 128); group *= 2) {
-        if (n % group) continue;
-        for (auto [q4, n_rows] : {std::pair{false, 37}, std::pair{true, 37}, std::pair{false, 150}, std::pair{true, 150}}) {
-          const Codec c = q4 ? Codec::kQ4 : Codec::kQ8;
-          const int n_q = 6, n_tiles = (n_rows + 15) / 16;  // 150: several kAccChunk runs and a partial tile
-          INFO(std::string(isa_to_string(isa)) << " q4 " << q4 << " n " << n << " group " << group << " rows " << n_rows);
+    kvrt::kv::for_each_quant_format([&](auto format) {
+      using F = decltype(format);
+      const FormatKernels& fk = k.format[static_cast<int>(F::kFormat)];
+      const FormatKernels& sk = scalar::table().format[static_cast<int>(F::kFormat)];
+      for (int n : {8, 64, 128, 96, 48}) {
+        for (int group : {8, 16, 24, 32, 64, 128}) {
+          if (n % group || group % (kvrt::kv::kKeyLaneDims * F::kPerByte)) continue;
+          INFO(std::string(isa_to_string(isa)) << " " << F::kName << " n " << n << " group " << group);
           if (isa != Isa::kScalar) {  // every SIMD table has its own tile kernels
-            CHECK((k.dot[static_cast<int>(c)] != scalar::table().dot[static_cast<int>(c)]));
-            CHECK((k.acc[static_cast<int>(c)] != scalar::table().acc[static_cast<int>(c)]));
-            CHECK((k.dequantize_tile[1][q4] != scalar::table().dequantize_tile[1][q4]));
+            CHECK((fk.dot != sk.dot));
+            CHECK((fk.acc != sk.acc));
+            CHECK((fk.dequantize_tile[1] != sk.dequantize_tile[1]));
           }
-          // tile_store_row then dequantize_tile gives back the reference dequantization.
-          const TileFormat fk{TileRole::kKey, q4, n, group}, fv{TileRole::kValue, q4, n, group};
-          const std::vector<uint8_t> kt = make_tiles(fk, n_tiles, n + group), vt = make_tiles(fv, n_tiles, n + group);
-          std::vector<float> xk(16 * n), xv(16 * n), ref(n);
-          std::vector<uint8_t> row(n * 2);
-          const std::vector<float> x = randn(static_cast<size_t>(n) * n_tiles * 16, n + group);
-          k.dequantize_tile[0][q4](kt.data(), n, group, xk.data());
-          k.dequantize_tile[1][q4](vt.data(), n, group, xv.data());
-          for (int t = 0; t < 16; ++t) {
-            (q4 ? scalar::q4_quantize : scalar::q8_quantize)(&x[t * n], n, group, row.data());
-            for (int b = 0; b < n / group; ++b) {
-              const uint8_t* blk = row.data() + b * (q4 ? kvrt::kv::q4_block_bytes(group) : kvrt::kv::q8_block_bytes(group));
-              (q4 ? kvrt::kv::q4_dequantize_group : kvrt::kv::q8_dequantize_group)(blk, group, &ref[b * group]);
-            }
-            for (int j = 0; j < n; ++j) REQUIRE(xk[t * n + j] == ref[j]);
-            for (int j = 0; j < n; ++j) REQUIRE(xv[t * n + j] == ref[j]);
-          }
-          // dot over key tiles with quantized queries.
-          const std::vector<float> q = randn(static_cast<size_t>(n_q) * n, 3);
-          std::vector<int8_t> qc(n_q * n);
-          std::vector<float> qd(n_q * n / group), qsum(qd.size());
-          std::vector<int32_t> qcsum(qd.size());
-          scalar::QueryBuffers qb{qc.data(), qd.data(), qsum.data(), qcsum.data()};
-          scalar::quantize_queries(q.data(), n_q, n, n, group, qb);
-          const QueryCodes codes = qb.view();
-          std::vector<float> s_simd(n_q * n_rows, -1.0f), s_ref(n_q * n_rows, -1.0f);
-          DotArgs d{q.data(), n_q, static_cast<size_t>(n), kt.data(), fk.bytes(), n_rows, n, group, s_simd.data(), static_cast<size_t>(n_rows), &codes};
-          k.dot[static_cast<int>(c)](d);
-          d.scores = s_ref.data();
-          scalar::dot(c, d);
-          for (int i = 0; i < n_q * n_rows; ++i) REQUIRE(std::abs(s_simd[i] - s_ref[i]) <= 1e-5 * std::abs(s_ref[i]) + 1e-5);
-          // the scores are q·k̂ up to q's quantization error: |δq| <= d_q/2 per value.
-          for (int t = 0; t < n_rows; ++t) {
-            std::vector<float> kx(16 * n);
-            scalar::dequantize_tile(TileRole::kKey, q4, kt.data() + t / 16 * fk.bytes(), n, group, kx.data());
-            for (int i = 0; i < n_q; ++i) {
-              double exact = 0, err = 0;
-              for (int j = 0; j < n; ++j) {
-                exact += double(q[i * n + j]) * kx[t % 16 * n + j];
-                err += qd[i * n / group + j / group] / 2 * std::abs(kx[t % 16 * n + j] - (q4 ? kvrt::kv::tile_min(fk, kt.data() + t / 16 * fk.bytes(), j / group, t % 16) : 0.0f));
-              }
-              REQUIRE(std::abs(s_ref[i * n_rows + t] - exact) <= err * (1 + 1e-4) + 1e-4 * std::abs(exact) + 1e-5);
-            }
-          }
-          // acc over value tiles, against the scalar twin and against FP32 with the int16 weight bound.
-          const std::vector<float> p = randn(static_cast<size_t>(n_q) * n_rows, 5);
-          std::vector<float> a_simd = randn(static_cast<size_t>(n_q) * n, 6), a_ref = a_simd, a_f32 = a_simd;
-          AccArgs a{p.data(), n_q, static_cast<size_t>(n_rows), vt.data(), fv.bytes(), n_rows, n, group, a_simd.data(), static_cast<size_t>(n)};
-          k.acc[static_cast<int>(c)](a);
-          a.acc = a_ref.data();
-          scalar::acc(c, a);
-          std::vector<float> vx(n_tiles * 16 * n);
-          for (int tile = 0; tile < n_tiles; ++tile) scalar::dequantize_tile(TileRole::kValue, q4, vt.data() + tile * fv.bytes(), n, group, &vx[tile * 16 * n]);
-          for (int i = 0; i < n_q; ++i) {
-            float pmax = 0, vmax = 0;
-            for (int t = 0; t < n_rows; ++t) pmax = std::max(pmax, std::abs(p[i * n_rows + t]));
-            for (int t = 0; t < n_rows * n; ++t) vmax = std::max(vmax, std::abs(vx[t]));
-            for (int j = 0; j < n; ++j) {
-              double exact = a_f32[i * n + j];
-              for (int t = 0; t < n_rows; ++t) exact += double(p[i * n_rows + t]) * vx[t * n + j];
-              const size_t e = i * n + j;
-              REQUIRE(std::abs(a_simd[e] - a_ref[e]) <= kSumTol * (std::abs(a_ref[e]) + 40.0) + 1e-5);
-              // each weight p d is off by <= pmax dmax / 65534, times |code| <= 127 (q8) or 15 (q4):
-              // at most n_rows * pmax * vmax / 65534 * (q4 ? 2 : 1) (q4 codes reach vmax only with the minimum)
-              REQUIRE(std::abs(a_ref[e] - exact) <= n_rows * pmax * vmax / 65534.0 * 2 + 1e-5 * (std::abs(exact) + 40.0));
-            }
+          check_tile_roundtrip<F>(k, n, group, 3);
+          for (int n_rows : {37, 150}) {  // 150: several kAccChunk runs and a partial tile
+            check_tile_dot<F>(k, n, group, n_rows);
+            check_tile_acc<F>(k, n, group, n_rows);
           }
         }
       }
-    }
+    });
   }
 }
 
@@ -228,22 +258,19 @@ TEST_CASE("quantize equals the scalar twin bit for bit and round trips within th
   isas.push_back(Isa::kScalar);
   for (Isa isa : isas) {
     const Kernels& k = kernels_for(isa);
-    for (int n : {8, 24, 64, 128}) {
-      for (int group = 8; group <= std::min(n, 128); group *= 2) {
-        if (n % group) continue;
-        const std::vector<float> x = randn(n, 11 * n + group, 3.0f);
-        for (Codec c : {Codec::kQ8, Codec::kQ4}) {
-          const size_t rb = row_bytes(c, n, group);
+    kvrt::kv::for_each_quant_format([&](auto format) {
+      using F = decltype(format);
+      for (int n : {8, 24, 64, 128}) {
+        for (int group : {8, 12, 16, 24, 32, 64, 128}) {
+          if (n % group) continue;
+          const std::vector<float> x = randn(n, 11 * n + group, 3.0f);
+          const size_t rb = F::block_bytes(group) * (n / group);
           std::vector<uint8_t> r_simd(rb), r_ref(rb);
-          k.quantize[static_cast<int>(c)](x.data(), n, group, r_simd.data());
-          (c == Codec::kQ8 ? scalar::q8_quantize : scalar::q4_quantize)(x.data(), n, group, r_ref.data());
-          INFO(std::string(isa_to_string(isa)) << " codec " << int(c) << " n " << n << " group " << group);
+          k.format[static_cast<int>(F::kFormat)].quantize(x.data(), n, group, r_simd.data());
+          scalar::quantize<F>(x.data(), n, group, r_ref.data());
+          INFO(std::string(isa_to_string(isa)) << " " << F::kName << " n " << n << " group " << group);
           CHECK(r_simd == r_ref);
-          std::vector<float> y(n);
-          for (int g = 0; g < n / group; ++g) {
-            if (c == Codec::kQ8) kvrt::kv::q8_dequantize_group(r_simd.data() + g * kvrt::kv::q8_block_bytes(group), group, &y[g * group]);
-            else kvrt::kv::q4_dequantize_group(r_simd.data() + g * kvrt::kv::q4_block_bytes(group), group, &y[g * group]);
-          }
+          const std::vector<float> y = dequantized<F>(r_simd, n, group);
           for (int g = 0; g < n / group; ++g) {
             float mn = x[g * group], mx = mn, amax = 0;
             for (int i = g * group; i < (g + 1) * group; ++i) {
@@ -251,18 +278,18 @@ TEST_CASE("quantize equals the scalar twin bit for bit and round trips within th
               mx = std::max(mx, x[i]);
               amax = std::max(amax, std::abs(x[i]));
             }
-            // q8: d/2 = amax/254; q4: d/2 = (max-min)/30; plus float rounding of scale and code math.
-            const double bound = c == Codec::kQ8 ? amax / 254.0 : (mx - mn) / 30.0;
+            // d/2: amax / (2 max code) symmetric, (max - min) / (2 max code) asymmetric; plus
+            // float rounding of scale and code math.
+            const double bound = (F::kSymmetric ? amax : mx - mn) / (2.0 * F::kMaxCode);
             for (int i = g * group; i < (g + 1) * group; ++i) {
               REQUIRE(std::abs(y[i] - x[i]) <= bound * (1 + 1e-5) + 1e-6 * amax);
             }
           }
         }
       }
-    }
+    });
   }
 }
-
 TEST_CASE("exp_sum, hadamard and the prefill tiles equal the scalar twin") {
   for (Isa isa : simd_isas()) {
     const Kernels& k = kernels_for(isa);

@@ -1,20 +1,53 @@
-// Packed block layouts of the quantized KV formats and their reference (scalar) codecs.
-// Dependency-free: shared by the KV layer (traits table, cache) and the kernels (src/simd).
+// The quantized KV formats: for each one a block struct (one group of G values) and a descriptor
+// of its compile-time constants, plus the reference (scalar) codec they share. Dependency-free:
+// shared by the KV layer (traits table of kv/formats.h, cache) and the kernels (src/simd).
 //
-// A token-axis row of n values is n / G consecutive blocks of G values (G = group size,
-// 8..128, a power of two). Bytes per block:
-//   q8: 4 (f32 scale) + G          x = d * q,      q in [-127, 127]   (|x - x̂| <= d/2 = max|x|/254)
-//   q4: 8 (f32 scale, min) + G/2   x = m + d * q,  q in [0, 15]       (|x - x̂| <= d/2 = (max-min)/30)
-// q4 nibbles: byte i holds value i (low nibble) and value i + G/2 (high nibble), so one load of
-// bytes yields two contiguous runs of values.
+// A token-axis row of n values is n / G consecutive blocks of G values (G = group size). A block
+// holds its scale planes first (the scale d; asymmetric formats also the minimum m), then the
+// codes, kBits each:
+//   symmetric  (q8): x = d * q,      q in [-max, max], d = max|x| / max     |x - x̂| <= d/2
+//   asymmetric (q4): x = m + d * q, q in [0, 2^bits - 1], d = (max - min) / (2^bits - 1)
+// Codes narrower than a byte: byte i of a run of n codes holds code i + s * (n / k) in bits
+// [s * bits, (s + 1) * bits) for s < k = 8 / bits, so one load of bytes yields k contiguous runs.
+//
+// Adding a format: its block struct and descriptor here (with the static_assert on its size),
+// its entry in QuantFormats, its row in kv/formats.cc; the kernels are templates over the
+// descriptor.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <tuple>
 
 namespace kvrt::kv {
+
+// Every KV format. The value is the format's row in kv/formats.cc and its kernel slot in
+// simd::Kernels::format (f32 has no tiles, so its slot stays empty).
+enum class Format : uint8_t {
+  kF32,  // reference path: exact FP32 rows
+  kQ8,   // int8, symmetric, one scale per group of G values
+  kQ4,   // 4-bit, asymmetric (scale and minimum) per group of G values
+};
+constexpr int kNumFormats = 3;
+constexpr int kMaxGroup = 128;  // largest group G of any format
+
+// Compile-time constants of a quantized format, derived from its code width and symmetry.
+template <Format F, int Bits, bool Symmetric, class ScaleT>
+struct QuantFormat {
+  using Scale = ScaleT;
+  static constexpr Format kFormat = F;
+  static constexpr int kBits = Bits;
+  static constexpr bool kSymmetric = Symmetric;           // signed codes, no minimum
+  static constexpr int kPerByte = 8 / Bits;               // codes per byte
+  static constexpr int kPlanes = Symmetric ? 1 : 2;       // scale planes: d (and m)
+  static constexpr int kMaxCode = Symmetric ? (1 << (Bits - 1)) - 1 : (1 << Bits) - 1;
+  static constexpr int kCodeMask = (1 << Bits) - 1;
+  static constexpr size_t kHeaderBytes = kPlanes * sizeof(Scale);
+  static constexpr size_t block_bytes(int group) { return kHeaderBytes + static_cast<size_t>(group) * Bits / 8; }
+};
 
 template <int G>
 struct Q8Block {
@@ -29,64 +62,83 @@ struct Q4Block {
   uint8_t qs[G / 2];   // two codes per byte, see above
 };
 
-static_assert(sizeof(Q8Block<8>) == 12 && sizeof(Q8Block<32>) == 36 && sizeof(Q8Block<128>) == 132);
-static_assert(sizeof(Q4Block<8>) == 12 && sizeof(Q4Block<32>) == 24 && sizeof(Q4Block<128>) == 72);
+struct Q8 : QuantFormat<Format::kQ8, 8, true, float> {
+  static constexpr const char* kName = "q8";
+  template <int G> using Block = Q8Block<G>;
+};
+struct Q4 : QuantFormat<Format::kQ4, 4, false, float> {
+  static constexpr const char* kName = "q4";
+  template <int G> using Block = Q4Block<G>;
+};
 
-constexpr size_t kQ8Header = 4;  // bytes before the codes of a q8 block
-constexpr size_t kQ4Header = 8;  // bytes before the codes of a q4 block
+static_assert(sizeof(Q8::Block<8>) == 12 && sizeof(Q8::Block<32>) == Q8::block_bytes(32) && sizeof(Q8::Block<128>) == 132);
+static_assert(sizeof(Q4::Block<8>) == 12 && sizeof(Q4::Block<32>) == Q4::block_bytes(32) && sizeof(Q4::Block<128>) == 72);
 
-constexpr size_t q8_block_bytes(int group) { return kQ8Header + static_cast<size_t>(group); }
-constexpr size_t q4_block_bytes(int group) { return kQ4Header + static_cast<size_t>(group) / 2; }
+// The quantized formats, for code that instantiates something per format (kernel tables).
+using QuantFormats = std::tuple<Q8, Q4>;
 
-// Reference codecs of one group of `group` values. The scale is computed as d = range / levels
+template <class Fn>
+void for_each_quant_format(Fn&& fn) {
+  std::apply([&](auto... f) { (fn(f), ...); }, QuantFormats{});
+}
+
+// Code `idx` of a run of n codes packed as above: int8 (symmetric) or 0..2^bits-1.
+template <class F>
+inline int get_code(const uint8_t* codes, int n, int idx) {
+  if constexpr (F::kBits == 8) return static_cast<int8_t>(codes[idx]);
+  const int run = n / F::kPerByte;
+  return (codes[idx % run] >> (idx / run * F::kBits)) & F::kCodeMask;
+}
+
+template <class F>
+inline void set_code(uint8_t* codes, int n, int idx, int q) {
+  if constexpr (F::kBits == 8) {
+    codes[idx] = static_cast<uint8_t>(static_cast<int8_t>(q));
+  } else {
+    const int run = n / F::kPerByte, shift = idx / run * F::kBits;
+    uint8_t& byte = codes[idx % run];
+    byte = static_cast<uint8_t>((byte & ~(F::kCodeMask << shift)) | (q << shift));
+  }
+}
+
+// Reference codec of one group of `group` values. The scale is computed as d = range / levels
 // and codes as round-to-nearest-even of x * (1 / d); the SIMD kernels use the same operations.
-inline void q8_quantize_group(const float* x, int group, uint8_t* block) {
-  float amax = 0;
-  for (int i = 0; i < group; ++i) amax = std::max(amax, std::fabs(x[i]));
-  const float d = amax / 127.0f;
-  const float id = d > 0 ? 1.0f / d : 0.0f;
-  std::copy_n(reinterpret_cast<const uint8_t*>(&d), sizeof d, block);
-  auto* qs = reinterpret_cast<int8_t*>(block + kQ8Header);
+template <class F>
+inline void quantize_group(const float* x, int group, uint8_t* block) {
+  uint8_t* qs = block + F::kHeaderBytes;
+  std::fill_n(qs, group * F::kBits / 8, uint8_t{0});
+  if constexpr (F::kSymmetric) {
+    float amax = 0;
+    for (int i = 0; i < group; ++i) amax = std::max(amax, std::fabs(x[i]));
+    const float d = amax / static_cast<float>(F::kMaxCode);
+    const float id = d > 0 ? 1.0f / d : 0.0f;
+    std::memcpy(block, &d, sizeof d);
+    const auto lim = static_cast<float>(F::kMaxCode);
+    for (int i = 0; i < group; ++i) set_code<F>(qs, group, i, static_cast<int>(std::clamp(std::nearbyint(x[i] * id), -lim, lim)));
+  } else {
+    float mn = x[0], mx = x[0];
+    for (int i = 1; i < group; ++i) {
+      mn = std::min(mn, x[i]);
+      mx = std::max(mx, x[i]);
+    }
+    const float d = (mx - mn) / static_cast<float>(F::kMaxCode);
+    const float id = d > 0 ? 1.0f / d : 0.0f;
+    std::memcpy(block, &d, sizeof d);
+    std::memcpy(block + sizeof d, &mn, sizeof mn);
+    const auto lim = static_cast<float>(F::kMaxCode);
+    for (int i = 0; i < group; ++i) set_code<F>(qs, group, i, static_cast<int>(std::clamp(std::nearbyint((x[i] - mn) * id), 0.0f, lim)));
+  }
+}
+
+template <class F>
+inline void dequantize_group(const uint8_t* block, int group, float* x) {
+  float d, m = 0;
+  std::memcpy(&d, block, sizeof d);
+  if constexpr (!F::kSymmetric) std::memcpy(&m, block + sizeof d, sizeof m);
+  const uint8_t* qs = block + F::kHeaderBytes;
   for (int i = 0; i < group; ++i) {
-    qs[i] = static_cast<int8_t>(std::clamp(std::nearbyint(x[i] * id), -127.0f, 127.0f));
-  }
-}
-
-inline void q8_dequantize_group(const uint8_t* block, int group, float* x) {
-  float d;
-  std::copy_n(block, sizeof d, reinterpret_cast<uint8_t*>(&d));
-  const auto* qs = reinterpret_cast<const int8_t*>(block + kQ8Header);
-  for (int i = 0; i < group; ++i) x[i] = d * static_cast<float>(qs[i]);
-}
-
-inline void q4_quantize_group(const float* x, int group, uint8_t* block) {
-  float mn = x[0], mx = x[0];
-  for (int i = 1; i < group; ++i) {
-    mn = std::min(mn, x[i]);
-    mx = std::max(mx, x[i]);
-  }
-  const float d = (mx - mn) / 15.0f;
-  const float id = d > 0 ? 1.0f / d : 0.0f;
-  std::copy_n(reinterpret_cast<const uint8_t*>(&d), sizeof d, block);
-  std::copy_n(reinterpret_cast<const uint8_t*>(&mn), sizeof mn, block + 4);
-  uint8_t* qs = block + kQ4Header;
-  const int half = group / 2;
-  for (int i = 0; i < half; ++i) {
-    const float lo = std::clamp(std::nearbyint((x[i] - mn) * id), 0.0f, 15.0f);
-    const float hi = std::clamp(std::nearbyint((x[i + half] - mn) * id), 0.0f, 15.0f);
-    qs[i] = static_cast<uint8_t>(static_cast<int>(lo) | (static_cast<int>(hi) << 4));
-  }
-}
-
-inline void q4_dequantize_group(const uint8_t* block, int group, float* x) {
-  float d, m;
-  std::copy_n(block, sizeof d, reinterpret_cast<uint8_t*>(&d));
-  std::copy_n(block + 4, sizeof m, reinterpret_cast<uint8_t*>(&m));
-  const uint8_t* qs = block + kQ4Header;
-  const int half = group / 2;
-  for (int i = 0; i < half; ++i) {
-    x[i] = m + d * static_cast<float>(qs[i] & 15);
-    x[i + half] = m + d * static_cast<float>(qs[i] >> 4);
+    const auto q = static_cast<float>(get_code<F>(qs, group, i));
+    x[i] = F::kSymmetric ? d * q : m + d * q;
   }
 }
 

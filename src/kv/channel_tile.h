@@ -1,22 +1,52 @@
-// Channel-axis (KIVI) key tiles: G tokens of one kv head quantized per channel.
-// Layout of one tile (head_dim = n):
-//   q8: float d[n]; int8 codes[G][n]                     k[t][c] = d[c] * codes[t][c]
-//   q4: float d[n]; float m[n]; uint8 codes[G][n / 2]    k[t][c] = m[c] + d[c] * nibble(t, c)
-// q4 code rows pack channel c < n/2 in the low nibble of byte c and channel c + n/2 in the high
-// nibble (simd::Codec::kRaw4), so attention dots each token row like any other row.
+// Channel-axis (KIVI) key tiles: G tokens of one kv head quantized per channel, with the group
+// codec of the format (kv/blocks.h) applied along tokens instead of head_dim.
+// Layout of one tile (head_dim = n), for a format with P scale planes and b-bit codes:
+//   float d[n];  float m[n] (asymmetric formats);  codes[G][n * b / 8]
+//   k[t][c] = d[c] * code(t, c)   or   m[c] + d[c] * code(t, c)
+// A code row packs the n channels of one token as kv/blocks.h packs a run of n codes (q4: channel
+// c < n/2 in the low nibble of byte c, channel c + n/2 in the high nibble), so attention dots
+// each token row like any other row (simd::RowCodec kRaw8 / kRaw4).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
-#include "kv/kv_config.h"
+#include "kv/blocks.h"
 
 namespace kvrt::kv {
 
-size_t channel_tile_bytes(Format f, int head_dim, int group);
-size_t channel_codes_offset(Format f, int head_dim);  // bytes of scales (and minimums) before the codes
-size_t channel_code_row_bytes(Format f, int head_dim);
-void channel_tile_quantize(Format f, const float* x, int group, int head_dim, uint8_t* tile);  // x [G][head_dim]
-void channel_tile_dequantize_row(Format f, const uint8_t* tile, int t, int head_dim, float* x);  // token t of the tile
+template <class F>
+constexpr size_t channel_codes_offset(int head_dim) { return F::kPlanes * sizeof(typename F::Scale) * head_dim; }
+
+// x [G][head_dim] -> one tile; each channel is one group of the format's reference codec.
+template <class F>
+void channel_quantize(const float* x, int group, int head_dim, uint8_t* tile) {
+  float column[kMaxGroup];
+  uint8_t block[F::block_bytes(kMaxGroup)];
+  uint8_t* codes = tile + channel_codes_offset<F>(head_dim);
+  const size_t row = static_cast<size_t>(head_dim) * F::kBits / 8;
+  for (int c = 0; c < head_dim; ++c) {
+    for (int t = 0; t < group; ++t) column[t] = x[t * head_dim + c];
+    quantize_group<F>(column, group, block);
+    for (int p = 0; p < F::kPlanes; ++p) {
+      std::memcpy(tile + (static_cast<size_t>(p) * head_dim + c) * sizeof(typename F::Scale), block + p * sizeof(typename F::Scale), sizeof(typename F::Scale));
+    }
+    for (int t = 0; t < group; ++t) set_code<F>(codes + t * row, head_dim, c, get_code<F>(block + F::kHeaderBytes, group, t));
+  }
+}
+
+// Token t of the tile as FP32 (the same arithmetic as dequantize_group).
+template <class F>
+void channel_dequantize_row(const uint8_t* tile, int t, int head_dim, float* x) {
+  const uint8_t* codes = tile + channel_codes_offset<F>(head_dim) + static_cast<size_t>(t) * head_dim * F::kBits / 8;
+  for (int c = 0; c < head_dim; ++c) {
+    float d, m = 0;
+    std::memcpy(&d, tile + c * sizeof d, sizeof d);
+    if constexpr (!F::kSymmetric) std::memcpy(&m, tile + (static_cast<size_t>(head_dim) + c) * sizeof m, sizeof m);
+    const auto q = static_cast<float>(get_code<F>(codes, head_dim, c));
+    x[c] = F::kSymmetric ? d * q : m + d * q;
+  }
+}
 
 }  // namespace kvrt::kv

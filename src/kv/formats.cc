@@ -1,38 +1,73 @@
 #include "kv/formats.h"
 
-#include <cstring>
+#include <iterator>
+#include <string>
+#include <type_traits>
 
-#include "kv/blocks.h"
+#include "common/error.h"
+#include "kv/channel_tile.h"
 
 namespace kvrt::kv {
 
 namespace {
 
-void f32_quantize(const float* x, int n, int, uint8_t* row) { std::memcpy(row, x, sizeof(float) * n); }
-void f32_dequantize(const uint8_t* row, int n, int, float* x) { std::memcpy(x, row, sizeof(float) * n); }
-
-template <void (*kGroup)(const float*, int, uint8_t*), size_t (*kBlockBytes)(int)>
-void quantize_row(const float* x, int n, int group, uint8_t* row) {
-  for (int g = 0; g < n / group; ++g) kGroup(x + g * group, group, row + g * kBlockBytes(group));
+// Bare codes of F's width: the rows of its channel-axis tiles.
+template <class F>
+constexpr simd::RowCodec raw_codec() {
+  static_assert(F::kBits == 8 || F::kBits == 4, "no row kernels for this code width");
+  return F::kBits == 8 ? simd::RowCodec::kRaw8 : simd::RowCodec::kRaw4;
 }
 
-template <void (*kGroup)(const uint8_t*, int, float*), size_t (*kBlockBytes)(int)>
-void dequantize_row(const uint8_t* row, int n, int group, float* x) {
-  for (int g = 0; g < n / group; ++g) kGroup(row + g * kBlockBytes(group), group, x + g * group);
+template <class F>
+constexpr FormatTraits quant_row() {
+  static_assert(std::is_same_v<typename F::Scale, float>, "scale type not in ScaleType");
+  return {F::kFormat,
+          F::kName,
+          F::kBits,
+          F::kPlanes,
+          ScaleType::kF32,
+          raw_codec<F>(),
+          kKeyLaneDims * F::kPerByte,
+          simd::kAccColumnDims,
+          quantize_group<F>,
+          dequantize_group<F>,
+          tile_store_row<F>,
+          channel_quantize<F>,
+          channel_dequantize_row<F>};
 }
 
-size_t f8(int g) { return q8_block_bytes(g); }
-size_t f4(int g) { return q4_block_bytes(g); }
-
-// f32 "blocks" are the values themselves: group g of f32 is 4 g bytes, header 0.
-const FormatTraits kTraits[] = {
-    {Format::kF32, "f32", 32, 0, f32_quantize, f32_dequantize},
-    {Format::kQ8, "q8", 8, kQ8Header, quantize_row<q8_quantize_group, f8>, dequantize_row<q8_dequantize_group, f8>},
-    {Format::kQ4, "q4", 4, kQ4Header, quantize_row<q4_quantize_group, f4>, dequantize_row<q4_dequantize_group, f4>},
+// Indexed by Format. f32 "blocks" are the values themselves.
+constexpr FormatTraits kTraits[] = {
+    {Format::kF32, "f32", 32, 0, ScaleType::kNone, simd::RowCodec::kF32, 1, 1, nullptr, nullptr, nullptr, nullptr, nullptr},
+    quant_row<Q8>(),
+    quant_row<Q4>(),
 };
+static_assert(std::size(kTraits) == kNumFormats);
+
+constexpr bool rows_in_order() {
+  for (int i = 0; i < kNumFormats; ++i)
+    if (static_cast<int>(kTraits[i].format) != i) return false;
+  return true;
+}
+static_assert(rows_in_order(), "kTraits must be indexed by Format");
 
 }  // namespace
 
 const FormatTraits& format_traits(Format f) { return kTraits[static_cast<int>(f)]; }
+
+const char* format_names() {
+  static const std::string names = [] {
+    std::string s;
+    for (const FormatTraits& t : kTraits) s += (s.empty() ? "" : ", ") + std::string(t.name);
+    return s;
+  }();
+  return names.c_str();
+}
+
+const FormatTraits& format_traits(std::string_view name) {
+  for (const FormatTraits& t : kTraits)
+    if (name == t.name) return t;
+  throw Error("unknown KV format '" + std::string(name) + "' (valid: " + format_names() + ")", ErrorKind::kUsage);
+}
 
 }  // namespace kvrt::kv

@@ -1,31 +1,28 @@
 // The KV cache of one session: every layer's keys and values for up to n_ctx positions,
-// allocated once at construction. Rows per token for K and V alike (never a transposed V).
+// allocated once at construction (kv/cache_layout.h) and never during a write. Keys and values
+// are both stored by position (token tiles, channel tiles or rows), never as a transposed V.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 
+#include "kv/cache_layout.h"
+#include "kv/cache_view.h"
 #include "kv/kv_config.h"
 
 namespace kvrt::kv {
 
-struct CacheShape {
-  int n_layers = 0;
-  int n_kv_heads = 0;
-  int head_dim = 0;
-  int n_ctx = 0;
-};
-
 class KvCache {
  public:
-  // Allocates storage for n_ctx positions; an invalid config (group size, rotation with a
-  // head_dim that is not a power of two, ...) is a kvrt::Error(kUsage).
+  // Allocates the layout of plan_cache(config, shape); an invalid config (group size, rotation
+  // with a head_dim that is not a power of two, ...) is a kvrt::Error(kUsage).
   KvCache(const KvConfig& config, const CacheShape& shape);
   ~KvCache();
 
-  const KvConfig& config() const;
+  const KvConfig& config() const;  // as given, with the group resolved
   const CacheShape& shape() const;
+  const CacheLayout& layout() const;
 
   // Appends positions [pos, pos + n_tokens) of one layer; pos must equal length(layer).
   // k, v: [n_tokens][n_kv_heads][head_dim], keys already rotated by RoPE.
@@ -34,15 +31,17 @@ class KvCache {
   int length(int layer) const;  // positions stored for this layer
   void clear();                 // forget every position (storage is kept)
 
-  size_t bytes_allocated() const;  // all storage for n_ctx positions
+  // What attention reads of one layer and kv head; valid until the next write or clear.
+  HeadView view(int layer, int kv_head) const;
+
+  size_t bytes_allocated() const;  // all storage for n_ctx positions (layout().bytes())
   double bytes_per_token() const;  // over all layers, K and V, as the layout predicts
   size_t bytes_in_use(int n_tokens) const;
 
-  struct Impl;
-  const Impl& impl() const { return *impl_; }  // for the attention ops
+  struct Storage;  // defined in kv_cache.cc only
 
  private:
-  std::unique_ptr<Impl> impl_;
+  std::unique_ptr<Storage> s_;
 };
 
 }  // namespace kvrt::kv

@@ -3,24 +3,13 @@
 #include <string>
 
 #include "common/error.h"
+#include "kv/formats.h"
 
 namespace kvrt::kv {
 
-const char* format_name(Format f) {
-  switch (f) {
-    case Format::kF32: return "f32";
-    case Format::kQ8: return "q8";
-    case Format::kQ4: return "q4";
-  }
-  return "?";
-}
+const char* format_name(Format f) { return format_traits(f).name; }
 
-Format parse_format(std::string_view name) {
-  if (name == "f32") return Format::kF32;
-  if (name == "q8") return Format::kQ8;
-  if (name == "q4") return Format::kQ4;
-  throw Error("unknown KV format '" + std::string(name) + "' (valid: f32, q8, q4)", ErrorKind::kUsage);
-}
+Format parse_format(std::string_view name) { return format_traits(name).format; }
 
 const char* key_axis_name(KeyAxis a) { return a == KeyAxis::kToken ? "token" : "channel"; }
 

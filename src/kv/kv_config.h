@@ -1,18 +1,13 @@
-// What a KV cache stores: the format of keys and of values, and how they are grouped.
-// Format names are the same in code, CLI and TOML: f32, q8, q4.
+// What a KV cache stores: the format of keys and of values (kv/formats.h), and how they are grouped.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-namespace kvrt::kv {
+#include "kv/blocks.h"
 
-enum class Format : uint8_t {
-  kF32,  // reference path: exact FP32 rows
-  kQ8,   // int8, symmetric, one scale per group of G values
-  kQ4,   // int4, two values per byte, asymmetric (scale and minimum) per group of G values
-};
+namespace kvrt::kv {
 
 enum class KeyAxis : uint8_t {
   kToken,    // groups along head_dim, one token at a time
@@ -33,7 +28,7 @@ struct KvConfig {
   std::string name() const;
 };
 
-const char* format_name(Format f);
+const char* format_name(Format f);           // the format's row name: "f32", "q8", ...
 Format parse_format(std::string_view name);  // throws kvrt::Error(kUsage) listing the valid names
 const char* key_axis_name(KeyAxis a);
 KeyAxis parse_key_axis(std::string_view name);  // "token" or "channel"

@@ -1,18 +1,20 @@
-// Token-axis tiles: how q8 and q4 keys and values of one kv head are stored, kTileTokens positions
+// Token-axis tiles: how quantized keys and values of one kv head are stored, kTileTokens positions
 // at a time, so that the integer dot-product instructions (VNNI, which sum adjacent products within
 // a 32-bit lane) read them without shuffles. Dependency-free: shared by the cache and the kernels.
 //
 // A tile holds the blocks of kv/blocks.h of 16 consecutive tokens, rearranged (same bytes per
-// token: 16 x row bytes). head_dim n, group G, n_groups = n / G; scales first, then the codes:
-//   float d[n_groups][16]                    scale of group b of token t
-//   float m[n_groups][16]                    q4 only: minimum of group b of token t
+// token: 16 x row bytes). head_dim n, group G, n_groups = n / G, k = 8 / bits codes per byte.
+// Scale planes first (kScaleStride bytes per group), then the codes:
+//   Scale d[n_groups][16]                      scale of group b of token t
+//   Scale m[n_groups][16]                      asymmetric formats: minimum of group b of token t
 //   codes, by role (q·k reduces along head_dim, p·V along tokens):
-//   key   q8: int8  c[n/4][16][4]            c[j][t][e]  = code of dim 4j+e of token t
-//   key   q4: uint8 c[n/8][16][4]            low nibble: dim 8j+e, high nibble: dim 8j+4+e
-//   value q8: int8  c[8][n][2]               c[p][i][e]  = code of dim i of token 2p+e
-//   value q4: uint8 c[8][n]                  low nibble: token 2p, high nibble: token 2p+1
-// so a 64-byte vector of key codes is one 32-bit lane per token (4 dims each), and 32 bytes of
-// value codes widened to int16 are one 32-bit lane per dim (2 tokens each).
+//   key:   byte [n / 4k][16][4]                byte (j, t, e), bits of slot s: dim 4k j + 4 s + e
+//   value: byte [16 / P][n][P / k], P = max(2, k) tokens per unit; byte (u, i, e), slot s:
+//          token P u + k e + s of dim i
+// so a 64-byte vector of key codes is one 32-bit lane per token (4 dims per slot), and value codes
+// widened to int16 are one 32-bit lane per dim (2 tokens each). For q8 (k = 1) that is
+//   key c[n/4][16][4] (dim 4j+e of token t), value c[8][n][2] (dim i of token 2u+e);
+// for q4 (k = 2) the high nibble of a key byte is dim 4 further, of a value byte the next token.
 #pragma once
 
 #include <cstddef>
@@ -24,75 +26,94 @@
 namespace kvrt::kv {
 
 constexpr int kTileTokens = 16;
+constexpr int kKeyLaneDims = 4;                                // dims of one token per 32-bit lane
+constexpr size_t kKeyCodeStride = kTileTokens * kKeyLaneDims;  // bytes from one key code run to the next
+// Bytes from the scales of group b to those of group b + 1 within a plane.
+template <class Scale>
+constexpr size_t kScaleStride = kTileTokens * sizeof(Scale);
 
 enum class TileRole : uint8_t { kKey, kValue };
 
+// The geometry of one tile of a format (see above); built from a descriptor of kv/blocks.h
+// (of<F>) or from the format's traits row (FormatTraits::tile).
 struct TileFormat {
   TileRole role;
-  bool q4;     // else q8
-  int n;       // head_dim
+  int bits;           // code width
+  int planes;         // 1 (scale) or 2 (scale, minimum)
+  size_t scale_size;  // bytes of one scale
+  int n;              // head_dim
   int group;
 
+  template <class F>
+  static TileFormat of(TileRole role, int n, int group) {
+    return {role, F::kBits, F::kPlanes, sizeof(typename F::Scale), n, group};
+  }
+  int per_byte() const { return 8 / bits; }
   int n_groups() const { return n / group; }
-  size_t header_bytes() const { return (q4 ? 2u : 1u) * sizeof(float) * kTileTokens * n_groups(); }
-  size_t bytes() const { return header_bytes() + static_cast<size_t>(kTileTokens) * n * (q4 ? 1 : 2) / 2; }
-  // Byte of the codes holding (token t, dim i); *high: the code is that byte's high nibble (q4).
-  size_t code_byte(int t, int i, bool* high) const {
+  size_t scale_stride() const { return kTileTokens * scale_size; }
+  size_t header_bytes() const { return planes * n_groups() * scale_stride(); }
+  size_t bytes() const { return header_bytes() + static_cast<size_t>(kTileTokens) * n * bits / 8; }
+  // Byte of the codes holding (token t, dim i), and the slot of the code in that byte.
+  size_t code_byte(int t, int i, int* slot) const {
+    const int k = per_byte();
     if (role == TileRole::kKey) {
-      *high = q4 && (i % 8) >= 4;
-      return static_cast<size_t>(q4 ? i / 8 : i / 4) * 64 + t * 4 + i % 4;
+      *slot = i % (kKeyLaneDims * k) / kKeyLaneDims;
+      return static_cast<size_t>(i / (kKeyLaneDims * k)) * kKeyCodeStride + t * kKeyLaneDims + i % kKeyLaneDims;
     }
-    *high = q4 && (t % 2) == 1;
-    return q4 ? static_cast<size_t>(t / 2) * n + i : static_cast<size_t>(t / 2) * 2 * n + i * 2 + t % 2;
+    const int p = k > 2 ? k : 2, unit_bytes = p / k;
+    *slot = t % p % k;
+    return (static_cast<size_t>(t / p) * n + i) * unit_bytes + t % p / k;
+  }
+  // Offset of the scale (plane 0) or minimum (plane 1) of group b of token t.
+  size_t scale_offset(int plane, int b, int t) const {
+    return static_cast<size_t>(plane * n_groups() + b) * scale_stride() + t * scale_size;
   }
 };
 
-inline float tile_scale(const uint8_t* tile, int b, int t) {
+inline float tile_scale(const TileFormat& f, const uint8_t* tile, int b, int t) {
   float d;
-  std::memcpy(&d, tile + (static_cast<size_t>(b) * kTileTokens + t) * sizeof(float), sizeof d);
+  std::memcpy(&d, tile + f.scale_offset(0, b, t), sizeof d);
   return d;
 }
 
 inline float tile_min(const TileFormat& f, const uint8_t* tile, int b, int t) {
-  return tile_scale(tile, f.n_groups() + b, t);
+  float m;
+  std::memcpy(&m, tile + f.scale_offset(1, b, t), sizeof m);
+  return m;
 }
 
-// Code of (token t, dim i): int8 for q8, 0..15 for q4.
+// Code of (token t, dim i): int8 for q8, 0..2^bits-1 for the asymmetric formats.
 inline int tile_code(const TileFormat& f, const uint8_t* tile, int t, int i) {
-  bool high;
-  const uint8_t byte = tile[f.header_bytes() + f.code_byte(t, i, &high)];
-  if (!f.q4) return static_cast<int8_t>(byte);
-  return high ? byte >> 4 : byte & 15;
+  int slot;
+  const uint8_t byte = tile[f.header_bytes() + f.code_byte(t, i, &slot)];
+  if (f.bits == 8) return static_cast<int8_t>(byte);
+  return (byte >> (slot * f.bits)) & ((1 << f.bits) - 1);
 }
 
-// Stores token t of the tile from one row of blocks (kv/blocks.h layout, n values).
+inline void set_tile_code(const TileFormat& f, uint8_t* tile, int t, int i, int q) {
+  int slot;
+  uint8_t& byte = tile[f.header_bytes() + f.code_byte(t, i, &slot)];
+  const int shift = slot * f.bits, mask = ((1 << f.bits) - 1) << shift;
+  byte = static_cast<uint8_t>((byte & ~mask) | ((q << shift) & mask));
+}
+
+// Stores token t of the tile from one row of blocks of format F (kv/blocks.h layout, n values).
+template <class F>
 inline void tile_store_row(const TileFormat& f, const uint8_t* row, int t, uint8_t* tile) {
-  const size_t block = f.q4 ? q4_block_bytes(f.group) : q8_block_bytes(f.group);
-  uint8_t* codes = tile + f.header_bytes();
+  const size_t block = F::block_bytes(f.group);
   for (int b = 0; b < f.n_groups(); ++b) {
     const uint8_t* blk = row + b * block;
-    std::memcpy(tile + (static_cast<size_t>(b) * kTileTokens + t) * sizeof(float), blk, sizeof(float));
-    if (f.q4) std::memcpy(tile + (static_cast<size_t>(f.n_groups() + b) * kTileTokens + t) * sizeof(float), blk + 4, sizeof(float));
-    for (int k = 0; k < f.group; ++k) {
-      const int i = b * f.group + k, half = f.group / 2;
-      bool high;
-      uint8_t& byte = codes[f.code_byte(t, i, &high)];
-      if (!f.q4) {
-        byte = blk[kQ8Header + k];
-        continue;
-      }
-      const uint8_t q = k < half ? blk[kQ4Header + k] & 15 : blk[kQ4Header + k - half] >> 4;
-      byte = high ? static_cast<uint8_t>((byte & 0x0f) | (q << 4)) : static_cast<uint8_t>((byte & 0xf0) | q);
-    }
+    for (int p = 0; p < F::kPlanes; ++p) std::memcpy(tile + f.scale_offset(p, b, t), blk + p * sizeof(typename F::Scale), sizeof(typename F::Scale));
+    for (int k = 0; k < f.group; ++k) set_tile_code(f, tile, t, b * f.group + k, get_code<F>(blk + F::kHeaderBytes, f.group, k));
   }
 }
 
-// Dequantizes token t of the tile: x[i] = d * code (q8) or m + d * code (q4), as kv/blocks.h.
+// Dequantizes token t of the tile: x[i] = d * code (symmetric) or m + d * code, as kv/blocks.h.
 inline void tile_load_row(const TileFormat& f, const uint8_t* tile, int t, float* x) {
   for (int i = 0; i < f.n; ++i) {
     const int b = i / f.group;
     const float c = static_cast<float>(tile_code(f, tile, t, i));
-    x[i] = f.q4 ? tile_min(f, tile, b, t) + tile_scale(tile, b, t) * c : tile_scale(tile, b, t) * c;
+    x[i] = f.planes == 2 ? tile_min(f, tile, b, t) + tile_scale(f, tile, b, t) * c : tile_scale(f, tile, b, t) * c;
   }
 }
 

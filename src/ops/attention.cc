@@ -74,13 +74,13 @@ void softmax_step(ThreadScratch& ts, int n_q, int n, int hd) {
 }
 
 // Query token t of the call, all `group` heads of one kv head.
-void decode_item(const kv::KvCache::Impl& c, const AttentionArgs& a, int kv_head, int t, ThreadScratch& ts) {
-  const int hd = c.shape.head_dim, group = a.n_heads / c.shape.n_kv_heads;
+void decode_item(const kv::KvCache& cache, const AttentionArgs& a, int kv_head, int t, ThreadScratch& ts) {
+  const kv::HeadView view = cache.view(a.layer, kv_head);
+  const int hd = view.head_dim, group = a.n_heads / cache.shape().n_kv_heads;
   const int n_pos = a.pos0 + t + 1;
-  const HeadView view{&c, a.layer, kv_head};
   const size_t q_off = (static_cast<size_t>(t) * a.n_heads + kv_head * group) * hd;
-  for (int i = 0; i < group; ++i) prepare_query(c, a.q + q_off + i * hd, ts.q.data() + i * hd);
-  prepare_query_codes(c, ts.q.data(), group, ts);
+  for (int i = 0; i < group; ++i) prepare_query(view, a.q + q_off + i * hd, ts.q.data() + i * hd);
+  prepare_query_codes(view, ts.q.data(), group, ts);
   std::fill(ts.m.begin(), ts.m.begin() + group, -INFINITY);
   std::fill(ts.l.begin(), ts.l.begin() + group, 0.0f);
   std::fill(ts.o.begin(), ts.o.begin() + static_cast<size_t>(group) * hd, 0.0f);
@@ -90,7 +90,7 @@ void decode_item(const kv::KvCache::Impl& c, const AttentionArgs& a, int kv_head
     softmax_step(ts, group, j1 - j0, hd);
     v_accumulate(view, ts.s.data(), group, j0, j1, ts.o.data());
   }
-  for (int i = 0; i < group; ++i) finish_row(c, ts.o.data() + i * hd, ts.l[i], a.out + q_off + i * hd);
+  for (int i = 0; i < group; ++i) finish_row(view, ts.o.data() + i * hd, ts.l[i], a.out + q_off + i * hd);
 }
 
 }  // namespace
@@ -98,18 +98,18 @@ void decode_item(const kv::KvCache::Impl& c, const AttentionArgs& a, int kv_head
 void online_softmax_step(ThreadScratch& ts, int n_rows, int n, int hd) { softmax_step(ts, n_rows, n, hd); }
 
 void attention(const kv::KvCache& cache, const AttentionArgs& args, AttentionScratch& scratch) {
-  const kv::KvCache::Impl& c = cache.impl();
   AttentionScratch::Impl& s = scratch.impl();
-  KVRT_ASSERT(args.n_heads % c.shape.n_kv_heads == 0);
-  KVRT_ASSERT(args.pos0 + args.n_tokens <= c.length[args.layer]);
+  const int n_kv_heads = cache.shape().n_kv_heads;
+  KVRT_ASSERT(args.n_heads % n_kv_heads == 0);
+  KVRT_ASSERT(args.pos0 + args.n_tokens <= cache.length(args.layer));
   if (args.n_tokens > kDecodeMaxTokens) {
-    attention_prefill(c, args, s);
+    attention_prefill(cache, args, s);
     return;
   }
-  const int n_items = args.n_tokens * c.shape.n_kv_heads;
+  const int n_items = args.n_tokens * n_kv_heads;
 #pragma omp parallel for num_threads(s.n_threads) schedule(dynamic, 1)
   for (int item = 0; item < n_items; ++item) {
-    decode_item(c, args, item % c.shape.n_kv_heads, item / c.shape.n_kv_heads, s.threads[omp_get_thread_num()]);
+    decode_item(cache, args, item % n_kv_heads, item / n_kv_heads, s.threads[omp_get_thread_num()]);
   }
 }
 

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "kv/kv_cache_impl.h"
+#include "kv/cache_view.h"
 #include "ops/attention.h"
 #include "simd/kernels.h"
 
@@ -21,7 +21,7 @@ struct ThreadScratch {
   std::vector<float> x;      // [kTile][head_dim] prefill: K or V tile as FP32 rows
   std::vector<float> qd;     // [group][head_dim] channel tiles: q * scale per channel
   std::vector<float> bias;   // [group]           channel tiles: q · minimum
-  std::vector<int8_t> qc;    // [group][head_dim] q8 / q4 key tiles: queries as int8 codes,
+  std::vector<int8_t> qc;    // [group][head_dim] key token tiles: queries as int8 codes,
   std::vector<float> qc_d, qc_sum;  // [group][head_dim / G] their scales and Σ q per group
   std::vector<int32_t> qc_csum;     // [group][head_dim / G] Σ codes per group
   simd::QueryCodes codes{};  // views of the four above, set by prepare_query_codes
@@ -34,27 +34,20 @@ struct AttentionScratch::Impl {
   std::vector<ThreadScratch> threads;
 };
 
-// One layer and kv head of the cache, as the attention paths see it.
-struct HeadView {
-  const kv::KvCache::Impl* c;
-  int layer;
-  int kv_head;
-};
+// scores[i][j - j0] = q_i · k_j for j in [j0, j1), straight from the packed tiles.
+void k_scores(const kv::HeadView& v, const float* q, int n_q, int j0, int j1, float* scores, ThreadScratch& ts);
+// o_i += sum_j p[i][j - j0] * v_j for j in [j0, j1), straight from the packed tiles.
+void v_accumulate(const kv::HeadView& v, const float* p, int n_q, int j0, int j1, float* o);
+// rows j0..j1 of one side as FP32 (dequantized a tile at a time for prefill); x [j1 - j0][head_dim]
+void load_rows(const kv::HeadView& v, const kv::SideView& s, int j0, int j1, float* x);
 
-// scores[i][j - j0] = q_i · k_j for j in [j0, j1), straight from the packed blocks.
-void k_scores(const HeadView& v, const float* q, int n_q, int j0, int j1, float* scores, ThreadScratch& ts);
-// o_i += sum_j p[i][j - j0] * v_j for j in [j0, j1), straight from the packed blocks.
-void v_accumulate(const HeadView& v, const float* p, int n_q, int j0, int j1, float* o);
-// rows j0..j1 of K or V as FP32 (dequantized a tile at a time for prefill); x [j1 - j0][head_dim]
-void load_rows(const HeadView& v, const kv::SideStore& s, int j0, int j1, float* x);
-
-// Quantizes the n_q prepared query rows q [n_q][head_dim] for the q8 / q4 key tiles (no-op otherwise).
-void prepare_query_codes(const kv::KvCache::Impl& c, const float* q, int n_q, ThreadScratch& ts);
+// Quantizes the n_q prepared query rows q [n_q][head_dim] for key token tiles (no-op otherwise).
+void prepare_query_codes(const kv::HeadView& v, const float* q, int n_q, ThreadScratch& ts);
 // Copies query rows, scales by 1/sqrt(head_dim) and rotates them like the stored keys.
-void prepare_query(const kv::KvCache::Impl& c, const float* q, float* dst);
+void prepare_query(const kv::HeadView& v, const float* q, float* dst);
 // out = o / l, rotated back if V is stored rotated.
-void finish_row(const kv::KvCache::Impl& c, const float* o, float l, float* out);
+void finish_row(const kv::HeadView& v, const float* o, float l, float* out);
 
-void attention_prefill(const kv::KvCache::Impl& c, const AttentionArgs& a, AttentionScratch::Impl& s);
+void attention_prefill(const kv::KvCache& cache, const AttentionArgs& a, AttentionScratch::Impl& s);
 
 }  // namespace kvrt::ops

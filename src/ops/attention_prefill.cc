@@ -15,9 +15,9 @@ void online_softmax_step(ThreadScratch& ts, int n_rows, int n, int hd);
 namespace {
 
 // K tile [j0, j1) transposed into ts.kt [head_dim][kTile], zero beyond j1.
-void load_k_tile(const HeadView& v, int j0, int j1, ThreadScratch& ts) {
-  const int hd = v.c->shape.head_dim;
-  load_rows(v, v.c->k, j0, j1, ts.x.data());
+void load_k_tile(const kv::HeadView& v, int j0, int j1, ThreadScratch& ts) {
+  const int hd = v.head_dim;
+  load_rows(v, v.k, j0, j1, ts.x.data());
   for (int d = 0; d < hd; ++d) {
     float* dst = ts.kt.data() + d * kTile;
     for (int j = 0; j < j1 - j0; ++j) dst[j] = ts.x[j * hd + d];
@@ -26,15 +26,15 @@ void load_k_tile(const HeadView& v, int j0, int j1, ThreadScratch& ts) {
 }
 
 // Query block: tokens [t0, t1) of the call; row r = (t - t0) * group + head within the group.
-void prefill_block(const kv::KvCache::Impl& c, const AttentionArgs& a, int kv_head, int t0, int t1, ThreadScratch& ts) {
-  const int hd = c.shape.head_dim, group = a.n_heads / c.shape.n_kv_heads;
+void prefill_block(const kv::KvCache& cache, const AttentionArgs& a, int kv_head, int t0, int t1, ThreadScratch& ts) {
+  const kv::HeadView view = cache.view(a.layer, kv_head);
+  const int hd = view.head_dim, group = a.n_heads / cache.shape().n_kv_heads;
   const int n_rows = (t1 - t0) * group;
   const int padded = (n_rows + simd::kGemmRows - 1) / simd::kGemmRows * simd::kGemmRows;
-  const HeadView view{&c, a.layer, kv_head};
   const simd::Kernels& k = simd::kernels();
   for (int r = 0; r < n_rows; ++r) {
     const int t = t0 + r / group, h = kv_head * group + r % group;
-    prepare_query(c, a.q + (static_cast<size_t>(t) * a.n_heads + h) * hd, ts.q.data() + r * hd);
+    prepare_query(view, a.q + (static_cast<size_t>(t) * a.n_heads + h) * hd, ts.q.data() + r * hd);
   }
   std::fill(ts.q.begin() + static_cast<size_t>(n_rows) * hd, ts.q.begin() + static_cast<size_t>(padded) * hd, 0.0f);
   std::fill(ts.m.begin(), ts.m.begin() + padded, -INFINITY);
@@ -51,28 +51,28 @@ void prefill_block(const kv::KvCache::Impl& c, const AttentionArgs& a, int kv_he
     }
     online_softmax_step(ts, n_rows, kTile, hd);
     std::fill(ts.s.begin() + static_cast<size_t>(n_rows) * kTile, ts.s.begin() + static_cast<size_t>(padded) * kTile, 0.0f);
-    load_rows(view, c.v, j0, j1, ts.x.data());
+    load_rows(view, view.v, j0, j1, ts.x.data());
     std::fill(ts.x.begin() + static_cast<size_t>(j1 - j0) * hd, ts.x.begin() + static_cast<size_t>(kTile) * hd, 0.0f);
     k.gemm_pv({ts.s.data(), ts.x.data(), ts.o.data(), padded, hd, kTile});
   }
   for (int r = 0; r < n_rows; ++r) {
     const int t = t0 + r / group, h = kv_head * group + r % group;
-    finish_row(c, ts.o.data() + r * hd, ts.l[r], a.out + (static_cast<size_t>(t) * a.n_heads + h) * hd);
+    finish_row(view, ts.o.data() + r * hd, ts.l[r], a.out + (static_cast<size_t>(t) * a.n_heads + h) * hd);
   }
 }
 
 }  // namespace
 
-void attention_prefill(const kv::KvCache::Impl& c, const AttentionArgs& a, AttentionScratch::Impl& s) {
-  const int bt = s.prefill_tokens;
+void attention_prefill(const kv::KvCache& cache, const AttentionArgs& a, AttentionScratch::Impl& s) {
+  const int bt = s.prefill_tokens, n_kv_heads = cache.shape().n_kv_heads;
   const int n_blocks = (a.n_tokens + bt - 1) / bt;
-  const int n_items = n_blocks * c.shape.n_kv_heads;
+  const int n_items = n_blocks * n_kv_heads;
   // Later blocks see more positions: hand them out first so the threads finish together.
 #pragma omp parallel for num_threads(s.n_threads) schedule(dynamic, 1)
   for (int item = 0; item < n_items; ++item) {
-    const int block = n_blocks - 1 - item / c.shape.n_kv_heads;
+    const int block = n_blocks - 1 - item / n_kv_heads;
     const int t0 = block * bt, t1 = std::min(a.n_tokens, t0 + bt);
-    prefill_block(c, a, item % c.shape.n_kv_heads, t0, t1, s.threads[omp_get_thread_num()]);
+    prefill_block(cache, a, item % n_kv_heads, t0, t1, s.threads[omp_get_thread_num()]);
   }
 }
 

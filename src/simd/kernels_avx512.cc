@@ -18,7 +18,7 @@ namespace kvrt::simd::avx512 {
 #include "simd/kernels_body.inc"
 #include "simd/kernels_table.inc"
 
-// The q8 / q4 tile kernels come from kernels_avx2_int.cc, dot and acc from kernels_vnni.cc where
+// The tile kernels of every quantized format come from kernels_avx2_int.cc, dot and acc from kernels_vnni.cc where
 // the CPU has AVX512-VNNI.
 const Kernels& table() {
   static const Kernels k = [] {

@@ -6,12 +6,12 @@
 namespace kvrt::simd {
 namespace avx512 { const Kernels& table(); }
 namespace avx2 { const Kernels& table(); }
-namespace avx2::tiles {  // q8 / q4 tile kernels of kernels_avx2_int.cc
+namespace avx2::tiles {  // tile kernels of every quantized format, kernels_avx2_int.cc
 void install(Kernels& table);
-void acc(Codec codec, const AccArgs& a);
+void acc(kv::Format format, const AccArgs& a);
 }  // namespace avx2::tiles
-namespace avx512vnni { void install(Kernels& table); }  // sets the q8 / q4 tile kernels
+namespace avx512vnni { void install(Kernels& table); }  // sets dot and acc of every quantized format
 bool cpu_has_avx512_vnni();
 namespace neon { const Kernels& table(); }
-namespace neon::tiles { void install(Kernels& table); }  // q8 / q4 tile kernels of kernels_neon_int.cc
+namespace neon::tiles { void install(Kernels& table); }  // tile kernels of every quantized format, kernels_neon_int.cc
 }  // namespace kvrt::simd

@@ -15,7 +15,7 @@ namespace kvrt::simd::neon {
 
 #include "simd/kernels_body_decl.inc"
 
-// 4 int8 codes or 4 nibbles to 4 floats.
+// 4 int8 codes, or 4 codes of Bits bits at bit `shift` of 4 bytes, to 4 floats.
 template <class A>
 inline Vec<A> cvt_i8(const uint8_t* p) {
   uint32_t w;
@@ -24,12 +24,12 @@ inline Vec<A> cvt_i8(const uint8_t* p) {
   return Vec<A>(vcvtq_f32_s32(vmovl_s16(vget_low_s16(h))));
 }
 
-template <class A, bool kHigh>
-inline Vec<A> cvt_nibbles(const uint8_t* p) {
+template <class A, int Bits>
+inline Vec<A> cvt_codes(const uint8_t* p, int shift) {
   uint32_t w;
   std::memcpy(&w, p, sizeof w);
   const uint32x4_t b = vmovl_u16(vget_low_u16(vmovl_u8(vreinterpret_u8_u32(vdup_n_u32(w)))));
-  return Vec<A>(vcvtq_f32_u32(kHigh ? vshrq_n_u32(b, 4) : vandq_u32(b, vdupq_n_u32(15))));
+  return Vec<A>(vcvtq_f32_u32(vandq_u32(vshlq_u32(b, vdupq_n_s32(-shift)), vdupq_n_u32((1u << Bits) - 1))));
 }
 
 // out[e] = sum of the lanes of v[e] for e < 4.

@@ -11,31 +11,21 @@
 
 namespace kvrt::simd::scalar {
 
-void dequantize(Codec codec, const uint8_t* row, int n, float* x) {
+void dequantize(RowCodec codec, const uint8_t* row, int n, float* x) {
   switch (codec) {
-    case Codec::kF32: std::memcpy(x, row, sizeof(float) * n); return;
-    case Codec::kRaw8:
-      for (int i = 0; i < n; ++i) x[i] = static_cast<float>(static_cast<int8_t>(row[i]));
-      return;
-    case Codec::kRaw4:
-      for (int i = 0; i < n / 2; ++i) {
-        x[i] = static_cast<float>(row[i] & 15);
-        x[i + n / 2] = static_cast<float>(row[i] >> 4);
-      }
-      return;
-    default: KVRT_ASSERT(!"tiles are not rows");
+    case RowCodec::kF32: std::memcpy(x, row, sizeof(float) * n); return;
+    case RowCodec::kRaw8: for (int i = 0; i < n; ++i) x[i] = static_cast<float>(kv::get_code<kv::Q8>(row, n, i)); return;
+    case RowCodec::kRaw4: for (int i = 0; i < n; ++i) x[i] = static_cast<float>(kv::get_code<kv::Q4>(row, n, i)); return;
   }
 }
 
-void dequantize_tile(kv::TileRole role, bool q4, const uint8_t* tile, int n, int group, float* x) {
-  const kv::TileFormat f{role, q4, n, group};
-  for (int t = 0; t < kv::kTileTokens; ++t) kv::tile_load_row(f, tile, t, x + t * n);
+void dequantize_tile(const kv::TileFormat& f, const uint8_t* tile, float* x) {
+  for (int t = 0; t < kv::kTileTokens; ++t) kv::tile_load_row(f, tile, t, x + t * f.n);
 }
 
 // Same operations in the same order as the SIMD tile dots: exact integer group sums, then
-// s = fma(Σ c q̃, d_k d_q, s) (and s = fma(m_k, Σ q, s) for q4) group after group.
-void dot_tiles(bool q4, const DotArgs& a) {
-  const kv::TileFormat f{kv::TileRole::kKey, q4, a.n, a.group};
+// s = fma(Σ c q̃, d_k d_q, s) (and s = fma(m_k, Σ q, s) for asymmetric formats) group after group.
+void dot_tiles(const kv::TileFormat& f, const DotArgs& a) {
   const int ng = f.n_groups();
   for (int t = 0; t < a.n_rows; ++t) {
     const uint8_t* tile = a.rows + (t / kv::kTileTokens) * a.row_stride;
@@ -45,33 +35,34 @@ void dot_tiles(bool q4, const DotArgs& a) {
       for (int b = 0; b < ng; ++b) {
         int32_t dot = 0;
         for (int k = b * a.group; k < (b + 1) * a.group; ++k) dot += kv::tile_code(f, tile, tt, k) * a.qc->c[i * a.n + k];
-        s = std::fma(static_cast<float>(dot), kv::tile_scale(tile, b, tt) * a.qc->d[i * ng + b], s);
-        if (q4) s = std::fma(kv::tile_min(f, tile, b, tt), a.qc->sum[i * ng + b], s);
+        s = std::fma(static_cast<float>(dot), kv::tile_scale(f, tile, b, tt) * a.qc->d[i * ng + b], s);
+        if (f.planes == 2) s = std::fma(kv::tile_min(f, tile, b, tt), a.qc->sum[i * ng + b], s);
       }
       a.scores[i * a.scores_stride + t] = s;
     }
   }
 }
 
+namespace {
+
 // Tokens [t0, t1) of the value tiles, one kAccChunk run (see AccArgs).
-void acc_tiles_run(bool q4, const AccArgs& a, int t0, int t1) {
-  const kv::TileFormat f{kv::TileRole::kValue, q4, a.n, a.group};
+void acc_tiles_run(const kv::TileFormat& f, const AccArgs& a, int t0, int t1) {
   const int ng = f.n_groups();
   const auto tile_of = [&](int t) { return a.rows + (t / kv::kTileTokens) * a.row_stride; };
   for (int b = 0; b < ng; ++b) {
     float dmax = 0;
-    for (int t = t0; t < t1; ++t) dmax = std::max(dmax, std::fabs(kv::tile_scale(tile_of(t), b, t % kv::kTileTokens)));
+    for (int t = t0; t < t1; ++t) dmax = std::max(dmax, std::fabs(kv::tile_scale(f, tile_of(t), b, t % kv::kTileTokens)));
     for (int i = 0; i < a.n_q; ++i) {
       const float* p = a.p + i * a.p_stride;
       float pmax = 0, msum = 0;
       for (int t = t0; t < t1; ++t) pmax = std::max(pmax, std::fabs(p[t]));
       const float range = pmax * dmax, sw = range / 32767.0f, inv = range > 0 ? 32767.0f / range : 0.0f;
-      int32_t dot[128] = {};  // this group's sums
+      int32_t dot[kv::kMaxGroup] = {};  // this group's sums
       for (int t = t0; t < t1; ++t) {
         const int tt = t % kv::kTileTokens;
-        const auto w = static_cast<int32_t>(std::nearbyint(p[t] * kv::tile_scale(tile_of(t), b, tt) * inv));
+        const auto w = static_cast<int32_t>(std::nearbyint(p[t] * kv::tile_scale(f, tile_of(t), b, tt) * inv));
         for (int k = 0; k < a.group; ++k) dot[k] += w * kv::tile_code(f, tile_of(t), tt, b * a.group + k);
-        if (q4) msum += p[t] * kv::tile_min(f, tile_of(t), b, tt);
+        if (f.planes == 2) msum += p[t] * kv::tile_min(f, tile_of(t), b, tt);
       }
       float* o = a.acc + i * a.acc_stride;
       for (int k = 0; k < a.group; ++k) o[b * a.group + k] = std::fma(static_cast<float>(dot[k]), sw, o[b * a.group + k]) + msum;
@@ -79,24 +70,27 @@ void acc_tiles_run(bool q4, const AccArgs& a, int t0, int t1) {
   }
 }
 
-void acc_tiles(bool q4, const AccArgs& a) {
-  for (int t0 = 0; t0 < a.n_rows; t0 += kAccChunk) acc_tiles_run(q4, a, t0, std::min(a.n_rows, t0 + kAccChunk));
+}  // namespace
+
+void acc_tiles(const kv::TileFormat& f, const AccArgs& a) {
+  for (int t0 = 0; t0 < a.n_rows; t0 += kAccChunk) acc_tiles_run(f, a, t0, std::min(a.n_rows, t0 + kAccChunk));
 }
 
 void quantize_queries(const float* q, int n_q, size_t q_stride, int n, int group, QueryBuffers& out) {
   const int ng = n / group;
-  uint8_t block[kv::q8_block_bytes(128)];
+  uint8_t block[kv::Q8::block_bytes(kv::kMaxGroup)];
   for (int i = 0; i < n_q; ++i) {
     for (int b = 0; b < ng; ++b) {
       const float* x = q + i * q_stride + b * group;
-      kv::q8_quantize_group(x, group, block);
+      kv::quantize_group<kv::Q8>(x, group, block);
       std::memcpy(&out.d[i * ng + b], block, sizeof(float));
       float sum = 0;
       int32_t csum = 0;
       for (int k = 0; k < group; ++k) {
-        out.c[i * n + b * group + k] = static_cast<int8_t>(block[kv::kQ8Header + k]);
+        const int c = kv::get_code<kv::Q8>(block + kv::Q8::kHeaderBytes, group, k);
+        out.c[i * n + b * group + k] = static_cast<int8_t>(c);
         sum += x[k];
-        csum += static_cast<int8_t>(block[kv::kQ8Header + k]);
+        csum += c;
       }
       out.sum[i * ng + b] = sum;
       out.csum[i * ng + b] = csum;
@@ -104,8 +98,7 @@ void quantize_queries(const float* q, int n_q, size_t q_stride, int n, int group
   }
 }
 
-void dot(Codec codec, const DotArgs& a) {
-  if (codec == Codec::kQ8 || codec == Codec::kQ4) return dot_tiles(codec == Codec::kQ4, a);
+void dot(RowCodec codec, const DotArgs& a) {
   float x[kMaxRow];  // one dequantized row
   KVRT_ASSERT(a.n <= kMaxRow);
   for (int t = 0; t < a.n_rows; ++t) {
@@ -119,26 +112,15 @@ void dot(Codec codec, const DotArgs& a) {
   }
 }
 
-void acc(Codec codec, const AccArgs& a) {
-  if (codec == Codec::kQ8 || codec == Codec::kQ4) return acc_tiles(codec == Codec::kQ4, a);
-  float x[kMaxRow];
-  KVRT_ASSERT(a.n <= kMaxRow);
+void acc(const AccArgs& a) {
   for (int t = 0; t < a.n_rows; ++t) {
-    dequantize(codec, a.rows + t * a.row_stride, a.n, x);
+    const auto* x = reinterpret_cast<const float*>(a.rows + t * a.row_stride);
     for (int i = 0; i < a.n_q; ++i) {
       const float p = a.p[i * a.p_stride + t];
       float* o = a.acc + i * a.acc_stride;
       for (int d = 0; d < a.n; ++d) o[d] += p * x[d];
     }
   }
-}
-
-void q8_quantize(const float* x, int n, int group, uint8_t* row) {
-  for (int g = 0; g < n / group; ++g) kv::q8_quantize_group(x + g * group, group, row + g * kv::q8_block_bytes(group));
-}
-
-void q4_quantize(const float* x, int n, int group, uint8_t* row) {
-  for (int g = 0; g < n / group; ++g) kv::q4_quantize_group(x + g * group, group, row + g * kv::q4_block_bytes(group));
 }
 
 float exp_sum(float* x, int n, float max) {
@@ -182,27 +164,23 @@ void gemm_pv(const GemmArgs& g) {
 
 namespace {
 
-template <Codec C> void dot_of(const DotArgs& a) { dot(C, a); }
-template <Codec C> void acc_of(const AccArgs& a) { acc(C, a); }
-template <kv::TileRole R, bool Q4> void dequantize_tile_of(const uint8_t* tile, int n, int group, float* x) {
-  dequantize_tile(R, Q4, tile, n, group, x);
-}
+template <RowCodec C> void dot_of(const DotArgs& a) { dot(C, a); }
 
 }  // namespace
 
 const Kernels& table() {
-  static const Kernels k = {
-      "scalar",
-      {dot_of<Codec::kF32>, dot_of<Codec::kQ8>, dot_of<Codec::kQ4>, dot_of<Codec::kRaw8>, dot_of<Codec::kRaw4>},
-      {acc_of<Codec::kF32>, acc_of<Codec::kQ8>, acc_of<Codec::kQ4>},
-      {nullptr, q8_quantize, q4_quantize},
-      {{dequantize_tile_of<kv::TileRole::kKey, false>, dequantize_tile_of<kv::TileRole::kKey, true>},
-       {dequantize_tile_of<kv::TileRole::kValue, false>, dequantize_tile_of<kv::TileRole::kValue, true>}},
-      exp_sum,
-      hadamard,
-      gemm_qk,
-      gemm_pv,
-  };
+  static const Kernels k = [] {
+    Kernels t{"scalar",
+              {dot_of<RowCodec::kF32>, dot_of<RowCodec::kRaw8>, dot_of<RowCodec::kRaw4>},
+              acc,
+              {},
+              exp_sum,
+              hadamard,
+              gemm_qk,
+              gemm_pv};
+    kv::for_each_quant_format([&](auto f) { t.format[static_cast<int>(decltype(f)::kFormat)] = format_kernels<decltype(f)>(); });
+    return t;
+  }();
   return k;
 }
 

@@ -2,6 +2,7 @@
 // shapes their vector width cannot cover (e.g. a row shorter than one vector).
 #pragma once
 
+#include "kv/blocks.h"
 #include "kv/tiles.h"
 #include "simd/kernels.h"
 
@@ -18,18 +19,41 @@ struct QueryBuffers {
   QueryCodes view() const { return {c, d, sum, csum}; }
 };
 
-void dequantize(Codec codec, const uint8_t* row, int n, float* x);  // row codecs (kF32, kRaw8, kRaw4)
-void dequantize_tile(kv::TileRole role, bool q4, const uint8_t* tile, int n, int group, float* x);  // x [16][n]
+void dequantize(RowCodec codec, const uint8_t* row, int n, float* x);
 // q rows [n_q][q_stride] as int8 codes per group with the q8 codec of kv/blocks.h.
 void quantize_queries(const float* q, int n_q, size_t q_stride, int n, int group, QueryBuffers& out);
-void dot(Codec codec, const DotArgs& a);
-void acc(Codec codec, const AccArgs& a);
-void q8_quantize(const float* x, int n, int group, uint8_t* row);
-void q4_quantize(const float* x, int n, int group, uint8_t* row);
+void dot(RowCodec codec, const DotArgs& a);
+void acc(const AccArgs& a);  // FP32 rows
+// Tile kernels of any format, given its geometry (f.n and f.group equal a.n and a.group).
+void dot_tiles(const kv::TileFormat& f, const DotArgs& a);
+void acc_tiles(const kv::TileFormat& f, const AccArgs& a);
+void dequantize_tile(const kv::TileFormat& f, const uint8_t* tile, float* x);  // x [16][n]
 float exp_sum(float* x, int n, float max);
 void hadamard(float* x, int n);
 void gemm_qk(const GemmArgs& g);
 void gemm_pv(const GemmArgs& g);
 const Kernels& table();
+
+// A row of n values (n a multiple of group) as blocks of format F.
+template <class F>
+void quantize(const float* x, int n, int group, uint8_t* row) {
+  for (int g = 0; g < n / group; ++g) kv::quantize_group<F>(x + g * group, group, row + g * F::block_bytes(group));
+}
+
+template <class F>
+void dot_of(const DotArgs& a) { dot_tiles(kv::TileFormat::of<F>(kv::TileRole::kKey, a.n, a.group), a); }
+template <class F>
+void acc_of(const AccArgs& a) { acc_tiles(kv::TileFormat::of<F>(kv::TileRole::kValue, a.n, a.group), a); }
+template <class F, kv::TileRole R>
+void dequantize_tile_of(const uint8_t* tile, int n, int group, float* x) {
+  dequantize_tile(kv::TileFormat::of<F>(R, n, group), tile, x);
+}
+
+// The scalar twins of format F's kernels.
+template <class F>
+FormatKernels format_kernels() {
+  return {dot_of<F>, acc_of<F>, quantize<F>,
+          {dequantize_tile_of<F, kv::TileRole::kKey>, dequantize_tile_of<F, kv::TileRole::kValue>}};
+}
 
 }  // namespace kvrt::simd::scalar
