@@ -1,7 +1,8 @@
 // Multi-turn chat on chat models made from stories260K (tools/synth_model/chat_model.h): the
 // template is applied, only each turn's own tokens are evaluated (the KV cache keeps the history),
 // replies stop at the format's end-of-turn token, and the context-full policies; `kvrt chat`
-// driven by a stdin script; and the C API's chat recipe (include/kvrt/kvrt.h).
+// driven by a stdin script; the C API's chat recipe (include/kvrt/kvrt.h); validate's multi-turn
+// cases in the model's chat format.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -15,6 +16,7 @@
 #include "model/conversation.h"
 #include "test_util.h"
 #include "tools/synth_model/chat_model.h"
+#include "validate/case_set.h"
 
 using namespace kvrt;
 using model::ChatMessage;
@@ -386,4 +388,37 @@ TEST_CASE("C API: chat errors") {
   CHECK(kvrt_chat_format(stories, nullptr, &name, nullptr) == KVRT_ERR_INPUT);
   CHECK(std::string(kvrt_last_error()).find("no chat template") != std::string::npos);
   kvrt_model_free(stories);
+}
+
+TEST_CASE("validate: multi_turn cases use the model's chat format when it has one") {
+  test::TempDir tmp;
+  validate::CaseSet set;
+  validate::CaseDef mt;
+  mt.id = "chat";
+  mt.mode = validate::Mode::kMultiTurn;
+  mt.turns = {"Tell me a story.", "What happened next?"};
+  mt.n_generate = 8;
+  validate::CaseDef greedy;
+  greedy.id = "plain";
+  greedy.mode = validate::Mode::kGreedy;
+  greedy.turns = {"Once upon a time"};
+  set.cases = {mt, greedy};
+
+  const model::Model chat_model(write_chat_model(tmp, "chatml"));
+  const model::Tokenizer& tok = chat_model.tokenizer();
+  const auto format = model::ChatTemplate::of_model(chat_model.file());
+  REQUIRE(format.has_value());
+  const std::vector<validate::Case> cases = validate::build_cases(set, tok, &*format, 512, nullptr);
+  REQUIRE(cases.size() == 2);
+  CHECK(cases[0].turns[0] ==
+        tok.encode("<|im_start|>user\nTell me a story.<|im_end|>\n<|im_start|>assistant\n", true, true));
+  CHECK(cases[0].turns[1] ==
+        tok.encode("<|im_end|>\n<|im_start|>user\nWhat happened next?<|im_end|>\n<|im_start|>assistant\n",
+                   false, true));
+  CHECK(cases[1].turns[0] == tok.encode("Once upon a time", true));  // other modes stay plain text
+
+  // Without a chat format the turns are plain text, as before.
+  const std::vector<validate::Case> plain = validate::build_cases(set, tok, nullptr, 512, nullptr);
+  CHECK(plain[0].turns[0] == tok.encode("Tell me a story.", true));
+  CHECK(plain[0].turns[1] == tok.encode("What happened next?", false));
 }

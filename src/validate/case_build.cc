@@ -26,7 +26,29 @@ void split_answer(const model::Tokenizer& tok, const std::string& prompt, const 
   c.answer.assign(whole.begin() + long(head.size()), whole.end());
 }
 
-Case from_def(const CaseDef& d, const model::Tokenizer& tok) {
+// Tokens of the turns of a multi-turn case. With the model's chat format each turn is a user
+// message and the assistant's header; the greedy continuation after it stands for the reply, so
+// later turns start with the format's end of turn. Without a format, the turns as plain text.
+std::vector<std::vector<int32_t>> turn_tokens(const CaseDef& d, const model::Tokenizer& tok,
+                                              const model::ChatTemplate* chat) {
+  std::vector<std::vector<int32_t>> out;
+  std::vector<model::ChatMessage> messages;
+  for (size_t i = 0; i < d.turns.size(); ++i) {
+    if (!chat) {
+      out.push_back(tok.encode(d.turns[i], i == 0));
+      continue;
+    }
+    const size_t n_held = messages.size();
+    messages.push_back({"user", d.turns[i]});
+    const std::string text = std::string(i == 0 ? "" : chat->end_of_turn()) +
+                             chat->apply_after(messages, n_held, true);
+    out.push_back(tok.encode(text, i == 0, true));
+    messages.push_back({"assistant", ""});
+  }
+  return out;
+}
+
+Case from_def(const CaseDef& d, const model::Tokenizer& tok, const model::ChatTemplate* chat) {
   Case c;
   c.id = d.id;
   c.category = d.category;
@@ -39,7 +61,7 @@ Case from_def(const CaseDef& d, const model::Tokenizer& tok) {
     split_answer(tok, d.turns[0], d.answer, d.source, c);
     return c;
   }
-  for (size_t i = 0; i < d.turns.size(); ++i) c.turns.push_back(tok.encode(d.turns[i], i == 0));
+  c.turns = turn_tokens(d, tok, d.mode == Mode::kMultiTurn ? chat : nullptr);
   return c;
 }
 
@@ -100,10 +122,11 @@ const char* length_bucket(int n_positions, int max_len) {
   return kBuckets[2];
 }
 
-std::vector<Case> build_cases(const CaseSet& set, const model::Tokenizer& tok, int max_len,
+std::vector<Case> build_cases(const CaseSet& set, const model::Tokenizer& tok,
+                              const model::ChatTemplate* chat, int max_len,
                               std::vector<std::string>* skipped) {
   std::vector<Case> all;
-  for (const CaseDef& d : set.cases) all.push_back(from_def(d, tok));
+  for (const CaseDef& d : set.cases) all.push_back(from_def(d, tok, chat));
   for (const TemplateDef& t : set.templates) expand(t, tok, max_len, all);
   std::vector<Case> kept;
   for (Case& c : all) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "model/chat_template.h"
 #include "model/tokenizer.h"
 
 namespace kvrt::validate {
@@ -16,7 +17,8 @@ enum class Mode : uint8_t {
   kTeacherForced,  // the text is fed once; per-token metrics only
   kGreedy,         // prompt, then greedy continuation compared with the baseline's
   kRecall,         // prompt + answer teacher-forced; the answer must appear in the greedy continuation
-  kMultiTurn,      // each turn appended to the same cache, each followed by a greedy continuation
+  kMultiTurn,      // each turn appended to the same cache, each followed by a greedy continuation;
+                   // turns are user messages in the model's chat format when it has one
   kSampling,       // the prompt sampled with several seeds at a fixed temperature
 };
 
@@ -77,8 +79,10 @@ const char* length_bucket(int n_positions, int max_len);
 constexpr const char* kBuckets[] = {"short", "medium", "long"};
 
 // Tokenizes the cases and expands the templates for a usable context of max_len positions.
+// Multi-turn cases use the model's chat format when `chat` is given (turns as user messages).
 // Cases that do not fit in max_len are left out and named in `skipped`.
-std::vector<Case> build_cases(const CaseSet& set, const model::Tokenizer& tok, int max_len,
+std::vector<Case> build_cases(const CaseSet& set, const model::Tokenizer& tok,
+                              const model::ChatTemplate* chat, int max_len,
                               std::vector<std::string>* skipped);
 
 }  // namespace kvrt::validate

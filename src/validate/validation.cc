@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 
 #include "common/error.h"
 #include "common/sha256.h"
@@ -64,7 +65,8 @@ void load_inputs(const ValidationRequest& req, Validation& v) {
 void run(const model::Model& model, const ValidationRequest& req, Validation& v) {
   Report& rep = v.report;
   rep.max_len = req.max_len > 0 ? req.max_len : std::min(model.config().n_ctx_train, kDefaultMaxLen);
-  v.cases = build_cases(v.case_set, model.tokenizer(), rep.max_len, &rep.skipped);
+  const std::optional<model::ChatTemplate> chat = model::ChatTemplate::of_model(model.file());
+  v.cases = build_cases(v.case_set, model.tokenizer(), chat ? &*chat : nullptr, rep.max_len, &rep.skipped);
   if (v.cases.empty())
     throw Error("no case fits in the usable context of " + std::to_string(rep.max_len) + " positions");
 
