@@ -98,6 +98,9 @@ const DetectCase kDetected[] = {
      "{{- bos_token + '[INST] ' + messages[idx]['content'] + ' [/INST]' -}}{{- '[INST] <<SYS>>\\n' + "
      "messages[idx]['content'] + '\\n<</SYS>>\\n\\n' -}}",
      "llama2-sys-bos"},
+    {"a Llama 2 template with <<SYS>> (excerpt)",
+     "{{ '[INST] <<SYS>>\\n' + system_message + '\\n<</SYS>>\\n\\n' + message['content'] + ' [/INST]' }}",
+     "llama2-sys"},
     {"bofenghuang/vigogne-2-70b-chat",
      "{{ '[INST] ' + content.strip() + ' [/INST]' }}{{ '<<SYS>>\\n' + content.strip() + "
      "'\\n<</SYS>>\\n\\n' }}",
@@ -151,6 +154,24 @@ TEST_CASE("every format renders llama.cpp's test conversation as llama.cpp does"
   for (const FormatCase& c : kRendered) {
     CAPTURE(c.format);
     CHECK(ChatTemplate::from_name(c.format).apply(kConversation, true) == c.expected);
+  }
+}
+
+TEST_CASE("a system message alone renders as llama.cpp's format_single renders it") {
+  const std::pair<const char*, const char*> expected[] = {
+      {"chatml", "<|im_start|>system\nYou are a helpful assistant<|im_end|>\n"},
+      {"mistral-v1", " [INST] You are a helpful assistant\n\n"},
+      {"mistral-v3", "[INST] You are a helpful assistant\n\n"},
+      {"mistral-v3-tekken", "[INST]You are a helpful assistant\n\n"},
+      {"mistral-v7", "[SYSTEM_PROMPT] You are a helpful assistant[/SYSTEM_PROMPT]"},
+      {"llama2", "[INST] You are a helpful assistant\n"},
+      {"llama2-sys", "[INST] <<SYS>>\nYou are a helpful assistant\n<</SYS>>\n\n"},
+      {"gemma", ""},  // merged into the first user message
+      {"llama3", "<|start_header_id|>system<|end_header_id|>\n\nYou are a helpful assistant<|eot_id|>"},
+  };
+  for (const auto& [format, text] : expected) {
+    CAPTURE(format);
+    CHECK(ChatTemplate::from_name(format).apply({kConversation[0]}, false) == text);
   }
 }
 
