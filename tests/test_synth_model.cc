@@ -195,3 +195,38 @@ TEST_CASE("synth refuses inconsistent shapes and a missing vocabulary") {
   CHECK_THROWS_AS(kvrt::synth::parse_weight_type("q4_0"), kvrt::Error);
   CHECK(kvrt::synth::parse_weight_type("bf16") == TensorType::kBF16);
 }
+
+TEST_CASE("synth --weights-from writes the tensors of raw f32 files; bad files are refused") {
+  TempDir dir;
+  SynthConfig c = tiny_config(TensorType::kF32);
+  kvrt::synth::write_synth_model(c, (dir / "random.gguf"));
+  const GgufFile random((dir / "random.gguf"));
+  const fs::path raw = dir / "raw";
+  fs::create_directory(raw);
+  for (const auto& t : random.tensors()) {  // the export format: raw f32 in GGUF order
+    std::ofstream out(raw / (t.name + ".f32"), std::ios::binary);
+    out.write(reinterpret_cast<const char*>(t.data), std::streamsize(t.n_bytes));
+  }
+  c.weights_dir = raw.string();
+  c.name = "trained";
+  c.seed = 99;  // unused: weights come from the files
+  kvrt::synth::write_synth_model(c, (dir / "copy.gguf"));
+  const GgufFile copy((dir / "copy.gguf"));
+  CHECK(copy.get_string("general.name") == "trained");
+  REQUIRE(copy.tensors().size() == random.tensors().size());
+  for (const auto& t : random.tensors()) {
+    INFO("tensor " << t.name);
+    CHECK(tensor_values(*copy.find_tensor(t.name)) == tensor_values(t));
+  }
+
+  fs::resize_file(raw / "blk.1.ffn_up.weight.f32", 100);
+  try {
+    kvrt::synth::write_synth_model(c, (dir / "bad.gguf"));
+    FAIL("a weights file of the wrong size was accepted");
+  } catch (const kvrt::Error& e) {
+    CHECK(std::string(e.what()).find("blk.1.ffn_up.weight.f32") != std::string::npos);
+  }
+  fs::remove(raw / "blk.1.ffn_up.weight.f32");
+  CHECK_THROWS_AS(kvrt::synth::write_synth_model(c, (dir / "bad.gguf")), kvrt::Error);
+  CHECK_FALSE(fs::exists(dir / "bad.gguf"));
+}

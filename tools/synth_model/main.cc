@@ -16,7 +16,9 @@ constexpr const char* kUsage =
     "usage: synth_model -o OUT.gguf [--d-model 1024] [--n-layers 8] [--n-heads 16]\n"
     "                   [--n-kv-heads 4] [--head-dim 64] [--d-ff 2816] [--ctx 16384]\n"
     "                   [--type f16|bf16|f32|q8_0] [--vocab-from FILE.gguf] [--seed S] [--tied]\n"
-    "Writes a llama GGUF with random weights and the tokenizer of --vocab-from\n"
+    "                   [--weights-from DIR] [--name NAME]\n"
+    "Writes a llama GGUF with random weights (or, with --weights-from, each tensor from the raw\n"
+    "little-endian f32 file DIR/<tensor name>.f32) and the tokenizer of --vocab-from\n"
     "(default: the source tree's tests/data/vocab/ggml-vocab-llama-spm.gguf).\n"
     "\n"
     "       synth_model -o OUT.gguf --chat-from BASE.gguf [--chat-format chatml|llama3|gemma|phi3]\n"
@@ -70,6 +72,10 @@ bool apply_valued(Args& a, std::string_view flag, std::string_view v) {
     a.chat.base_path = std::string(v);
   } else if (flag == "--chat-format") {
     a.chat.format = std::string(v);
+  } else if (flag == "--weights-from") {
+    a.config.weights_dir = std::string(v);
+  } else if (flag == "--name") {
+    a.config.name = std::string(v);
   } else if (flag == "--seed") {
     a.config.seed = parse_number<uint64_t>(flag, v);
   } else {

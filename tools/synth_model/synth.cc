@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <numbers>
 
 #include "common/error.h"
@@ -38,6 +39,33 @@ io::TensorFill gaussian(uint64_t seed, std::string_view name, float mean, float 
       out[j] = mean + stddev * float(z);
     }
   };
+}
+
+// Element i of the tensor is f32 number i of the raw file dir/<name>.f32 (little-endian, as on
+// every CPU kvrt runs on). The file's size is checked here, before anything is written.
+io::TensorFill file_fill(const std::string& dir, const std::string& name, int64_t n_elements) {
+  const std::string path = dir + "/" + name + ".f32";
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw Error("weights file '" + path + "' is missing or not a regular file", ErrorKind::kUsage);
+  const uint64_t size = std::filesystem::file_size(path, ec);
+  if (ec || size != uint64_t(n_elements) * sizeof(float))
+    throw Error("weights file '" + path + "' has " + std::to_string(size) + " bytes; tensor " +
+                    name + " needs " + std::to_string(n_elements) + " f32 values",
+                ErrorKind::kUsage);
+  return [path](int64_t begin, int64_t n, float* out) {
+    std::ifstream in(path, std::ios::binary);
+    in.seekg(std::streamoff(begin) * std::streamoff(sizeof(float)));
+    in.read(reinterpret_cast<char*>(out), std::streamsize(n) * std::streamsize(sizeof(float)));
+    if (!in) throw Error("cannot read weights file '" + path + "'");
+  };
+}
+
+// Random N(mean, stddev) weights, or the tensor's file when the configuration names a folder.
+io::TensorFill tensor_fill(const SynthConfig& c, const std::string& name, int64_t n_elements,
+                           float mean, float stddev) {
+  if (!c.weights_dir.empty()) return file_fill(c.weights_dir, name, n_elements);
+  return gaussian(c.seed, name, mean, stddev);
 }
 
 uint32_t file_type_code(io::TensorType t) {  // llama.cpp's llama_ftype
@@ -80,8 +108,10 @@ void check_config(const SynthConfig& c) {
 
 void add_hparams(io::GgufWriter& w, const SynthConfig& c, int64_t n_vocab) {
   w.add_string("general.architecture", "llama");
-  w.add_string("general.name", "synth-llama-d" + std::to_string(c.d_model) + "-l" +
-                                   std::to_string(c.n_layers) + "-" + io::tensor_type_name(c.type));
+  w.add_string("general.name", !c.name.empty() ? c.name
+                                                : "synth-llama-d" + std::to_string(c.d_model) + "-l" +
+                                                      std::to_string(c.n_layers) + "-" +
+                                                      io::tensor_type_name(c.type));
   w.add_u32("general.file_type", file_type_code(c.type));
   w.add_u32("llama.vocab_size", uint32_t(n_vocab));
   w.add_u32("llama.context_length", uint32_t(c.n_ctx));
@@ -116,11 +146,11 @@ void add_tokenizer(io::GgufWriter& w, const io::GgufFile& vocab) {
 void add_matrix(io::GgufWriter& w, const SynthConfig& c, const std::string& name, int64_t n_in,
                 int64_t n_out) {
   w.add_tensor(name, {n_in, n_out}, c.type,
-               gaussian(c.seed, name, 0.0f, float(1.0 / std::sqrt(double(n_in)))));
+               tensor_fill(c, name, n_in * n_out, 0.0f, float(1.0 / std::sqrt(double(n_in)))));
 }
 
 void add_norm(io::GgufWriter& w, const SynthConfig& c, const std::string& name) {
-  w.add_tensor(name, {c.d_model}, io::TensorType::kF32, gaussian(c.seed, name, 1.0f, 0.02f));
+  w.add_tensor(name, {c.d_model}, io::TensorType::kF32, tensor_fill(c, name, c.d_model, 1.0f, 0.02f));
 }
 
 void add_tensors(io::GgufWriter& w, const SynthConfig& c, int64_t n_vocab) {

@@ -1,6 +1,7 @@
 // Builds a llama-architecture GGUF with random weights and a real tokenizer, for benchmarks and
 // tests. Metadata keys, tensor names and shapes follow llama.cpp's converter; the weights are
-// deterministic for a given seed and scaled so activations stay O(1).
+// deterministic for a given seed and scaled so activations stay O(1). With `weights_dir` the
+// weights come from raw f32 files instead: the export path of a trained model (tools/canary).
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,11 @@ struct SynthConfig {
   std::string vocab_path;                      // GGUF to copy tokenizer.* from; "" = default
   uint64_t seed = 1;
   bool tied = false;  // omit output.weight (shares token_embd)
+  // "" = random weights. Else each tensor is read from weights_dir/<tensor name>.f32: raw
+  // little-endian f32 in GGUF order (dims[0] fastest, so a torch Linear weight [n_out][n_in] as
+  // it is in memory); Q and K rows in the interleaved-pair RoPE order kvrt's llama uses.
+  std::string weights_dir;
+  std::string name;  // general.name; "" = a name made from the shape
 };
 
 struct SynthSummary {
