@@ -1,0 +1,177 @@
+"""Training sequences of the canary model: stories260K text with facts, cues and copies in it.
+
+A story pool (records of canary_eval stories) is split into sentences and tokenized once
+(spm.py; cached beside the pool). A training sequence is BOS then a stream of story sentences
+into which events are put at chosen token positions:
+  fact ... cue + answer   a fact early, its cue later at a distance d (the answer is copied);
+  snippet ... snippet     a copy: the same run of tokens twice, d tokens apart;
+and, in "copy" sequences, dense repeats of short random lists (the first skill the model must
+learn, and the one a first attempt found it would not learn from sparse retrieval alone).
+The distance d follows a curriculum: its upper bound rises with the tokens trained. Every
+sequence is a pure function of (seed, step, index), so training resumes reproducibly.
+"""
+import os
+import pickle
+import re
+
+import records
+import tasks
+
+_SENTENCE_END = re.compile(r'(?<=[.!?])"?\s+')
+
+
+def split_sentences(text):
+    text = " ".join(text.split())
+    return [s for s in _SENTENCE_END.split(text) if s]
+
+
+class StoryPool:
+    """Sentences of every story as token lists: stories[i] = [[ids of sentence 0], ...]."""
+
+    def __init__(self, path, tok):
+        cache = path + ".tok.pkl"
+        if os.path.exists(cache) and os.path.getmtime(cache) >= os.path.getmtime(path):
+            with open(cache, "rb") as f:
+                self.stories, self.texts = pickle.load(f)
+        else:
+            self.texts = [r[1] for r in records.read_records(path) if r[1].strip()]
+            self.stories = [[tok.encode(s) for s in split_sentences(t)] for t in self.texts]
+            with open(cache, "wb") as f:
+                pickle.dump((self.stories, self.texts), f)
+        self.stories = [s for s in self.stories if s]
+        self.n_tokens = sum(len(x) for s in self.stories for x in s)
+
+    def stream(self, rng):
+        """Endless sentences: a random story from a random sentence, then whole random stories."""
+        story = rng.choice(self.stories)
+        i = rng.randrange(len(story))
+        while True:
+            while i < len(story):
+                yield story[i]
+                i += 1
+            story, i = rng.choice(self.stories), 0
+
+
+class Curriculum:
+    """What the data looks like after `tokens` training tokens: the sequence length, the largest
+    fact-to-cue distance and the share of dense copy sequences. In tokens, not in steps or in
+    fractions of a planned run, so a run can be extended without changing what it has seen."""
+
+    SHORT_TOKENS = 1_500_000    # 512-token sequences before this, full length after
+    DISTANCE_TOKENS = 8_000_000  # the largest distance grows to the full length by here
+    COPY_TOKENS = 6_000_000     # the copy share falls from 50% to 15% by here
+
+    def __init__(self, seq_len):
+        self.full = seq_len
+
+    def seq_len(self, tokens):
+        return min(self.full, 512) if tokens < self.SHORT_TOKENS else self.full
+
+    def max_distance(self, tokens, seq_len):
+        frac = min(1.0, tokens / self.DISTANCE_TOKENS)
+        return int(min(seq_len - 40, 96 + frac * (self.full - 96)))
+
+    def copy_share(self, tokens):
+        return 0.5 - 0.35 * min(1.0, tokens / self.COPY_TOKENS)
+
+
+def sample_distance(rng, max_d):
+    """Half of the distances in the upper half of the range, so long ones are never rare."""
+    lo = 8 if rng.random() < 0.5 else max_d // 2
+    return rng.randint(lo, max(lo, max_d))
+
+
+class Builder:
+    def __init__(self, tok, pool, heldout=False):
+        self.tok, self.pool = tok, pool
+        self.pools = tasks.Pools(heldout)
+
+    def fact_events(self, rng, seq_len, max_d, n_facts):
+        """(position, ids, answer span in ids or None) for facts and their cues."""
+        events, names, values = [], set(), set()
+        for _ in range(n_facts):
+            name = self.pools.name(rng)
+            while name in names:
+                name = self.pools.name(rng)
+            names.add(name)
+            fact, cue, answer = tasks.make_fact(rng, self.pools, name, values)
+            values.add(answer)
+            d = sample_distance(rng, max_d)
+            p = rng.randint(1, max(1, seq_len - d - 30))
+            cue_ids = self.tok.encode(cue)
+            n_answer = len(self.tok.encode(answer[1:]))  # "." never merges with a word
+            events.append((p, self.tok.encode(fact), None))
+            events.append((p + d, cue_ids + self.tok.encode(answer[1:] + "."),
+                           (len(cue_ids), len(cue_ids) + n_answer)))
+        return events
+
+    def copy_events(self, rng, seq_len, max_d, n_copies):
+        events = []
+        for _ in range(n_copies):
+            snippet = self.random_list(rng) if rng.random() < 0.5 else self.story_snippet(rng)
+            d = sample_distance(rng, max_d)
+            p = rng.randint(1, max(1, seq_len - d - len(snippet)))
+            events.append((p, snippet, None))
+            events.append((p + d, snippet, (1, len(snippet))))  # the first token is not predictable
+        return events
+
+    def story_snippet(self, rng):
+        story = rng.choice(self.pool.stories)
+        return list(rng.choice(story))
+
+    def random_list(self, rng):
+        """A short list of numbers, names or made-up words, e.g. 'Bazu, 4471, Tom, Kemi.'"""
+        n = rng.randint(2, 8)
+        items = []
+        for _ in range(n):
+            r = rng.random()
+            if r < 0.4:
+                items.append(tasks.value_for(rng, "number"))
+            elif r < 0.7:
+                items.append(tasks.made_up_word(rng, rng.randint(1, 3)))
+            else:
+                items.append(self.pools.name(rng))
+        return self.tok.encode(", ".join(items) + ".")
+
+    def retrieval_sequence(self, rng, seq_len, max_d):
+        n_facts = rng.randint(1, max(2, seq_len // 128))
+        n_copies = rng.randint(0, max(1, seq_len // 256))
+        events = self.fact_events(rng, seq_len, max_d, n_facts)
+        events += self.copy_events(rng, seq_len, max_d, n_copies)
+        return self.assemble(rng, seq_len, events)
+
+    def assemble(self, rng, seq_len, events):
+        """BOS, then story sentences with each event put in when its position is reached.
+        Returns (ids [seq_len + 1], answer positions: indices of ids that are copied)."""
+        events.sort(key=lambda e: e[0])
+        ids, answers = [self.tok.bos_id], []
+        stream = self.pool.stream(rng)
+        k = 0
+        while len(ids) < seq_len + 1:
+            if k < len(events) and len(ids) >= events[k][0]:
+                _, piece, span = events[k]
+                if span:
+                    answers.extend(range(len(ids) + span[0], len(ids) + span[1]))
+                ids.extend(piece)
+                k += 1
+            else:
+                ids.extend(next(stream))
+        ids = ids[:seq_len + 1]
+        return ids, [a for a in answers if a <= seq_len]
+
+    def copy_sequence(self, rng, seq_len):
+        """Dense copies: short random lists or sentences, each repeated 2-4 times in a row."""
+        ids, answers = [self.tok.bos_id], []
+        while len(ids) < seq_len + 1:
+            snippet = self.random_list(rng) if rng.random() < 0.7 else self.story_snippet(rng)
+            ids.extend(snippet)
+            for _ in range(rng.randint(1, 3)):
+                answers.extend(range(len(ids) + 1, len(ids) + len(snippet)))
+                ids.extend(snippet)
+        ids = ids[:seq_len + 1]
+        return ids, [a for a in answers if a <= seq_len]
+
+    def sequence(self, rng, seq_len, max_d, copy_share):
+        if rng.random() < copy_share:
+            return self.copy_sequence(rng, seq_len)
+        return self.retrieval_sequence(rng, seq_len, max_d)

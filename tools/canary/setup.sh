@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what training the canary model needs from Debian 12's packages (when missing):
+# python3-torch (1.13, CPU) and numpy, and OpenBLAS built with OpenMP, which train.sh loads in
+# place of the reference BLAS that Debian's torch links (about 2 GFLOP/s otherwise).
+# Then builds kvrt (tools/setup.sh), whose tools generate the data and export the model.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+
+packages=(python3-torch python3-numpy libopenblas0-openmp)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "canary setup: installing ${missing[*]}" >&2
+  sudo_cmd=(); [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+"$root/tools/setup.sh"

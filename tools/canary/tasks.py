@@ -1,0 +1,148 @@
+"""Facts and cues of the canary retrieval tasks: names, relations, values and sentence templates.
+
+Every list comes in two disjoint halves. TRAIN feeds training; HELDOUT only the held-out
+evaluation sets (heldout.py), so a held-out case uses fact and cue templates, relations and names
+that training never saw: recall on it measures retrieval, not memorized wording. A fact states
+the value of a relation of a name; its cue asks for it and ends just before the value, which the
+model must copy (answer = " " + value).
+"""
+import random
+import re
+
+# Names. Held-out names are rare ones that stories260K does not generate (heldout.py checks the
+# story pool for them); training names are common ones plus syllable-made ones.
+TRAIN_NAMES = """Tom Ann Ben Sue Max Amy Sam Lily Tim Mia Jack Lucy Anna Bob Sara Jill Dan Kim Ray Zoe
+Leo Ella Finn Ivy Noah Ruby Owen Rose Luke Emma Jake Lola Ryan Nora Adam Grace Eli Hana Ian Jade Kai
+Lana Milo Nina Oscar Pia Quinn Rita Seth Tara Umar Vera Wade Xena Yara Zack Abby Beth Carl Dora Evan
+Faye Gus Hugo Iris Joel Kate Liam Maya Ned Olga Paul Rex Sofia Theo Una Vic Will Yuki Zara Alex Bella
+Cody Daisy Eddie Fiona George Holly Isaac Julia Kevin Laura Mason Nadia Oliver Penny Rosa Simon Tina
+Victor Wendy Yusuf Zeke Arlo Bree Cole Dina Ezra Gemma Hank Ines Jonah Kira Lars Mona Nico Opal Pete
+Remy Sage Toby Uma Vince Wren""".split()
+HELDOUT_NAMES = """Quincy Beatrix Ophelia Thaddeus Winifred Ignatius Cornelius Rosalind Percival
+Gwendolyn Leopold Marigold Bartholomew Octavia Florian Isadora Evander Philippa Cassius Henrietta
+Lysander Seraphina Ambrose Clementine Barnaby Imogen Ottilie Montgomery Araminta Horatio Wilhelmina
+Peregrine Esmeralda Gideon Rowena Ebenezer Tabitha Cosimo Augustin Delphine""".split()
+
+# Relations: ("word" | "number", text). Held-out relations share no first word with training.
+TRAIN_RELATIONS = [("number", r) for r in """secret code|lucky number|house number|room number|ticket number
+|bus number|favorite number|magic number|door code|box code|phone number|lock code|safe code|club number
+|team number|shirt number|seat number|page number|train number|gate number|bike code|shop number
+|card number|class number|bag code""".replace("\n", "").split("|")] + [
+    ("word", r) for r in """password|magic word|secret word|pet's name|cat's name|dog's name|fish's name
+|boat's name|toy's name|doll's name|teddy's name|robot's name|horse's name|bird's name|ship's name
+|nickname|code word|song's name|frog's name|bunny's name""".replace("\n", "").split("|")]
+HELDOUT_RELATIONS = [("number", r) for r in """treasure code|locker number|garden code|lantern number
+|tower code|drum number|wagon number""".replace("\n", "").split("|")] + [
+    ("word", r) for r in """castle password|kite's name|turtle's name|star's name|puppet's name
+|goose's name""".replace("\n", "").split("|")]
+
+# Fact templates ({N} name, {R} relation, {V} value) and cue templates (end just before " {V}").
+TRAIN_FACTS = [
+    "The {R} of {N} is {V}.",
+    "{N}'s {R} is {V}.",
+    "{N} has a {R}, and it is {V}.",
+    "Everyone knew that the {R} of {N} was {V}.",
+    "{N} said, \"My {R} is {V}.\"",
+    "The {R} for {N} was {V}.",
+    "{N} wrote the {R} on a card: {V}.",
+    "On the wall was the {R} of {N}: {V}.",
+    "{N} told everyone that the {R} was {V}.",
+    "Mom said the {R} of {N} is {V}.",
+    "{N} picked {V} as the {R}.",
+    "{V} was the {R} of {N}.",
+    "{N} learned that the {R} is {V}.",
+    "The teacher gave {N} a {R}. It was {V}.",
+]
+TRAIN_CUES = [
+    "The {R} of {N} is",
+    "{N}'s {R} is",
+    "What is the {R} of {N}? It is",
+    "Q: What is {N}'s {R}? A:",
+    "Do you remember the {R} of {N}? It was",
+    "The {R} that {N} had was",
+    "{N} still knew the {R}. It was",
+    "Someone asked about the {R} of {N}. The answer was",
+    "I know the {R} of {N}! It is",
+    "Remember, {N}'s {R} was",
+]
+HELDOUT_FACTS = [
+    "{N} kept the {R} in a small box, and it was {V}.",
+    "A note said: the {R} of {N} = {V}.",
+    "Long ago, {N} chose {V} to be the {R}.",
+    "There was a sign that read, \"{R} of {N}: {V}\".",
+]
+HELDOUT_CUES = [
+    "So, the {R} belonging to {N} was",
+    "Tell me the {R} of {N}. Sure, the {R} is",
+    "Which {R} did {N} have? {N} had",
+    "Think back: {N} had a {R}, and it was",
+]
+
+_CONSONANTS = "bdfgklmnprstvz"
+_VOWELS = "aeiou"
+
+
+def made_up_word(rng, n_syllables):
+    """A capitalized pronounceable non-word, e.g. 'Bazu' or 'Tekilo'."""
+    w = "".join(rng.choice(_CONSONANTS) + rng.choice(_VOWELS) for _ in range(n_syllables))
+    return w.capitalize()
+
+
+def value_for(rng, kind):
+    if kind == "number":
+        n = rng.randint(2, 5)
+        return str(rng.randint(1, 9)) + "".join(str(rng.randint(0, 9)) for _ in range(n - 1))
+    return made_up_word(rng, rng.randint(2, 3))
+
+
+class Pools:
+    """The names, relations and templates of one half (train or held-out)."""
+
+    def __init__(self, heldout):
+        self.heldout = heldout
+        self.names = HELDOUT_NAMES if heldout else TRAIN_NAMES
+        self.relations = HELDOUT_RELATIONS if heldout else TRAIN_RELATIONS
+        self.facts = HELDOUT_FACTS if heldout else TRAIN_FACTS
+        self.cues = HELDOUT_CUES if heldout else TRAIN_CUES
+
+    def name(self, rng):
+        # Training also uses made-up names so that any name can be a key.
+        if not self.heldout and rng.random() < 0.4:
+            return made_up_word(rng, rng.randint(2, 3))
+        return rng.choice(self.names)
+
+
+def fill(template, name, relation, value):
+    text = template.replace("{N}", name).replace("{R}", relation).replace("{V}", value)
+    return text[0].upper() + text[1:]
+
+
+def make_fact(rng, pools, name=None, used_values=()):
+    """(fact sentence, cue text, answer) for one name, relation and value; the answer
+    (" " + value) is not one of used_values."""
+    name = name or pools.name(rng)
+    kind, relation = rng.choice(pools.relations)
+    value = value_for(rng, kind)
+    while " " + value in used_values:
+        value = value_for(rng, kind)
+    fact = fill(rng.choice(pools.facts), name, relation, value)
+    cue = fill(rng.choice(pools.cues), name, relation, value)
+    return fact, cue, " " + value
+
+
+def check_disjoint():
+    """The two halves share no name, relation first word or template."""
+    assert not set(TRAIN_NAMES) & set(HELDOUT_NAMES)
+    made_up = re.compile(f"^([{_CONSONANTS}][{_VOWELS}])+$")
+    assert not any(made_up.match(n.lower()) for n in HELDOUT_NAMES)
+    train_heads = {r.split()[0].split("'")[0] for _, r in TRAIN_RELATIONS}
+    assert not train_heads & {r.split()[0].split("'")[0] for _, r in HELDOUT_RELATIONS}
+    assert not set(TRAIN_FACTS) & set(HELDOUT_FACTS)
+    assert not set(TRAIN_CUES) & set(HELDOUT_CUES)
+
+
+check_disjoint()
+
+
+def make_rng(*seed_parts):
+    return random.Random("/".join(str(s) for s in seed_parts))
