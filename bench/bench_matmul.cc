@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
       std::vector<float> w(size_t(s.n_out * s.n_in)), x(size_t(m * s.n_in)), y(size_t(m * s.n_out));  // W [n_out][n_in]
       for (float& v : w) v = normal(rng);
       for (float& v : x) v = normal(rng);
-      const kvrt::ops::WeightMatrix wm{w.data(), kvrt::ops::WeightType::kF32, s.n_out, s.n_in};
+      const kvrt::ops::WeightMatrix wm{w.data(), kvrt::simd::WeightType::kF32, s.n_out, s.n_in};
       const double t = seconds_per_call(mm, x.data(), m, wm, y.data());
       layer_seconds += t * s.per_layer;
       std::printf("%-8s %6lld %6lld %6lld %10.1f %9.2f %9.2f\n", s.name, (long long)m, (long long)s.n_out,

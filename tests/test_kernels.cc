@@ -232,7 +232,7 @@ TEST_CASE("tiles hold the reference blocks, and the tile kernels equal the scala
     kvrt::kv::for_each_quant_format([&](auto format) {
       using F = decltype(format);
       const FormatKernels& fk = k.format[static_cast<int>(F::kFormat)];
-      const FormatKernels& sk = scalar::table().format[static_cast<int>(F::kFormat)];
+      const FormatKernels& sk = kernels_for(Isa::kScalar).format[static_cast<int>(F::kFormat)];
       for (int n : {8, 64, 128, 96, 48}) {
         for (int group : {8, 16, 24, 32, 64, 128}) {
           if (n % group || group % (kvrt::kv::kKeyLaneDims * F::kPerByte)) continue;

@@ -12,13 +12,13 @@
 #include "common/half.h"
 #include "kvrt_config.h"
 #include "ops/matmul.h"
-#include "ops/matmul_blocked.h"
+#include "simd/dispatch.h"
 
 namespace {
 
 using kvrt::ops::Matmul;
 using kvrt::ops::WeightMatrix;
-using kvrt::ops::WeightType;
+using kvrt::simd::WeightType;
 
 struct Problem {
   int64_t m, n_out, n_in;
@@ -120,9 +120,9 @@ TEST_CASE("matmul: f16 widening of every runnable ISA equals the exact conversio
   std::vector<uint16_t> all(65536);
   for (size_t i = 0; i < all.size(); ++i) all[i] = uint16_t(i);
   for (kvrt::simd::Isa isa : kvrt::simd::runnable_isas()) {
-    const kvrt::ops::TileKernels& tiles = kvrt::ops::tile_kernels_for(isa);
+    const auto to_float = kvrt::simd::kernels_for(isa).weight[kvrt::simd::weight_index(WeightType::kF16)].to_float;
     std::vector<float> out(all.size());
-    tiles.widen_f16(all.data(), int64_t(all.size()), out.data());
+    to_float(reinterpret_cast<const uint8_t*>(all.data()), int64_t(all.size()), out.data());
     int n_bad = 0;
     for (size_t i = 0; i < all.size(); ++i) {
       const float ref = kvrt::f16_to_f32(all[i]);
@@ -137,8 +137,8 @@ TEST_CASE("matmul: every tile shape of every runnable ISA matches the reference"
   // Each tile writes its mr x nr corner of a larger strided y and nothing else; k tails are
   // shorter and longer than one vector.
   for (kvrt::simd::Isa isa : kvrt::simd::runnable_isas()) {
-    const kvrt::ops::TileKernels& tiles = kvrt::ops::tile_kernels_for(isa);
-    INFO("ISA " << kvrt::simd::isa_to_string(isa) << ", tiles " << tiles.name);
+    const kvrt::simd::MatmulTiles& tiles = kvrt::simd::kernels_for(isa).matmul;
+    INFO("ISA " << kvrt::simd::isa_to_string(isa) << ", tiles " << tiles.isa);
     for (int64_t n_in : {1, 7, 16, 37, 259}) {
       const Problem p = make_problem(tiles.rows + 1, tiles.cols + 1, n_in, WeightType::kF32, uint32_t(n_in));
       for (int mr = 1; mr <= tiles.rows; ++mr) {

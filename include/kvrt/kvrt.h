@@ -64,8 +64,9 @@ KVRT_EXPORT const char* kvrt_last_error(void);
 KVRT_EXPORT const char* kvrt_status_name(kvrt_status status);
 /* Library version, e.g. "0.1.0". */
 KVRT_EXPORT const char* kvrt_version(void);
-/* The SIMD instruction set chosen for the KV kernels on this CPU (e.g. "avx512", "avx2", "scalar").
- * Decided once per process; the environment variable KVRT_ISA can force a lower one. */
+/* The SIMD instruction set chosen for every kernel on this CPU: the top rung of the dispatch
+ * ladder ("avx512-vnni", "avx512", "avx2", "neon", "scalar"). Decided once per process; the
+ * environment variable KVRT_ISA can force a lower one. */
 KVRT_EXPORT const char* kvrt_isa_name(void);
 
 /* ---- model -------------------------------------------------------------------------------- */

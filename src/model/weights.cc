@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "common/half.h"
+#include "simd/dispatch.h"
 
 namespace kvrt::model {
 namespace {
@@ -77,25 +78,13 @@ ops::WeightMatrix Weights::load_matrix(const io::GgufFile& file, const std::stri
                                        int64_t n_out, int64_t n_in) {
   const io::GgufTensor* t = find_shaped(file, name, {n_in, n_out});
   const bool f16 = t->type == io::TensorType::kF16, bf16 = t->type == io::TensorType::kBF16;
-  if (!(f16 || bf16)) return {to_f32(file, *t), ops::WeightType::kF32, n_out, n_in};
+  if (!(f16 || bf16)) return {to_f32(file, *t), simd::WeightType::kF32, n_out, n_in};
   bytes_mapped_ += t->n_bytes;  // widened to FP32 inside the matmul kernels
-  return {t->data, f16 ? ops::WeightType::kF16 : ops::WeightType::kBF16, n_out, n_in};
+  return {t->data, f16 ? simd::WeightType::kF16 : simd::WeightType::kBF16, n_out, n_in};
 }
 
 void Weights::embedding(int32_t token, float* out) const {
-  const int64_t d = token_embd.n_in;
-  switch (token_embd.type) {
-    case ops::WeightType::kF32:
-      std::memcpy(out, static_cast<const float*>(token_embd.data) + token * d, sizeof(float) * size_t(d));
-      break;
-    case ops::WeightType::kF16:
-    case ops::WeightType::kBF16: {
-      const uint16_t* row = static_cast<const uint16_t*>(token_embd.data) + token * d;
-      const bool f16 = token_embd.type == ops::WeightType::kF16;
-      for (int64_t i = 0; i < d; ++i) out[i] = f16 ? f16_to_f32(row[i]) : bf16_to_f32(row[i]);
-      break;
-    }
-  }
+  simd::kernels().weight[simd::weight_index(token_embd.type)].to_float(token_embd.row(token), token_embd.n_in, out);
 }
 
 Weights::Weights(const io::GgufFile& file, const ModelConfig& c) {

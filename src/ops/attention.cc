@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "ops/attention_internal.h"
+#include "ops/decode_size.h"
 #include "simd/dispatch.h"
 
 namespace kvrt::ops {
@@ -16,7 +17,6 @@ namespace kvrt::ops {
 namespace {
 
 constexpr int kPrefillRows = 64;    // query rows (tokens x group heads) per prefill block
-constexpr int kDecodeMaxTokens = 4; // calls with more query tokens take the tiled prefill path
 
 }  // namespace
 

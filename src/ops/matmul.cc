@@ -1,6 +1,6 @@
-// Matmul: picks the kernel for each product. Decode-sized products (at most kGemvRows rows of x)
-// stream W once through the blocked tiles, in W's stored type; larger products go to oneDNN,
-// with f16/bf16 W widened kWidenRows rows at a time into an L2-sized buffer.
+// Matmul: picks the kernel for each product. Decode-sized products (ops/decode_size.h) stream W
+// once through the blocked tiles, in W's stored type; larger products go to oneDNN, with W other
+// than F32 widened kWidenRows rows at a time (the type's to_float kernel) into an L2-sized buffer.
 #include <omp.h>
 
 #include <algorithm>
@@ -8,15 +8,16 @@
 #include <vector>
 
 #include "kvrt_config.h"
+#include "ops/decode_size.h"
 #include "ops/matmul.h"
 #include "ops/matmul_blocked.h"
+#include "simd/dispatch.h"
 #if KVRT_HAVE_DNNL
 #include "ops/matmul_dnnl.h"
 #endif
 
 namespace kvrt::ops {
 namespace {
-constexpr int64_t kGemvRows = 4;     // up to here the blocked tiles read W exactly once
 constexpr int64_t kWidenRows = 256;  // W rows widened per oneDNN call
 }  // namespace
 
@@ -37,20 +38,19 @@ struct Matmul::Impl {
   }
 
 #if KVRT_HAVE_DNNL
-  // y = x · Wᵀ through oneDNN; f16/bf16 W is widened block by block (rows j0..j0+nb of W give
-  // columns j0..j0+nb of y).
+  // y = x · Wᵀ through oneDNN; W other than F32 is widened block by block (rows j0..j0+nb of W
+  // give columns j0..j0+nb of y).
   void gemm_run(const float* x, int64_t m, const WeightMatrix& w, float* y) {
-    if (w.type == WeightType::kF32) {
+    if (w.type == simd::WeightType::kF32) {
       gemm.run(x, m, static_cast<const float*>(w.data), w.n_out, w.n_in, y, w.n_out);
       return;
     }
-    const WidenFn widen = w.type == WeightType::kF16 ? blocked.tiles().widen_f16 : blocked.tiles().widen_bf16;
+    const auto to_float = simd::kernels().weight[simd::weight_index(w.type)].to_float;
     widened.resize(std::max(widened.size(), size_t(kWidenRows * w.n_in)));
     for (int64_t j0 = 0; j0 < w.n_out; j0 += kWidenRows) {
       const int64_t nb = std::min(kWidenRows, w.n_out - j0);
-      const uint16_t* src = static_cast<const uint16_t*>(w.data) + j0 * w.n_in;
 #pragma omp parallel for num_threads(n_threads) schedule(static)
-      for (int64_t r = 0; r < nb; ++r) widen(src + r * w.n_in, w.n_in, widened.data() + r * w.n_in);
+      for (int64_t r = 0; r < nb; ++r) to_float(w.row(j0 + r), w.n_in, widened.data() + r * w.n_in);
       gemm.run(x, m, widened.data(), nb, w.n_in, y + j0, w.n_out);
     }
   }
@@ -66,7 +66,7 @@ Matmul::~Matmul() = default;
 
 void Matmul::run(const float* x, int64_t m, const WeightMatrix& w, float* y) {
 #if KVRT_HAVE_DNNL
-  if (m > kGemvRows) {
+  if (m > kDecodeMaxTokens) {
     impl_->gemm_run(x, m, w, y);
     impl_->describe(impl_->gemm.implementation());
     return;

@@ -1,25 +1,33 @@
-// Matrix products for the forward pass. Decode-sized products (a few rows of x) run on kvrt's
-// blocked GEMM, which reads W once in its stored type (f16 and bf16 widened in registers'
-// reach); prefill-sized products go to oneDNN (matmul_dnnl.cc, the only door to it), with f16
-// and bf16 weights widened a block of rows at a time. Builds without oneDNN use the blocked
-// GEMM for everything.
+// Matrix products for the forward pass. Decode-sized products (ops/decode_size.h) run on kvrt's
+// blocked GEMM, which reads W once in its stored type (packed types widened a tile at a time by
+// the type's to_float kernel, within cache reach); prefill-sized products go to oneDNN
+// (matmul_dnnl.cc, the only door to it), with W other than F32 widened a block of rows at a time.
+// Builds without oneDNN use the blocked GEMM for everything. Every kernel comes from the weight
+// type's slots of the one dispatch table (simd/kernels.h).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
 
+#include "simd/weight_types.h"
+
 namespace kvrt::ops {
 
-// Element type of a weight matrix as stored for compute.
-enum class WeightType { kF32, kF16, kBF16 };
-
-// A weight matrix W [n_out][n_in] (row-major, each output row contiguous), as in GGUF.
+// A weight matrix W [n_out][n_in] (row-major, each output row contiguous), as in GGUF, in any
+// computable weight type (n_in a multiple of the type's block).
 struct WeightMatrix {
-  const void* data = nullptr;  // [n_out][n_in]
-  WeightType type = WeightType::kF32;
+  const void* data = nullptr;  // [n_out][row_bytes()]
+  simd::WeightType type = simd::WeightType::kF32;
   int64_t n_out = 0;
   int64_t n_in = 0;
+
+  size_t row_bytes() const {
+    const simd::WeightTypeTraits& t = simd::weight_type_traits(type);
+    return size_t(n_in / t.block * t.block_bytes);
+  }
+  const uint8_t* row(int64_t j) const { return static_cast<const uint8_t*>(data) + size_t(j) * row_bytes(); }
 };
 
 // y[m][n_out] = x[m][n_in] · W^T. Primitives are cached per (shape, type), so calling this for

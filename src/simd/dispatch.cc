@@ -1,104 +1,163 @@
-// Chooses the kernel table once per process: the best ISA the CPU and OS support, or KVRT_ISA.
-#include <cstdint>
+// The dispatch ladder: one table per rung, built on first use from the scalar twins upwards.
+#include "simd/dispatch.h"
+
+#include <array>
 #include <cstdlib>
-#include <string>
-#include <xsimd/xsimd.hpp>
+#include <map>
 
 #include "common/error.h"
-#include "simd/dispatch.h"
+#include "simd/cpu_features.h"
 #include "simd/kernels_isa.h"
 #include "simd/kernels_scalar.h"
 
 namespace kvrt::simd {
-
 namespace {
 
-#if defined(__x86_64__)
-// xsimd 8.1 reads CPUID only; the OS must also save the wide registers (XCR0, read by XGETBV):
-// bits 1-2 (SSE, AVX state) for AVX2, and bits 5-7 (opmask, ZMM) as well for AVX-512.
-uint64_t os_saved_state() {
-  unsigned eax, ebx, ecx, edx;
-  __asm__("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(1), "c"(0));
-  if (!(ecx >> 27 & 1)) return 0;  // no OSXSAVE
-  unsigned lo, hi;
-  __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-  return (static_cast<uint64_t>(hi) << 32) | lo;
+constexpr Isa kAllIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni, Isa::kNeon};
+constexpr size_t kNumIsas = std::size(kAllIsas);
+
+struct Rung {
+  Isa isa;
+  bool (*runs)(const CpuFeatures& f);  // given that every rung below runs
+  void (*install)(Kernels& table);
+};
+
+void install_scalar(Kernels& t) {
+  scalar::install(t);
+  scalar::install_matmul(t);
 }
+
+constexpr Rung kLadder[] = {
+    {Isa::kScalar, [](const CpuFeatures&) { return true; }, install_scalar},
+#if defined(__x86_64__)
+    {Isa::kAvx2, [](const CpuFeatures& f) { return f.avx2 && f.fma && f.f16c; }, avx2::install},
+    {Isa::kAvx512, [](const CpuFeatures& f) { return f.avx512f && f.avx512bw && f.avx512dq && f.avx512vl; },
+     avx512::install},
+    {Isa::kAvx512Vnni, [](const CpuFeatures& f) { return f.avx512vnni; }, avx512vnni::install},
+#elif defined(__aarch64__)
+    {Isa::kNeon, [](const CpuFeatures& f) { return f.neon; }, neon::install},
 #endif
+};
+
+struct Tables {
+  std::array<Kernels, kNumIsas> table{};
+  std::array<bool, kNumIsas> runs{};
+};
+
+// Climbs the ladder once; the table of each rung reached is kept.
+const Tables& tables() {
+  static const Tables all = [] {
+    Tables out;
+    Kernels t{};
+    for (const Rung& r : kLadder) {
+      if (!r.runs(cpu_features())) break;
+      r.install(t);
+      t.isa = isa_to_string(r.isa);
+      out.table[size_t(r.isa)] = t;
+      out.runs[size_t(r.isa)] = true;
+    }
+    return out;
+  }();
+  return all;
+}
+
+std::string names(const std::vector<Isa>& isas) {
+  std::string s;
+  for (Isa isa : isas) s += (s.empty() ? "" : ", ") + std::string(isa_to_string(isa));
+  return s;
+}
+
+Isa choose() {
+  if (const char* forced = std::getenv("KVRT_ISA"); forced != nullptr && *forced != '\0') {
+    const Isa isa = parse_isa(forced);
+    kernels_for(isa);  // refuses a rung this CPU does not run
+    return isa;
+  }
+  return runnable_isas().back();
+}
+
+// Slot name -> function address, matmul tiles as one slot.
+std::map<std::string, const void*> slot_map(const Kernels& k) {
+  std::map<std::string, const void*> m;
+  for_each_slot(k, [&](const char* name, auto fn) {
+    const std::string n(name);
+    const bool tile = n.rfind("matmul.tile", 0) == 0;
+    const std::string key = tile ? "matmul.tiles." + std::to_string(k.matmul.rows) + "x" + std::to_string(k.matmul.cols) : n;
+    if (fn != nullptr && (!tile || n == "matmul.tile1x1")) m[key] = reinterpret_cast<const void*>(fn);
+  });
+  return m;
+}
 
 }  // namespace
-
-#if defined(__x86_64__)
-bool cpu_has_avx512_vnni() {
-  unsigned eax, ebx, ecx, edx;
-  __asm__("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(7), "c"(0));
-  return (ecx >> 11 & 1) != 0;  // CPUID.(EAX=7,ECX=0):ECX[bit 11] AVX512_VNNI
-}
-#endif
 
 const char* isa_to_string(Isa isa) {
   switch (isa) {
     case Isa::kScalar: return "scalar";
     case Isa::kAvx2: return "avx2";
     case Isa::kAvx512: return "avx512";
+    case Isa::kAvx512Vnni: return "avx512-vnni";
     case Isa::kNeon: return "neon";
   }
   return "?";
 }
 
 Isa parse_isa(std::string_view name) {
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
+  for (Isa isa : kAllIsas) {
     if (name == isa_to_string(isa)) return isa;
   }
-  throw Error("unknown ISA '" + std::string(name) + "' in KVRT_ISA (valid: scalar, avx2, avx512, neon)", ErrorKind::kUsage);
+  throw Error("unknown ISA '" + std::string(name) + "' in KVRT_ISA (valid: " +
+                  names({std::begin(kAllIsas), std::end(kAllIsas)}) + ")",
+              ErrorKind::kUsage);
 }
 
 std::vector<Isa> runnable_isas() {
-  std::vector<Isa> isas = {Isa::kScalar};
-  [[maybe_unused]] const auto cpu = xsimd::available_architectures();
-#if defined(__x86_64__)
-  const uint64_t xcr0 = os_saved_state();
-  const bool os_avx = (xcr0 & 0x6) == 0x6, os_avx512 = (xcr0 & 0xe6) == 0xe6;
-  if (os_avx && cpu.fma3_avx2) isas.push_back(Isa::kAvx2);
-  if (os_avx512 && cpu.avx512bw && cpu.avx512dq && cpu.fma3_avx2) isas.push_back(Isa::kAvx512);
-#elif defined(__aarch64__)
-  if (cpu.neon64) isas.push_back(Isa::kNeon);
-#endif
+  std::vector<Isa> isas;
+  for (Isa isa : kAllIsas) {
+    if (tables().runs[size_t(isa)]) isas.push_back(isa);
+  }
   return isas;
 }
 
 const Kernels& kernels_for(Isa isa) {
-  for (Isa ok : runnable_isas()) {
-    if (ok != isa) continue;
-    switch (isa) {
-#if defined(__x86_64__)
-      case Isa::kAvx2: return avx2::table();
-      case Isa::kAvx512: return avx512::table();
-#elif defined(__aarch64__)
-      case Isa::kNeon: return neon::table();
-#endif
-      default: return scalar::table();
-    }
-  }
-  throw Error(std::string("KVRT_ISA=") + isa_to_string(isa) + " is not supported by this CPU or build", ErrorKind::kUsage);
+  if (!tables().runs[size_t(isa)])
+    throw Error(std::string("KVRT_ISA=") + isa_to_string(isa) + " is not supported by this CPU or build (it runs " +
+                    names(runnable_isas()) + ")",
+                ErrorKind::kUsage);
+  return tables().table[size_t(isa)];
 }
 
-namespace {
-
-const Kernels& choose() {
-  if (const char* forced = std::getenv("KVRT_ISA"); forced != nullptr && *forced != '\0') {
-    return kernels_for(parse_isa(forced));
-  }
-  return kernels_for(runnable_isas().back());
+Isa process_isa() {
+  static const Isa isa = choose();
+  return isa;
 }
-
-}  // namespace
 
 const Kernels& kernels() {
-  static const Kernels& table = choose();
+  static const Kernels& table = kernels_for(process_isa());
   return table;
 }
 
 const char* isa_name() { return kernels().isa; }
+
+std::vector<std::string> describe_slots(Isa isa) {
+  std::map<std::string, Isa> origin;
+  std::map<std::string, const void*> below;
+  for (Isa rung : runnable_isas()) {
+    if (size_t(rung) > size_t(isa)) break;
+    for (const auto& [name, fn] : slot_map(kernels_for(rung))) {
+      const auto it = below.find(name);
+      if (it == below.end() || it->second != fn) origin[name] = rung;
+    }
+    below = slot_map(kernels_for(rung));
+  }
+  std::vector<std::string> lines;
+  for (auto it = std::rbegin(kAllIsas); it != std::rend(kAllIsas); ++it) {
+    std::string line;
+    for (const auto& [name, rung] : origin) {
+      if (rung == *it && below.count(name)) line += " " + name;
+    }
+    if (!line.empty()) lines.push_back(std::string(isa_to_string(*it)) + ":" + line);
+  }
+  return lines;
+}
 
 }  // namespace kvrt::simd

@@ -1,12 +1,16 @@
-// The kernel table: every SIMD kernel of kvrt behind one set of function pointers (one table
-// per ISA; simd/dispatch.h picks the table of this process).
-// Kernels see raw pointers and the layouts of kv/blocks.h and kv/tiles.h only (both dependency-free).
+// The kernel table: every SIMD kernel of kvrt behind one set of named function-pointer slots
+// (quantize, attention and matrix products). simd/dispatch.cc fills one table per ISA rung:
+// the scalar twins first, then each rung the CPU runs overwrites the slots it has kernels for.
+// Kernels see raw pointers and the layouts of kv/blocks.h, kv/tiles.h and simd/weight_types.h
+// only (all dependency-free).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "kv/blocks.h"
+#include "simd/weight_types.h"
 
 namespace kvrt::simd {
 
@@ -84,8 +88,55 @@ struct FormatKernels {
   void (*dequantize_tile[2])(const uint8_t* tile, int n, int group, float* x);
 };
 
+// Matrix products y = x · Wᵀ (ops/matmul_blocked.cc drives them). A register tile computes
+// y[i * y_stride + j] = Σ_k x[i * x_stride + k] · w[j * w_stride + k] for i < mr, j < nr, k < n_in,
+// as full-length dot products over W rows in their stored row-major layout.
+struct MatmulTileArgs {
+  const float* x;  // [mr][x_stride]
+  size_t x_stride;
+  const float* w;  // [nr][w_stride]
+  size_t w_stride;
+  float* y;        // [mr][y_stride]
+  size_t y_stride;
+  int64_t n_in;
+};
+constexpr int kMaxTileRows = 4;  // mr: rows of x (and y) per tile
+constexpr int kMaxTileCols = 4;  // nr: rows of W (columns of y) per tile
+struct MatmulTiles {
+  const char* isa;  // the rung that filled them
+  int rows;         // the full tile of this ISA is rows x cols; fn[mr - 1][nr - 1] does mr x nr
+  int cols;
+  void (*fn[kMaxTileRows][kMaxTileCols])(const MatmulTileArgs&);
+};
+
+// The decode product of a weight type: y[i * y_stride + j] = act_i · w_j for i < m, j < n_rows,
+// W rows packed in the type's blocks, activations in its activation format (WeightTypeTraits::act).
+struct DecodeArgs {
+  const uint8_t* w;    // row j at w + j * w_stride: n_in values in blocks
+  size_t w_stride;     // bytes
+  int n_rows;
+  const uint8_t* act;  // row i at act + i * act_stride
+  size_t act_stride;   // bytes
+  int m;
+  int64_t n_in;
+  float* y;            // [m][y_stride]
+  size_t y_stride;
+};
+
+// Kernels of one weight type, slot weight[weight_index(type)] (null where the type has none).
+struct WeightKernels {
+  // dst[0 .. n) = the values of n (a whole number of blocks) stored values: W tiles widened for
+  // the FP32 products (prefill, and decode without an own product), embedding rows.
+  void (*to_float)(const uint8_t* src, int64_t n, float* dst);
+  // n FP32 values (whole blocks) into blocks of this type: the activation side of integer products.
+  void (*from_float)(const float* x, int64_t n, uint8_t* dst);
+  // The decode product on packed W rows; null: W tiles are widened with to_float and run through
+  // the FP32 matmul tiles.
+  void (*decode)(const DecodeArgs&);
+};
+
 struct Kernels {
-  const char* isa;
+  const char* isa;  // the top rung of the ladder this table reached, e.g. "avx512-vnni"
   void (*dot[kNumRowCodecs])(const DotArgs&);    // rows of any RowCodec
   void (*acc)(const AccArgs&);                   // FP32 rows
   FormatKernels format[kv::kNumFormats];         // slot = kv::Format; the f32 slot is empty
@@ -93,8 +144,45 @@ struct Kernels {
   void (*hadamard)(float* x, int n);             // orthonormal fast Walsh–Hadamard, n power of two
   void (*gemm_qk)(const GemmArgs&);
   void (*gemm_pv)(const GemmArgs&);
+  MatmulTiles matmul;
+  WeightKernels weight[kNumWeightTypes];
 };
 
-const char* isa_name();  // ISA of this process's table, e.g. "avx512" (see simd/dispatch.h)
+// Calls f(name, slot) for every named function-pointer slot of a table (reports and tests);
+// a slot added to Kernels gets its name here.
+template <class K, class F>
+void for_each_slot(K& k, F&& f) {
+  static constexpr const char* kRowCodecNames[kNumRowCodecs] = {"f32", "raw8", "raw4"};
+  for (int c = 0; c < kNumRowCodecs; ++c) f((std::string("attention.dot.") + kRowCodecNames[c]).c_str(), k.dot[c]);
+  f("attention.acc.f32", k.acc);
+  kv::for_each_quant_format([&](auto fmt) {
+    const std::string name = decltype(fmt)::kName;
+    auto& slots = k.format[static_cast<int>(decltype(fmt)::kFormat)];
+    f(("attention.dot." + name).c_str(), slots.dot);
+    f(("attention.acc." + name).c_str(), slots.acc);
+    f(("quantize." + name).c_str(), slots.quantize);
+    f(("prefill.dequantize_k." + name).c_str(), slots.dequantize_tile[0]);
+    f(("prefill.dequantize_v." + name).c_str(), slots.dequantize_tile[1]);
+  });
+  f("softmax.exp_sum", k.exp_sum);
+  f("rotate.hadamard", k.hadamard);
+  f("prefill.gemm_qk", k.gemm_qk);
+  f("prefill.gemm_pv", k.gemm_pv);
+  for (int i = 0; i < k.matmul.rows; ++i) {
+    for (int j = 0; j < k.matmul.cols; ++j) {
+      f(("matmul.tile" + std::to_string(i + 1) + "x" + std::to_string(j + 1)).c_str(), k.matmul.fn[i][j]);
+    }
+  }
+  for (int t = 0; t < kNumWeightTypes; ++t) {
+    const WeightTypeTraits* row = find_weight_type(static_cast<uint32_t>(t));
+    if (row == nullptr) continue;
+    const std::string name = std::string("weight.") + row->name + ".";
+    f((name + "to_float").c_str(), k.weight[t].to_float);
+    f((name + "from_float").c_str(), k.weight[t].from_float);
+    f((name + "decode").c_str(), k.weight[t].decode);
+  }
+}
+
+const char* isa_name();  // the rung of this process's table, e.g. "avx512-vnni" (see simd/dispatch.h)
 
 }  // namespace kvrt::simd

@@ -5,8 +5,10 @@
 #include <cmath>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 #include <xsimd/xsimd.hpp>
 
+#include "common/half.h"
 #include "kv/blocks.h"
 #include "simd/kernels_isa.h"
 #include "simd/kernels_scalar.h"
@@ -17,14 +19,14 @@ namespace kvrt::simd::avx2 {
 #include "simd/kernels_x86.inc"
 #include "simd/kernels_body.inc"
 #include "simd/kernels_table.inc"
+#include "simd/matmul_tiles.inc"
 
-const Kernels& table() {
-  static const Kernels k = [] {
-    Kernels t = make_table<xsimd::fma3<xsimd::avx2>, xsimd::sse4_2>("avx2");
-    tiles::install(t);
-    return t;
-  }();
-  return k;
+// The avx2 rung: the row kernels, the tile kernels of every quantized format (kernels_avx2_int.cc) and the matmul
+// tiles (16 registers: 12 accumulators, 3 rows of x, W from memory operands).
+void install(Kernels& t) {
+  install_rows<xsimd::fma3<xsimd::avx2>, xsimd::sse4_2>(t);
+  tiles::install(t);
+  install_matmul<xsimd::fma3<xsimd::avx2>, 3, 4>(t, "avx2");
 }
 
 }  // namespace kvrt::simd::avx2

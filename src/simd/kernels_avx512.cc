@@ -5,8 +5,10 @@
 #include <cmath>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 #include <xsimd/xsimd.hpp>
 
+#include "common/half.h"
 #include "kv/blocks.h"
 #include "simd/kernels_isa.h"
 #include "simd/kernels_scalar.h"
@@ -17,17 +19,14 @@ namespace kvrt::simd::avx512 {
 #include "simd/kernels_x86.inc"
 #include "simd/kernels_body.inc"
 #include "simd/kernels_table.inc"
+#include "simd/matmul_tiles.inc"
 
-// The tile kernels of every quantized format come from kernels_avx2_int.cc, dot and acc from kernels_vnni.cc where
-// the CPU has AVX512-VNNI.
-const Kernels& table() {
-  static const Kernels k = [] {
-    Kernels t = make_table<xsimd::avx512bw, xsimd::fma3<xsimd::avx2>, xsimd::sse4_2>("avx512");
-    avx2::tiles::install(t);
-    if (cpu_has_avx512_vnni()) avx512vnni::install(t);
-    return t;
-  }();
-  return k;
+// The avx512 rung: the row kernels and the matmul tiles (32 registers: 16 accumulators plus the
+// loaded rows). The format tile kernels stay as the avx2 rung left them; the avx512-vnni rung
+// (kernels_vnni.cc) replaces dot and acc.
+void install(Kernels& t) {
+  install_rows<xsimd::avx512bw, xsimd::fma3<xsimd::avx2>, xsimd::sse4_2>(t);
+  install_matmul<xsimd::avx512f, 4, 4>(t, "avx512");
 }
 
 }  // namespace kvrt::simd::avx512

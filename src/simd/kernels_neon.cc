@@ -5,8 +5,10 @@
 #include <cmath>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 #include <xsimd/xsimd.hpp>
 
+#include "common/half.h"
 #include "kv/blocks.h"
 #include "simd/kernels_isa.h"
 #include "simd/kernels_scalar.h"
@@ -40,14 +42,14 @@ inline void lane_sums(const Vec<A>* v, float* out) {
 
 #include "simd/kernels_body.inc"
 #include "simd/kernels_table.inc"
+#include "simd/matmul_tiles.inc"
 
-const Kernels& table() {
-  static const Kernels k = [] {
-    Kernels t = make_table<xsimd::neon64>("neon");
-    tiles::install(t);
-    return t;
-  }();
-  return k;
+// The neon rung: the row kernels, the tile kernels of every quantized format (kernels_neon_int.cc) and the matmul
+// tiles (32 registers: 16 accumulators plus the loaded rows).
+void install(Kernels& t) {
+  install_rows<xsimd::neon64>(t);
+  tiles::install(t);
+  install_matmul<xsimd::neon64, 4, 4>(t, "neon");
 }
 
 }  // namespace kvrt::simd::neon

@@ -168,20 +168,16 @@ template <RowCodec C> void dot_of(const DotArgs& a) { dot(C, a); }
 
 }  // namespace
 
-const Kernels& table() {
-  static const Kernels k = [] {
-    Kernels t{"scalar",
-              {dot_of<RowCodec::kF32>, dot_of<RowCodec::kRaw8>, dot_of<RowCodec::kRaw4>},
-              acc,
-              {},
-              exp_sum,
-              hadamard,
-              gemm_qk,
-              gemm_pv};
-    kv::for_each_quant_format([&](auto f) { t.format[static_cast<int>(decltype(f)::kFormat)] = format_kernels<decltype(f)>(); });
-    return t;
-  }();
-  return k;
+void install(Kernels& k) {
+  k.dot[static_cast<int>(RowCodec::kF32)] = dot_of<RowCodec::kF32>;
+  k.dot[static_cast<int>(RowCodec::kRaw8)] = dot_of<RowCodec::kRaw8>;
+  k.dot[static_cast<int>(RowCodec::kRaw4)] = dot_of<RowCodec::kRaw4>;
+  k.acc = acc;
+  kv::for_each_quant_format([&](auto f) { k.format[static_cast<int>(decltype(f)::kFormat)] = format_kernels<decltype(f)>(); });
+  k.exp_sum = exp_sum;
+  k.hadamard = hadamard;
+  k.gemm_qk = gemm_qk;
+  k.gemm_pv = gemm_pv;
 }
 
 }  // namespace kvrt::simd::scalar

@@ -32,7 +32,8 @@ float exp_sum(float* x, int n, float max);
 void hadamard(float* x, int n);
 void gemm_qk(const GemmArgs& g);
 void gemm_pv(const GemmArgs& g);
-const Kernels& table();
+void install(Kernels& k);          // the attention and quantize slots (kernels_scalar.cc)
+void install_matmul(Kernels& k);   // the matmul and weight slots (matmul_scalar.cc)
 
 // A row of n values (n a multiple of group) as blocks of format F.
 template <class F>

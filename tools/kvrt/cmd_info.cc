@@ -1,6 +1,7 @@
 // kvrt info: what a model file holds and what this machine will run it with.
 #include <cstdio>
 #include <map>
+#include <string>
 
 #include "command_line.h"
 #include "common/data_dir.h"
@@ -9,7 +10,8 @@
 #include "model/model.h"
 #include "model_options.h"
 #include "ops/matmul.h"
-#include "simd/kernels.h"
+#include "simd/cpu_features.h"
+#include "simd/dispatch.h"
 
 namespace kvrt::cli {
 namespace {
@@ -38,6 +40,33 @@ std::string data_dir_or_reason() {
     return data_dir();
   } catch (const Error& e) {
     return std::string("none (") + e.what() + ")";
+  }
+}
+
+// The dispatch decision: the rung, what the CPU offers, and which rung filled each kernel slot.
+void print_dispatch() {
+  std::string rungs;
+  for (simd::Isa isa : simd::runnable_isas()) rungs += (rungs.empty() ? "" : ", ") + std::string(simd::isa_to_string(isa));
+  std::printf("ISA:            %s (this CPU runs %s; KVRT_ISA chooses)\n", simd::isa_name(), rungs.c_str());
+  std::printf("CPU features:   %s\n", simd::cpu_features_string(simd::cpu_features()).c_str());
+  const char* label = "kernels:        ";
+  for (const std::string& line : simd::describe_slots(simd::process_isa())) {
+    std::string out;  // wrapped at about 100 columns
+    size_t col = 0;
+    for (size_t at = 0; at < line.size();) {
+      size_t end = line.find(' ', at + 1);
+      if (end == std::string::npos) end = line.size();
+      if (col > 0 && col + (end - at) > 84) {
+        out += "\n                  ";
+        col = 2;
+        ++at;  // the space
+      }
+      out += line.substr(at, end - at);
+      col += end - at;
+      at = end;
+    }
+    std::printf("%s%s\n", label, out.c_str());
+    label = "                ";
   }
 }
 
@@ -77,7 +106,7 @@ int cmd_info(int argc, char** argv) {
   std::printf("tokenizer:      %s (pre-tokenizer %s%s), BOS %d, EOS %d\n",
               std::string(tok.model_name()).c_str(), std::string(tok.pre_name()).c_str(),
               tok.pre_tokenizer_supported() ? "" : ", NOT SUPPORTED", tok.bos_id(), tok.eos_id());
-  std::printf("ISA:            %s\n", simd::isa_name());
+  print_dispatch();
   std::printf("matmul:         %s\n", ops::matmul_backends().c_str());
   std::printf("data dir:       %s\n", data_dir_or_reason().c_str());
   return kExitOk;

@@ -1,0 +1,51 @@
+// Weight types: how the values of a tensor are stored, one traits row per type (ggml's
+// type_traits is the model). The row says what a type is (name, block size, bytes per block, the
+// activation format its integer products want); its kernels are the slots weight[type] of the
+// dispatched table (simd/kernels.h: to-float rows, from-float rows, decode product), as ggml's
+// type_traits_cpu. The GGUF reader maps tensor type ids onto these rows, so a type kvrt does not
+// know is refused while the file is read; a known type without kernels (computable == false) is
+// refused when a weight of it is loaded.
+//
+// Adding a type: its block struct (with a static_assert on its size), its row in weight_types.cc,
+// and its kernels: the scalar twins (weight_kernels_scalar.cc), then per ISA.
+#pragma once
+
+#include <cstdint>
+
+namespace kvrt::simd {
+
+// Numbered as ggml's types, which are the GGUF tensor type ids.
+enum class WeightType : uint32_t {
+  kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8, kQ8_1 = 9,
+  kQ2_K = 10, kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kQ8_K = 15,
+  kI8 = 24, kI16 = 25, kI32 = 26, kI64 = 27, kF64 = 28, kBF16 = 30,
+};
+constexpr int kNumWeightTypes = 31;  // type ids are below this: the size of the weight[] slots
+
+constexpr int weight_index(WeightType t) { return static_cast<int>(t); }
+
+// Q8_0: 32 values x = d * qs[i], d an IEEE binary16 scale (ggml's block_q8_0). Also the
+// activation format of Q8_0's integer decode product.
+struct BlockQ8_0 {
+  uint16_t d;      // f16 scale
+  int8_t qs[32];   // codes
+};
+static_assert(sizeof(BlockQ8_0) == 34);
+
+struct WeightTypeTraits {
+  WeightType type;
+  const char* name;     // as ggml and the GGUF tools print it: "F16", "Q8_0"
+  int64_t block;        // values per block (1 for plain element types)
+  int64_t block_bytes;  // bytes per block
+  bool computable;      // kvrt multiplies with it: its to_float slot is filled in every table
+  WeightType act;       // activations of its decode product: kF32, or the blocks they are quantized to
+};
+
+// The row of a type id read from a file; nullptr when kvrt does not know the id.
+const WeightTypeTraits* find_weight_type(uint32_t ggml_id);
+const WeightTypeTraits& weight_type_traits(WeightType t);  // t must be a known type
+const char* weight_type_name(WeightType t);                  // "unknown" for an unknown id
+// The computable types' names, e.g. "F32, F16, BF16, Q8_0", for error messages.
+const char* computable_weight_type_names();
+
+}  // namespace kvrt::simd
