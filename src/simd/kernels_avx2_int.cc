@@ -231,12 +231,6 @@ void dequantize_tile(Avx2, const uint8_t* tile, int n, int group, float* x) {
 
 }  // namespace
 
-void acc(kv::Format format, const AccArgs& a) {
-  kv::for_each_quant_format([&](auto f) {
-    if (decltype(f)::kFormat == format) acc_tiles<Avx2, decltype(f)>(a);
-  });
-}
-
 void install(Kernels& t) { install_tiles<Avx2>(t); }
 
 }  // namespace kvrt::simd::avx2::tiles

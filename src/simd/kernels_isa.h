@@ -7,10 +7,7 @@
 
 namespace kvrt::simd {
 namespace avx2 { void install(Kernels& table); }
-namespace avx2::tiles {  // tile kernels of every quantized format, kernels_avx2_int.cc
-void install(Kernels& table);
-void acc(kv::Format format, const AccArgs& a);
-}  // namespace avx2::tiles
+namespace avx2::tiles { void install(Kernels& table); }  // tile kernels of every quantized format, kernels_avx2_int.cc
 namespace avx512 { void install(Kernels& table); }
 namespace avx512vnni { void install(Kernels& table); }  // sets dot and acc of every quantized format
 namespace neon { void install(Kernels& table); }

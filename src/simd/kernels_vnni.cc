@@ -3,8 +3,9 @@
 //   dot (q·k): lanes are the 16 tokens of a key tile; vpdpbusd adds 4 code x query products per
 //              lane, so no horizontal sums. q8 codes are made unsigned with ^0x80 and the 128 Σq̃
 //              it adds is taken off per group; narrower codes take one vpdpbusd per slot of a byte.
-//   acc (p·V): lanes are 16 dims; p is folded into the value scales as int16 weights (AccArgs) and
-//              vpdpwssd adds 2 tokens per lane into int32, flushed to FP32 once per kAccChunk run.
+//   acc (p·V): lanes are 16 dims (8, in ymm with AVX512-VL, for rows or groups of 8); p is folded
+//              into the value scales as int16 weights (AccArgs) and vpdpwssd adds 2 tokens per
+//              lane into int32, flushed to FP32 once per kAccChunk run.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -19,13 +20,60 @@ namespace kvrt::simd::avx512vnni {
 
 namespace {
 
-// The tag of this file's kernels (tile_loops.h): 16 tokens (dot) or 16 dims (acc) per vector.
+// The tags of this file's kernels (tile_loops.h): 16 tokens per vector (dot), and W = 16 dims
+// per column of zmm or, for rows and groups of 8, W = 8 dims per column of ymm (AVX512-VL) (acc).
+template <int W>
 struct Vnni {
-  static constexpr int kColumnDims = 16;
+  static constexpr int kColumnDims = W;
 };
 
-template <int NQ>
-using Weights = RunWeights<NQ, Vnni::kColumnDims>;
+template <int W>
+struct LaneVector;
+template <>
+struct LaneVector<16> {
+  using I = __m512i;
+};
+template <>
+struct LaneVector<8> {
+  using I = __m256i;
+};
+
+// The value-column operations of W int32 lanes.
+template <int W>
+struct Lanes {
+  using I = typename LaneVector<W>::I;
+  static I zero() { return I{}; }
+  // acc + the int16 pairs of v times the int16 pair at w, per lane
+  static I dot_pairs(I acc, I v, const int16_t* w) {
+    if constexpr (W == 16) return _mm512_dpwssd_epi32(acc, v, _mm512_set1_epi32(load32(w)));
+    else return _mm256_dpwssd_epi32(acc, v, _mm256_set1_epi32(load32(w)));
+  }
+  // 2W int8 codes (W dims of two tokens, interleaved) as int16 lanes
+  static I codes_i8(const uint8_t* p) {
+    if constexpr (W == 16) return _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    else return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  // W bytes as int32 lanes
+  static I bytes(const uint8_t* p) {
+    if constexpr (W == 16) return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    else return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  }
+  // (x >> lo | x << hi) & mask
+  static I pair_codes(I x, int lo, int hi, int mask) {
+    if constexpr (W == 16) return _mm512_ternarylogic_epi32(_mm512_srli_epi32(x, lo), _mm512_slli_epi32(x, hi), _mm512_set1_epi32(mask), 0xa8);
+    else return _mm256_ternarylogic_epi32(_mm256_srli_epi32(x, lo), _mm256_slli_epi32(x, hi), _mm256_set1_epi32(mask), 0xa8);
+  }
+  // o[0 .. W) = fma(a0 + a1, sw, o) (+ msum)
+  static void flush(float* o, I a0, I a1, float sw, bool add_msum, float msum) {
+    if constexpr (W == 16) {
+      const __m512 r = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(a0, a1)), _mm512_set1_ps(sw), _mm512_loadu_ps(o));
+      _mm512_storeu_ps(o, add_msum ? _mm512_add_ps(r, _mm512_set1_ps(msum)) : r);
+    } else {
+      const __m256 r = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(a0, a1)), _mm256_set1_ps(sw), _mm256_loadu_ps(o));
+      _mm256_storeu_ps(o, add_msum ? _mm256_add_ps(r, _mm256_set1_ps(msum)) : r);
+    }
+  }
+};
 
 inline __m512i bcast32(const void* p) { return _mm512_set1_epi32(load32(p)); }
 
@@ -52,7 +100,7 @@ inline void group_sums(const uint8_t* codes, const int8_t* const* qc, int b, int
 }
 
 template <int NQ, class F>
-void dot_nq(Vnni, const DotArgs& a, int i0) {
+void dot_nq(Vnni<16>, const DotArgs& a, int i0) {
   const auto f = kv::TileFormat::of<F>(kv::TileRole::kKey, a.n, a.group);
   constexpr size_t ss = kv::kScaleStride<typename F::Scale>;
   const int ng = f.n_groups();
@@ -77,34 +125,35 @@ void dot_nq(Vnni, const DotArgs& a, int i0) {
   });
 }
 
-// Adds the value codes of 16 dims (column col) of tile k_tile of the run to acc, a pair of tokens
+// Adds the value codes of W dims (column col) of tile k_tile of the run to acc, a pair of tokens
 // at a time (vpdpwssd of 2 tokens' codes as int16 lanes with their 2 weights), alternating two
 // accumulators.
-template <int NQ, class F>
-inline void acc_tile(const uint8_t* codes, int n, int col, const Weights<NQ>& r, int b, int k_tile, __m512i (*acc)[NQ]) {
+template <int W, int NQ, class F>
+inline void acc_tile(const uint8_t* codes, int n, int col, const RunWeights<NQ, W>& r, int b, int k_tile,
+                     typename Lanes<W>::I (*acc)[NQ]) {
+  using L = Lanes<W>;
   if constexpr (F::kBits == 8) {
     for (int pair = 0; pair < kT / 2; ++pair) {
-      const __m512i v = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + pair * 2 * n + col * 32)));
-      for (int i = 0; i < NQ; ++i) acc[pair & 1][i] = _mm512_dpwssd_epi32(acc[pair & 1][i], v, bcast32(r.tile(i, b, k_tile) + 2 * pair));
+      const auto v = L::codes_i8(codes + pair * 2 * n + col * 2 * W);
+      for (int i = 0; i < NQ; ++i) acc[pair & 1][i] = L::dot_pairs(acc[pair & 1][i], v, r.tile(i, b, k_tile) + 2 * pair);
     }
   } else {  // byte u of dim i holds tokens k u + s in slot s (kv/tiles.h)
     constexpr int k = F::kPerByte, bits = F::kBits;
-    const __m512i mask = _mm512_set1_epi32(F::kCodeMask | F::kCodeMask << 16);
     for (int u = 0; u < kT / k; ++u) {
-      const __m512i x = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + u * n + col * 16)));
+      const auto x = L::bytes(codes + u * n + col * W);
       for (int p = 0; p < k / 2; ++p) {
         const int pair = k / 2 * u + p;
         // (x >> 2p bits | x << (16 - (2p + 1) bits)) & mask: the pair's two codes as int16 lanes
-        const __m512i v = _mm512_ternarylogic_epi32(_mm512_srli_epi32(x, 2 * p * bits), _mm512_slli_epi32(x, 16 - (2 * p + 1) * bits), mask, 0xa8);
-        for (int i = 0; i < NQ; ++i) acc[pair & 1][i] = _mm512_dpwssd_epi32(acc[pair & 1][i], v, bcast32(r.tile(i, b, k_tile) + 2 * pair));
+        const auto v = L::pair_codes(x, 2 * p * bits, 16 - (2 * p + 1) * bits, F::kCodeMask | F::kCodeMask << 16);
+        for (int i = 0; i < NQ; ++i) acc[pair & 1][i] = L::dot_pairs(acc[pair & 1][i], v, r.tile(i, b, k_tile) + 2 * pair);
       }
     }
   }
 }
 
 // Weights of one kAccChunk run (as scalar::acc_tiles_run): w[i][b][t] = round(p d / sw).
-template <int NQ, class F>
-void run_weights(Vnni, const AccArgs& a, int i0, int t0, int t1, const TileRun& run, Weights<NQ>& r) {
+template <int NQ, class F, int W>
+void run_weights(Vnni<W>, const AccArgs& a, int i0, int t0, int t1, const TileRun& run, RunWeights<NQ, W>& r) {
   constexpr size_t ss = kv::kScaleStride<typename F::Scale>;
   const int ng = a.n / a.group;
   __m512 pmax[NQ];
@@ -138,36 +187,35 @@ void run_weights(Vnni, const AccArgs& a, int i0, int t0, int t1, const TileRun& 
   }
 }
 
-// Column col (16 dims) of a kAccChunk run: the int32 sums over its tiles, flushed as
+// Column col (W dims) of a kAccChunk run: the int32 sums over its tiles, flushed as
 // o += sum * sw (+ Σ p m for asymmetric formats).
-template <int NQ, class F>
-void acc_column(Vnni, const AccArgs& a, int i0, const TileRun& run, const Weights<NQ>& r, int col) {
+template <int NQ, class F, int W>
+void acc_column(Vnni<W>, const AccArgs& a, int i0, const TileRun& run, const RunWeights<NQ, W>& r, int col) {
+  using L = Lanes<W>;
   const size_t header = kv::TileFormat::of<F>(kv::TileRole::kValue, a.n, a.group).header_bytes();
-  const int b = col * 16 / a.group;
-  __m512i acc[2][NQ];
-  for (int i = 0; i < NQ; ++i) acc[0][i] = acc[1][i] = _mm512_setzero_si512();
-  for (int k = 0; k < run.n_tiles; ++k) acc_tile<NQ, F>(run.tiles + k * a.row_stride + header, a.n, col, r, b, k, acc);
+  const int b = col * W / a.group;
+  typename L::I acc[2][NQ];
+  for (int i = 0; i < NQ; ++i) acc[0][i] = acc[1][i] = L::zero();
+  for (int k = 0; k < run.n_tiles; ++k) acc_tile<W, NQ, F>(run.tiles + k * a.row_stride + header, a.n, col, r, b, k, acc);
   for (int i = 0; i < NQ; ++i) {
-    float* o = a.acc + (i0 + i) * a.acc_stride + col * 16;
-    const __m512 sum = _mm512_cvtepi32_ps(_mm512_add_epi32(acc[0][i], acc[1][i]));
-    const __m512 res = _mm512_fmadd_ps(sum, _mm512_set1_ps(r.sw[i][b]), _mm512_loadu_ps(o));
-    _mm512_storeu_ps(o, F::kSymmetric ? res : _mm512_add_ps(res, _mm512_set1_ps(r.msum[i][b])));
+    L::flush(a.acc + (i0 + i) * a.acc_stride + col * W, acc[0][i], acc[1][i], r.sw[i][b], !F::kSymmetric, r.msum[i][b]);
   }
 }
 
-// Columns of 16 dims inside one group; other shapes take the AVX2 kernels.
+// Columns of 16 dims inside one group where rows and groups allow, else of 8 (the value unit of
+// every quantized format, kv/formats.h).
 template <class F>
-void acc_columns_of_16(const AccArgs& a) {
-  if (a.n % 16 != 0 || a.group % 16 != 0) return avx2::tiles::acc(F::kFormat, a);
-  acc_tiles<Vnni, F>(a);
+void acc_columns(const AccArgs& a) {
+  if (a.n % 16 == 0 && a.group % 16 == 0) acc_tiles<Vnni<16>, F>(a);
+  else acc_tiles<Vnni<8>, F>(a);
 }
 
 }  // namespace
 
 void install(Kernels& t) {
   for_each_format_slot(t, [](auto f, FormatKernels& k) {
-    k.dot = dot_tiles<Vnni, decltype(f)>;
-    k.acc = acc_columns_of_16<decltype(f)>;
+    k.dot = dot_tiles<Vnni<16>, decltype(f)>;
+    k.acc = acc_columns<decltype(f)>;
   });
 }
 
