@@ -1,9 +1,14 @@
 // The catalogue of bad inputs to the kvrt CLI. Each case must end with a non-zero exit code, one
 // clear line on stderr that names what is wrong, and nothing half-written on stdout or on disk.
 #include <doctest/doctest.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -20,12 +25,14 @@ namespace {
 
 using kvrt::test::TempDir;
 
-// The CLI under test: $KVRT_EXE, else the build tree's tools/kvrt/kvrt.
+// The CLI under test: $KVRT_EXE, else the build tree's tools/kvrt/kvrt, behind a time limit so
+// that a case that blocks (a FIFO opened for reading) fails instead of hanging the suite.
 void ensure_kvrt_exe() {
   const char* exe = std::getenv("KVRT_EXE");
   const char* build = std::getenv("KVRT_BUILD_DIR");
-  if ((exe == nullptr || *exe == '\0') && build != nullptr)
-    setenv("KVRT_EXE", (std::string(build) + "/tools/kvrt/kvrt").c_str(), 1);
+  std::string cmd = exe && *exe ? exe : build ? std::string(build) + "/tools/kvrt/kvrt" : "kvrt";
+  if (cmd.rfind("timeout ", 0) != 0) cmd = "timeout -k 5 120 " + cmd;
+  setenv("KVRT_EXE", cmd.c_str(), 1);
 }
 
 void write_bytes(const std::string& path, const std::string& bytes) {
@@ -54,6 +61,49 @@ void check_case(const BadCase& c, const TempDir& tmp) {
 }
 
 std::string quote(const std::string& s) { return "'" + s + "'"; }
+
+// Special files made in the temporary directory: a FIFO, a character device like /dev/zero (made
+// with mknod, never /dev/null itself; empty when mknod is not allowed), a socket and a directory.
+struct SpecialFiles {
+  std::string fifo, chardev, socket, dir;
+};
+
+SpecialFiles make_special_files(const TempDir& tmp) {
+  SpecialFiles s{tmp / "fifo", tmp / "chardev", tmp / "socket", tmp / "dir"};
+  REQUIRE(mkfifo(s.fifo.c_str(), 0666) == 0);
+  if (mknod(s.chardev.c_str(), S_IFCHR | 0666, makedev(1, 5)) != 0) {
+    MESSAGE("mknod is not allowed here (not root?): the character-device cases are skipped");
+    s.chardev.clear();
+  }
+  const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  REQUIRE(s.socket.size() < sizeof addr.sun_path);
+  std::strcpy(addr.sun_path, s.socket.c_str());
+  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  close(fd);
+  std::filesystem::create_directory(s.dir);
+  return s;
+}
+
+// The file type of `path` as `stat -c %F` names it ("" when it does not exist).
+std::string file_type(const std::string& path) {
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0) return "";
+  if (S_ISREG(st.st_mode)) return "regular file";
+  if (S_ISCHR(st.st_mode)) return "character device";
+  if (S_ISFIFO(st.st_mode)) return "fifo";
+  if (S_ISSOCK(st.st_mode)) return "socket";
+  if (S_ISDIR(st.st_mode)) return "directory";
+  if (S_ISLNK(st.st_mode)) return "symbolic link";
+  return "other";
+}
+
+// An empty file of `bytes` bytes that takes no disk space.
+void make_sparse(const std::string& path, off_t bytes) {
+  write_bytes(path, "");
+  REQUIRE(truncate(path.c_str(), bytes) == 0);
+}
 
 }  // namespace
 
@@ -178,4 +228,127 @@ TEST_CASE("a validation record made for another model file is refused (exit 3)")
               "run -m " + quote(kvrt::test::stories_path()) + " -p hi -n 4 --kv q8 --record " + quote(tmp / "other.toml"),
               3, "made for another model file"},
              tmp);
+}
+
+TEST_CASE("special files as inputs are refused at once, never waited on or read without end (exit 2)") {
+  ensure_kvrt_exe();
+  TempDir tmp;
+  const SpecialFiles sp = make_special_files(tmp);
+  const std::string m = "-m " + quote(kvrt::test::stories_path()) + " ";
+  const std::string v = "validate " + m + "--kv q8 --max-len 64 --record " + quote(tmp / "r.toml") + " ";
+  make_sparse(tmp / "huge.txt", (off_t(64) << 20) + 1);
+  make_sparse(tmp / "huge.toml", (off_t(16) << 20) + 1);
+  std::filesystem::create_directory(tmp / "cases");
+  REQUIRE(mkfifo((tmp / "cases/manifest.toml").c_str(), 0666) == 0);
+  std::filesystem::create_directory(tmp / "texts");
+  write_bytes(tmp / "texts/manifest.toml",
+              "[[case]]\nid = \"x\"\ncategory = \"prose\"\nmode = \"teacher_forced\"\ntext_file = \"../fifo\"\n");
+  std::vector<BadCase> cases = {
+      {"FIFO as model (run)", "run -m " + quote(sp.fifo) + " -p hi", 2, "is a FIFO"},
+      {"FIFO as model (info)", "info -m " + quote(sp.fifo), 2, "is a FIFO"},
+      {"FIFO as model (validate)", "validate -m " + quote(sp.fifo) + " --kv q8 --max-len 64", 2, "is a FIFO"},
+      {"socket as model", "info -m " + quote(sp.socket), 2, "is a socket"},
+      {"FIFO as prompt file", "run " + m + "-f " + quote(sp.fifo), 2, "is a FIFO"},
+      {"/dev/zero as prompt file", "run " + m + "-f /dev/zero", 2, "is a character device"},
+      {"directory as prompt file", "run " + m + "-f " + quote(sp.dir), 2, "is a directory"},
+      {"prompt file over the size limit", "run " + m + "-f " + quote(tmp / "huge.txt"), 2, "limit of 64 MiB"},
+      {"FIFO as record (run)", "run " + m + "-p hi -n 2 --kv q8 --record " + quote(sp.fifo), 2, "is a FIFO"},
+      {"/dev/zero as record (run)", "run " + m + "-p hi -n 2 --kv q8 --record /dev/zero", 2, "is a character device"},
+      {"FIFO as thresholds", v + "--config " + quote(sp.fifo), 2, "is a FIFO"},
+      {"/dev/zero as thresholds", v + "--config /dev/zero", 2, "is a character device"},
+      {"thresholds over the size limit", v + "--config " + quote(tmp / "huge.toml"), 2, "limit of 16 MiB"},
+      {"directory as settings file", "validate " + m + "--max-len 64 --settings " + quote(sp.dir), 2, "is a directory"},
+      {"FIFO as case manifest", v + "--cases " + quote(tmp / "cases"), 2, "is a FIFO"},
+      {"FIFO as case text", v + "--cases " + quote(tmp / "texts"), 2, "is a FIFO"},
+  };
+  if (!sp.chardev.empty()) cases.push_back({"character device as model", "info -m " + quote(sp.chardev), 2, "is a character device"});
+  for (const auto& c : cases) check_case(c, tmp);
+  CHECK(!std::filesystem::exists(tmp / "r.toml"));
+}
+
+TEST_CASE("special files as outputs are refused before the run and left as they were (exit 2)") {
+  ensure_kvrt_exe();
+  TempDir tmp;
+  const SpecialFiles sp = make_special_files(tmp);
+  std::filesystem::create_symlink(tmp / "missing.json", tmp / "dangling");
+  std::filesystem::create_symlink(sp.fifo, tmp / "to-fifo");
+  const std::string v = "validate -m " + quote(kvrt::test::stories_path()) + " --kv q8 --max-len 64 ";
+  const std::string rec = "--record " + quote(tmp / "r.toml") + " ";
+  const std::string b = "bench -m " + quote(kvrt::test::stories_path()) +
+                        " --ctx 16 --settings f32 --prefill-tokens 16 --decode-tokens 1 ";
+  std::vector<BadCase> cases = {
+      {"FIFO as HTML report", v + rec + "--html " + quote(sp.fifo), 2, "is a FIFO"},
+      {"socket as JSON report", v + rec + "--json " + quote(sp.socket), 2, "is a socket"},
+      {"directory as record", v + "--record " + quote(sp.dir), 2, "is a directory"},
+      {"FIFO as record", v + "--record " + quote(sp.fifo), 2, "is a FIFO"},
+      {"dangling symlink as JSON report", v + rec + "--json " + quote(tmp / "dangling"), 2, "does not exist"},
+      {"symlink to a FIFO as JSON report", v + rec + "--json " + quote(tmp / "to-fifo"), 2, "is a FIFO"},
+      {"FIFO as bench JSON", b + "--json " + quote(sp.fifo), 2, "is a FIFO"},
+      {"directory as bench JSON", b + "--json " + quote(sp.dir), 2, "is a directory"},
+  };
+  if (!sp.chardev.empty()) {
+    cases.push_back({"character device as JSON report", v + rec + "--json " + quote(sp.chardev), 2, "is a character device"});
+    cases.push_back({"character device as record", v + "--record " + quote(sp.chardev), 2, "is a character device"});
+    cases.push_back({"character device as bench JSON", b + "--json " + quote(sp.chardev), 2, "is a character device"});
+  }
+  for (const auto& c : cases) check_case(c, tmp);
+  CHECK(file_type(sp.fifo) == "fifo");
+  CHECK(file_type(sp.socket) == "socket");
+  CHECK(file_type(sp.dir) == "directory");
+  CHECK(file_type(tmp / "dangling") == "symbolic link");
+  if (!sp.chardev.empty()) CHECK(file_type(sp.chardev) == "character device");
+  CHECK(file_type(tmp / "r.toml").empty());
+}
+
+TEST_CASE("validate: an unusable state directory and an unreadable earlier record fail before the run") {
+  ensure_kvrt_exe();
+  TempDir tmp;
+  write_bytes(tmp / "file", "not a directory");
+  const std::string v = "validate -m " + quote(kvrt::test::stories_path()) + " --kv q8 --max-len 64 ";
+  setenv("KVRT_STATE_DIR", (tmp / "file/state").c_str(), 1);
+  check_case({"state directory under a file", v, 2, "not a directory"}, tmp);
+  unsetenv("KVRT_STATE_DIR");
+  const std::string garbage = "this is not a validation record\n";
+  write_bytes(tmp / "r.toml", garbage);
+  check_case({"earlier record without a content hash", v + "--record " + quote(tmp / "r.toml"), 2, "r.toml"}, tmp);
+  CHECK(kvrt::test::read_file(tmp / "r.toml") == garbage);
+}
+
+TEST_CASE("the gate's refusal names its cause") {
+  ensure_kvrt_exe();
+  TempDir tmp;
+  const std::string model = kvrt::test::stories_path();
+  kvrt::validate::Record r;
+  r.kvrt_version = KVRT_VERSION;
+  r.isa = kvrt::simd::isa_name();
+  r.model_path = model;
+  r.model_sha256 = kvrt::sha256_file(model);
+  r.thresholds_path = tmp / "gone.toml";
+  r.thresholds_sha256 = "0";
+  r.max_len = 64;
+  r.settings.push_back({"k=q8,v=q8,g=8,axis=token,r=0,rot=0", "q8/q8", kvrt::validate::Verdict::kPass, 1});
+  kvrt::validate::write_record(r, tmp / "r1.toml");
+  const std::string run = "run -m " + quote(model) + " -p hi -n 2 --kv q8 --record ";
+  check_case({"thresholds file gone", run + quote(tmp / "r1.toml"), 3, "No such file or directory"}, tmp);
+  r.thresholds_path = std::string(KVRT_SOURCE_DIR) + "/validation/thresholds.toml";
+  r.thresholds_sha256 = kvrt::sha256_file(r.thresholds_path);
+  std::filesystem::create_directory(tmp / "cases");
+  REQUIRE(mkfifo((tmp / "cases/manifest.toml").c_str(), 0666) == 0);
+  r.case_dirs = {tmp / "cases"};
+  kvrt::validate::write_record(r, tmp / "r2.toml");
+  check_case({"acceptance set unreadable", run + quote(tmp / "r2.toml"), 3, "is a FIFO"}, tmp);
+}
+
+TEST_CASE("bench --json writes valid JSON for any model path") {
+  ensure_kvrt_exe();
+  TempDir tmp;
+  const std::string model = tmp / "we\"ird\\name.gguf";
+  std::filesystem::copy_file(kvrt::test::stories_path(), model);
+  const auto r = kvrt::test::run_kvrt("bench -m " + quote(model) +
+                                          " --ctx 16 --settings f32 --prefill-tokens 16 --decode-tokens 1 --json " +
+                                          quote(tmp / "b.json"), tmp);
+  CAPTURE(r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::string json = kvrt::test::read_file(tmp / "b.json");
+  CHECK(json.find("we\\\"ird\\\\name.gguf\"") != std::string::npos);
 }

@@ -3,7 +3,12 @@
 // during a long decode, and validation (check a record, run validate).
 #include <doctest/doctest.h>
 #include <malloc.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -352,3 +357,36 @@ TEST_CASE("validation: bad thresholds, bad outputs and bad arguments fail before
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(tmp.path())) ++files;
   CHECK(files == 2);  // t.toml and no-dir: nothing half-written
 }
+
+TEST_CASE("a file kvrt cannot open because of the descriptor limit says so (EMFILE)") {
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    // The child: open the model, then allow no further descriptor, then validate (reads TOML files).
+    kvrt_model* model = nullptr;
+    if (kvrt_model_open(kvrt::test::stories_path().c_str(), &model) != KVRT_OK) _exit(3);
+    const int lowest_free = dup(0);
+    close(lowest_free);
+    const rlimit limit{rlim_t(lowest_free), rlim_t(lowest_free)};
+    if (setrlimit(RLIMIT_NOFILE, &limit) != 0) _exit(4);
+    kvrt_validate_options vo;
+    kvrt_validate_options_default(&vo);
+    vo.max_len = 64;
+    vo.record_path = "";
+    kvrt_validation* v = nullptr;
+    bool all_say_emfile = true;
+    const std::string thresholds = std::string(KVRT_SOURCE_DIR) + "/validation/thresholds.toml";
+    for (const char* file : {static_cast<const char*>(nullptr), thresholds.c_str()}) {  // data dir, then a TOML file
+      vo.thresholds_file = file;
+      const kvrt_status st = kvrt_validate(model, &vo, &v);
+      std::fprintf(stderr, "kvrt_validate with no free descriptor: %s: %s\n", kvrt_status_name(st), kvrt_last_error());
+      all_say_emfile = all_say_emfile && st == KVRT_ERR_INPUT && std::strstr(kvrt_last_error(), std::strerror(EMFILE));
+    }
+    _exit(all_say_emfile ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
+

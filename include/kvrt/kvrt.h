@@ -74,7 +74,7 @@ KVRT_EXPORT const char* kvrt_isa_name(void);
 typedef struct kvrt_model kvrt_model;
 
 /* Maps a GGUF file (version 2 or 3) read-only. A malformed file is KVRT_ERR_INPUT naming the file
- * and offset. */
+ * and offset; so is a path that is not a regular file (a FIFO is refused, never waited on). */
 KVRT_EXPORT kvrt_status kvrt_model_open(const char* path, kvrt_model** out_model);
 KVRT_EXPORT void kvrt_model_free(kvrt_model* model); /* NULL is fine */
 
@@ -355,11 +355,15 @@ KVRT_EXPORT void kvrt_validate_options_default(kvrt_validate_options* out_option
 typedef struct kvrt_validation kvrt_validation;
 
 /* Runs validation (minutes for a large model; seconds for stories260K with a short max_len).
- * Returns KVRT_OK when it ran, whatever the verdicts: read them with kvrt_validation_get. Output
- * paths are checked before the run; each output is written whole (temporary file, then rename)
- * or not at all. The record keeps the verdicts of an earlier record with the same bindings for
- * settings not re-run. Bad thresholds, settings or case files are KVRT_ERR_INPUT naming file
- * and line. */
+ * Returns KVRT_OK when it ran, whatever the verdicts: read them with kvrt_validation_get.
+ * Output paths are checked before the run: each must be a new path or a regular file (a symlink
+ * is followed to its regular-file target); a directory, FIFO, device, socket or dangling symlink
+ * is KVRT_ERR_INVALID_ARGUMENT and is left untouched. Each output is written whole (unnamed
+ * temporary file, then rename) or not at all. The record keeps the verdicts of an earlier record
+ * with the same bindings for settings not re-run, under a lock ("<record>.lock") so that
+ * concurrent runs into one record keep every verdict; an earlier record that cannot be read is
+ * KVRT_ERR_INPUT before the run (the file is left as it is). Bad thresholds, settings or case
+ * files are KVRT_ERR_INPUT naming file and line. */
 KVRT_EXPORT kvrt_status kvrt_validate(const kvrt_model* model, const kvrt_validate_options* options,
                                       kvrt_validation** out_validation);
 KVRT_EXPORT void kvrt_validation_free(kvrt_validation* validation); /* NULL is fine */

@@ -86,23 +86,17 @@ kvrt_status kvrt_validate(const kvrt_model* model, const kvrt_validate_options* 
     const bool write_record = options->record_path == nullptr || *options->record_path != '\0';
     if (!json.empty()) validate::check_output_path(json, "JSON report");
     if (!html.empty()) validate::check_output_path(html, "HTML report");
-    if (options->record_path && *options->record_path) validate::check_output_path(options->record_path, "validation record");
 
     auto v = std::make_unique<kvrt_validation>();
     v->result = std::make_unique<validate::Validation>();
     validate::Validation& r = *v->result;
-    validate::load_inputs(req, r);
+    validate::load_inputs(*model->model, req, r);
+    if (write_record) v->record_path = validate::prepare_record(r, kvrt::api::or_empty(options->record_path));
     validate::run(*model->model, req, r);
     v->report_text = validate::report_text(r.report);
     if (!json.empty()) validate::write_file_atomic(json, validate::report_json(r.report), "JSON report");
     if (!html.empty()) validate::write_file_atomic(html, validate::report_html(r.report), "HTML report");
-    if (write_record) {
-      v->record_path = options->record_path ? options->record_path
-                                            : validate::default_record_path(r.report.model_sha256, r.report.isa);
-      validate::Record merged = r.record;
-      validate::merge_earlier(v->record_path, merged);
-      validate::write_record(merged, v->record_path);
-    }
+    if (write_record) validate::save_record(v->record_path, r.record);
     *out = v.release();
     return KVRT_OK;
   });

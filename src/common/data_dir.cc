@@ -5,10 +5,10 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <vector>
 
 #include "common/error.h"
+#include "common/regular_file.h"
 #include "kvrt_config.h"
 
 namespace kvrt {
@@ -39,11 +39,9 @@ Module this_module() {
 std::string build_tree_data_dir(fs::path dir) {
   for (; !dir.empty(); dir = dir.parent_path()) {
     std::error_code ec;
-    if (fs::is_regular_file(dir / kBuildTreeMarker, ec)) {
-      std::ifstream in(dir / kBuildTreeMarker);
-      std::string line;
-      std::getline(in, line);
-      return line;
+    if (fs::is_regular_file(dir / kBuildTreeMarker, ec)) {  // unreadable (EMFILE...): an error, not ""
+      const std::string text = read_regular_file(dir / kBuildTreeMarker, "build tree marker", 4096);
+      return text.substr(0, text.find('\n'));
     }
     if (dir == dir.root_path()) break;
   }

@@ -1,10 +1,13 @@
 #include "common/sha256.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <vector>
 
 #include "common/error.h"
+#include "common/regular_file.h"
 
 namespace kvrt {
 namespace {
@@ -84,16 +87,16 @@ std::string sha256_hex(std::string_view data) {
 }
 
 std::string sha256_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot read '" + path + "' to hash it");
+  const FileHandle f = open_regular_file(path, "file to hash");
   Sha256 h;
   std::vector<char> buf(1 << 20);
-  while (in) {
-    in.read(buf.data(), std::streamsize(buf.size()));
-    h.update(buf.data(), size_t(in.gcount()));
+  for (;;) {
+    const ssize_t n = ::read(f.fd(), buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error("cannot read file to hash '" + path + "': " + std::strerror(errno));
+    if (n == 0) return h.hex_digest();
+    h.update(buf.data(), size_t(n));
   }
-  if (in.bad()) throw Error("error while reading '" + path + "'");
-  return h.hex_digest();
 }
 
 }  // namespace kvrt

@@ -1,33 +1,24 @@
 #include "io/mmap_file.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
 #include "common/error.h"
+#include "common/regular_file.h"
 
 namespace kvrt::io {
 
 MmapFile::MmapFile(const std::string& path) : path_(path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error("cannot open '" + path + "': " + std::strerror(errno));
+  const FileHandle f = open_regular_file(path, "file");  // never blocks on a FIFO
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw Error("'" + path + "' is not a regular file");
-  }
+  if (::fstat(f.fd(), &st) != 0) throw Error("cannot read file '" + path + "': " + std::strerror(errno));
   size_ = static_cast<size_t>(st.st_size);
-  if (size_ == 0) {
-    ::close(fd);
-    throw Error("'" + path + "' is empty");
-  }
-  void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-  int err = errno;
-  ::close(fd);
+  if (size_ == 0) throw Error("'" + path + "' is empty");
+  void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, f.fd(), 0);
+  const int err = errno;
   if (p == MAP_FAILED) throw Error("cannot map '" + path + "': " + std::strerror(err));
   data_ = static_cast<const uint8_t*>(p);
 }

@@ -1,11 +1,11 @@
 #include "validate/case_set.h"
 
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <sstream>
 
 #include "common/error.h"
+#include "common/regular_file.h"
 #include "common/sha256.h"
 #include "validate/toml_util.h"
 
@@ -19,11 +19,12 @@ struct Loader {
   std::string read_text(const TomlView& v, std::string_view key, const std::string& dir) {
     const std::string rel = *v.string(key);
     const std::string path = dir + "/" + rel;
-    std::ifstream in(path, std::ios::binary);
-    if (!in) v.fail_key(key, "names a file that cannot be read: " + path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    std::string s = ss.str();
+    std::string s;
+    try {
+      s = read_regular_file(path, "case text", kMaxTextFileBytes);
+    } catch (const Error& e) {
+      v.fail_key(key, std::string("names a file kvrt cannot use: ") + e.what());
+    }
     hash.update("file\0", 5);
     hash.update(s);
     while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
@@ -152,13 +153,11 @@ CaseSet load_case_set(const std::vector<std::string>& dirs) {
   Loader loader;
   for (const std::string& dir : dirs) {
     const std::string path = dir + "/manifest.toml";
-    const toml::table doc = parse_toml_file(path, "case manifest");
+    const std::string text = read_regular_file(path, "case manifest", kMaxTomlFileBytes);
+    const toml::table doc = parse_toml(text, path, "case manifest");
     set.dirs.push_back(std::filesystem::absolute(dir).lexically_normal().string());
     loader.hash.update("manifest\0", 9);
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    loader.hash.update(ss.str());
+    loader.hash.update(text);
     const TomlView top(path, doc, "");
     top.allow_only({"case", "template"});
     for (const char* kind : {"case", "template"}) {

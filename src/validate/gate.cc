@@ -24,6 +24,7 @@ std::string require_pass_record(const GateQuery& q) {
   try {
     r = read_record(path);
   } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kRefused) throw;  // not a record at all (a FIFO, a directory...): bad input
     refuse(q, e.what());
   }
   if (r.model_sha256 != model_sha) refuse(q, "record '" + path + "' was made for another model file (sha256 " + r.model_sha256.substr(0, 12) + "...)");
@@ -32,15 +33,15 @@ std::string require_pass_record(const GateQuery& q) {
   std::string thresholds_sha;
   try {
     thresholds_sha = sha256_file(r.thresholds_path);
-  } catch (const Error&) {
-    refuse(q, "the thresholds file of record '" + path + "' (" + r.thresholds_path + ") is gone");
+  } catch (const Error& e) {
+    refuse(q, "the thresholds file of record '" + path + "' can no longer be read (" + e.what() + ")");
   }
   if (thresholds_sha != r.thresholds_sha256) refuse(q, "the thresholds file " + r.thresholds_path + " changed since validation");
   std::string acceptance_sha;
   try {
     acceptance_sha = load_case_set(r.case_dirs).sha256;
-  } catch (const Error&) {
-    refuse(q, "the acceptance set of record '" + path + "' can no longer be read");
+  } catch (const Error& e) {
+    refuse(q, "the acceptance set of record '" + path + "' can no longer be read (" + e.what() + ")");
   }
   if (acceptance_sha != r.acceptance_sha256) refuse(q, "the acceptance set changed since validation");
   for (const RecordSetting& s : r.settings) {

@@ -1,10 +1,10 @@
 #include "validate/record.h"
 
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 
 #include "common/error.h"
+#include "common/regular_file.h"
 #include "common/sha256.h"
 #include "validate/output_file.h"
 #include "validate/toml_util.h"
@@ -96,11 +96,8 @@ void write_record(const Record& r, const std::string& path) {
 }
 
 Record read_record(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) refuse(path, "does not exist");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string text = ss.str();
+  if (missing_file(path)) refuse(path, "does not exist");
+  const std::string text = read_regular_file(path, "validation record", kMaxTomlFileBytes);
   const size_t at = text.find("\n" + std::string(kHashKey));
   if (at == std::string::npos) refuse(path, "has no content hash");
   const size_t line_end = text.find('\n', at + 1);

@@ -35,7 +35,8 @@ std::string record_text(const Record& r);  // TOML with the content hash line
 void write_record(const Record& r, const std::string& path);  // creates parent directories
 
 // Reads and verifies the content hash. A missing file, bad TOML or a hash mismatch is a
-// kvrt::Error(kRefused) naming the file.
+// kvrt::Error(kRefused) naming the file; a path that cannot be read (a FIFO, device or directory,
+// over kMaxTomlFileBytes, no permission) is a kvrt::Error(kInput).
 Record read_record(const std::string& path);
 
 // $KVRT_STATE_DIR, else $XDG_STATE_HOME/kvrt, else ~/.local/state/kvrt.

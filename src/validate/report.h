@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "validate/case_set.h"
@@ -37,6 +38,7 @@ std::string format_number(double x);  // 3 significant digits, fixed or scientif
 
 std::string report_text(const Report& r);
 std::string report_json(const Report& r);  // deterministic except the "seconds" line
+std::string json_quote(std::string_view s);  // a JSON string literal with escapes
 std::string report_html(const Report& r);
 
 }  // namespace kvrt::validate

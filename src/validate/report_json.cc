@@ -7,20 +7,6 @@
 namespace kvrt::validate {
 namespace {
 
-std::string q(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\', out += c;
-    else if (c == '\n') out += "\\n";
-    else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", unsigned(c));
-      out += buf;
-    } else out += c;
-  }
-  return out + "\"";
-}
-
 std::string num(double x) {
   if (!std::isfinite(x)) return "null";
   char buf[32];
@@ -34,24 +20,24 @@ std::string interval(const Interval& i) {
 }
 
 void setting(const Report& r, const SettingResult& s, const SettingVerdict& v, std::ostringstream& o) {
-  o << "    {\"label\": " << q(s.setting.label) << ", \"name\": " << q(s.name)
-    << ", \"verdict\": " << q(verdict_name(v.verdict)) << ", \"bytes_per_token\": " << num(s.bytes_per_token)
+  o << "    {\"label\": " << json_quote(s.setting.label) << ", \"name\": " << json_quote(s.name)
+    << ", \"verdict\": " << json_quote(verdict_name(v.verdict)) << ", \"bytes_per_token\": " << num(s.bytes_per_token)
     << ", \"bytes_saved_at_full_context\": "
     << num((r.run->baseline_bytes_per_token - s.bytes_per_token) * r.n_ctx_full) << ",\n";
   o << "     \"checks\": [";
   for (size_t i = 0; i < v.checks.size(); ++i) {
     const Check& c = v.checks[i];
-    o << (i ? ",\n       " : "\n       ") << "{\"metric\": " << q(metric_name(c.metric)) << ", \"scope\": " << q(c.scope)
+    o << (i ? ",\n       " : "\n       ") << "{\"metric\": " << json_quote(metric_name(c.metric)) << ", \"scope\": " << json_quote(c.scope)
       << ", \"limit\": " << num(c.limit) << ", \"interval\": " << interval(c.interval)
-      << ", \"verdict\": " << q(verdict_name(c.verdict)) << "}";
+      << ", \"verdict\": " << json_quote(verdict_name(c.verdict)) << "}";
   }
   o << "],\n     \"metrics\": {";
   for (size_t mi = 0; mi < kAllMetrics.size(); ++mi) {
     const Metric m = kAllMetrics[mi];
-    o << (mi ? ",\n       " : "\n       ") << q(metric_name(m)) << ": {\"all\": " << interval(breakdown(r, s, m, "", ""));
-    for (const char* b : kBuckets) o << ", " << q(std::string("bucket=") + b) << ": " << interval(breakdown(r, s, m, "", b));
+    o << (mi ? ",\n       " : "\n       ") << json_quote(metric_name(m)) << ": {\"all\": " << interval(breakdown(r, s, m, "", ""));
+    for (const char* b : kBuckets) o << ", " << json_quote(std::string("bucket=") + b) << ": " << interval(breakdown(r, s, m, "", b));
     for (const std::string& c : categories(*r.cases))
-      o << ", " << q("category=" + c) << ": " << interval(breakdown(r, s, m, c, ""));
+      o << ", " << json_quote("category=" + c) << ": " << interval(breakdown(r, s, m, c, ""));
     o << "}";
   }
   o << "},\n     \"kl_by_position\": [";
@@ -61,26 +47,40 @@ void setting(const Report& r, const SettingResult& s, const SettingVerdict& v, s
 
 }  // namespace
 
+std::string json_quote(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\', out += c;
+    else if (c == '\n') out += "\\n";
+    else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", unsigned(c));
+      out += buf;
+    } else out += c;
+  }
+  return out + "\"";
+}
+
 std::string report_json(const Report& r) {
   std::ostringstream o;
   const auto& bs = r.thresholds->bootstrap;
-  o << "{\n  \"kvrt_version\": " << q(r.kvrt_version) << ",\n  \"isa\": " << q(r.isa)
-    << ",\n  \"matmul\": " << q(r.matmul)
-    << ",\n  \"model\": {\"path\": " << q(r.model_path) << ", \"sha256\": " << q(r.model_sha256)
+  o << "{\n  \"kvrt_version\": " << json_quote(r.kvrt_version) << ",\n  \"isa\": " << json_quote(r.isa)
+    << ",\n  \"matmul\": " << json_quote(r.matmul)
+    << ",\n  \"model\": {\"path\": " << json_quote(r.model_path) << ", \"sha256\": " << json_quote(r.model_sha256)
     << ", \"full_context\": " << r.n_ctx_full << "},\n  \"max_len\": " << r.max_len
-    << ",\n  \"threads\": " << r.n_threads << ",\n  \"acceptance_sha256\": " << q(r.acceptance_sha256)
-    << ",\n  \"thresholds\": {\"path\": " << q(r.thresholds->path) << ", \"sha256\": " << q(r.thresholds->sha256)
+    << ",\n  \"threads\": " << r.n_threads << ",\n  \"acceptance_sha256\": " << json_quote(r.acceptance_sha256)
+    << ",\n  \"thresholds\": {\"path\": " << json_quote(r.thresholds->path) << ", \"sha256\": " << json_quote(r.thresholds->sha256)
     << "},\n  \"bootstrap\": {\"resamples\": " << bs.resamples << ", \"confidence\": " << num(bs.confidence)
     << ", \"seed\": " << bs.seed << ", \"min_cases\": " << r.thresholds->min_cases << "},\n";
   o << "  \"cases\": [";
   for (size_t i = 0; i < r.cases->size(); ++i) {
     const Case& c = (*r.cases)[i];
-    o << (i ? ",\n    " : "\n    ") << "{\"id\": " << q(c.id) << ", \"category\": " << q(c.category)
-      << ", \"mode\": " << q(mode_name(c.mode)) << ", \"bucket\": " << q(c.bucket)
+    o << (i ? ",\n    " : "\n    ") << "{\"id\": " << json_quote(c.id) << ", \"category\": " << json_quote(c.category)
+      << ", \"mode\": " << json_quote(mode_name(c.mode)) << ", \"bucket\": " << json_quote(c.bucket)
       << ", \"positions\": " << c.n_positions() << "}";
   }
   o << "],\n  \"skipped\": [";
-  for (size_t i = 0; i < r.skipped.size(); ++i) o << (i ? ", " : "") << q(r.skipped[i]);
+  for (size_t i = 0; i < r.skipped.size(); ++i) o << (i ? ", " : "") << json_quote(r.skipped[i]);
   o << "],\n  \"kl_bin_width\": " << r.run->kl_bin_width << ",\n  \"baseline_bytes_per_token\": "
     << num(r.run->baseline_bytes_per_token) << ",\n  \"noise_floor\":\n";
   setting(r, r.run->noise_floor, r.noise_verdict, o);
@@ -90,7 +90,7 @@ std::string report_json(const Report& r) {
     setting(r, r.run->settings[i], r.verdicts[i], o);
   }
   o << "\n  ],\n  \"recommended\": "
-    << (r.recommended >= 0 ? q(r.run->settings[size_t(r.recommended)].name) : std::string("null"))
+    << (r.recommended >= 0 ? json_quote(r.run->settings[size_t(r.recommended)].name) : std::string("null"))
     << ",\n  \"seconds\": " << num(r.run->seconds) << "\n}\n";
   return o.str();
 }

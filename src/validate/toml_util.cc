@@ -1,17 +1,17 @@
 #include "validate/toml_util.h"
 
-#include <filesystem>
-
 #include "common/error.h"
+#include "common/regular_file.h"
 
 namespace kvrt::validate {
 
 toml::table parse_toml_file(const std::string& path, const std::string& what) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
-    throw Error("cannot read " + what + " '" + path + "': no such file");
+  return parse_toml(read_regular_file(path, what, kMaxTomlFileBytes), path, what);
+}
+
+toml::table parse_toml(const std::string& text, const std::string& path, const std::string& what) {
   try {
-    return toml::parse_file(path);
+    return toml::parse(text, path);
   } catch (const toml::parse_error& e) {
     const auto& b = e.source().begin;
     throw Error(path + ":" + std::to_string(b.line) + ":" + std::to_string(b.column) + ": " +

@@ -13,9 +13,12 @@
 
 namespace kvrt::validate {
 
-// Parses a TOML file; a missing file or a syntax error is a kvrt::Error(kInput)
-// "FILE:LINE:COL: description". `what` names the kind of file in the message.
+// Parses a TOML file; a missing, special or over-large file (limit kMaxTomlFileBytes) or a syntax
+// error is a kvrt::Error(kInput), "FILE:LINE:COL: description" for syntax. `what` names the kind
+// of file in the message.
 toml::table parse_toml_file(const std::string& path, const std::string& what);
+// The same for text already read from `path`.
+toml::table parse_toml(const std::string& text, const std::string& path, const std::string& what);
 
 // A table inside a parsed file, for typed access with file:line errors.
 class TomlView {

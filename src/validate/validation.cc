@@ -7,10 +7,12 @@
 #include <optional>
 
 #include "common/error.h"
+#include "common/regular_file.h"
 #include "common/sha256.h"
 #include "kvrt_config.h"
 #include "ops/matmul.h"
 #include "simd/kernels.h"
+#include "validate/output_file.h"
 #include "validate/settings.h"
 
 namespace kvrt::validate {
@@ -40,6 +42,30 @@ Record make_record(const Validation& v) {
   return record;
 }
 
+void check_request(const model::Model&, const ValidationRequest& req) {
+  if (req.only_cases && req.cases_dir.empty()) throw Error("only_cases needs a cases directory", ErrorKind::kUsage);
+}
+
+// Adds the verdicts of the earlier record at `path` for settings not re-run.
+void merge_earlier(const std::string& path, Record& r) {
+  if (missing_file(path)) return;
+  Record old;
+  try {
+    old = read_record(path);
+  } catch (const Error& e) {
+    throw Error(std::string("cannot keep the verdicts of the earlier record: ") + e.what() +
+                    "; it is left as it is (move it away or write another record)");
+  }
+  if (old.model_sha256 != r.model_sha256 || old.kvrt_version != r.kvrt_version || old.isa != r.isa ||
+      old.thresholds_sha256 != r.thresholds_sha256 || old.acceptance_sha256 != r.acceptance_sha256 ||
+      old.max_len != r.max_len)
+    return;
+  for (const auto& s : old.settings) {
+    const bool rerun = std::any_of(r.settings.begin(), r.settings.end(), [&](const auto& n) { return n.name == s.name; });
+    if (!rerun) r.settings.push_back(s);
+  }
+}
+
 }  // namespace
 
 bool Validation::all_pass() const {
@@ -47,8 +73,8 @@ bool Validation::all_pass() const {
                      [](const SettingVerdict& v) { return v.verdict == Verdict::kPass; });
 }
 
-void load_inputs(const ValidationRequest& req, Validation& v) {
-  if (req.only_cases && req.cases_dir.empty()) throw Error("only_cases needs a cases directory", ErrorKind::kUsage);
+void load_inputs(const model::Model& model, const ValidationRequest& req, Validation& v) {
+  check_request(model, req);
   // The bundled data is looked up only when one of its files is used.
   auto bundled = [](const char* name) { return default_validation_dir() + "/" + name; };
   v.thresholds = read_thresholds(req.thresholds_file.empty() ? bundled("thresholds.toml") : req.thresholds_file);
@@ -60,6 +86,8 @@ void load_inputs(const ValidationRequest& req, Validation& v) {
   v.settings = !req.settings.empty()
                    ? req.settings
                    : read_settings(req.settings_file.empty() ? bundled("settings.toml") : req.settings_file);
+  v.report.model_sha256 = sha256_file(req.model_path);
+  v.report.isa = simd::isa_name();
 }
 
 void run(const model::Model& model, const ValidationRequest& req, Validation& v) {
@@ -85,8 +113,6 @@ void run(const model::Model& model, const ValidationRequest& req, Validation& v)
   rep.noise_verdict = judge(v.run.noise_floor, v.cases, v.thresholds);
   rep.recommended = recommend(v.run.settings, rep.verdicts);
   rep.model_path = req.model_path;
-  rep.model_sha256 = sha256_file(req.model_path);
-  rep.isa = simd::isa_name();
   rep.matmul = ops::matmul_backends();
   rep.kvrt_version = KVRT_VERSION;
   rep.acceptance_sha256 = v.case_set.sha256;
@@ -97,21 +123,19 @@ void run(const model::Model& model, const ValidationRequest& req, Validation& v)
   v.record = make_record(v);
 }
 
-void merge_earlier(const std::string& path, Record& r) {
-  Record old;
-  try {
-    old = read_record(path);
-  } catch (const Error&) {
-    return;
-  }
-  if (old.model_sha256 != r.model_sha256 || old.kvrt_version != r.kvrt_version || old.isa != r.isa ||
-      old.thresholds_sha256 != r.thresholds_sha256 || old.acceptance_sha256 != r.acceptance_sha256 ||
-      old.max_len != r.max_len)
-    return;
-  for (const auto& s : old.settings) {
-    const bool rerun = std::any_of(r.settings.begin(), r.settings.end(), [&](const auto& n) { return n.name == s.name; });
-    if (!rerun) r.settings.push_back(s);
-  }
+std::string prepare_record(const Validation& v, const std::string& record_path) {
+  const std::string path = record_path.empty() ? default_record_path(v.report.model_sha256, v.report.isa) : record_path;
+  check_output_path(path, "validation record");
+  Record probe;
+  probe.model_sha256 = v.report.model_sha256;
+  merge_earlier(path, probe);  // reads the earlier record now, so an unreadable one fails before the run
+  return path;
+}
+
+void save_record(const std::string& path, Record r) {
+  const OutputLock lock(path, "validation record");
+  merge_earlier(path, r);
+  write_record(r, path);
 }
 
 }  // namespace kvrt::validate

@@ -47,14 +47,22 @@ struct Validation {
   bool all_pass() const;
 };
 
-// Reads the request's files (errors name file and line) and checks them before running anything.
-void load_inputs(const ValidationRequest& req, Validation& v);
+// Checks the request, reads its files (errors name file and line) and hashes the model file, all
+// before running anything.
+void load_inputs(const model::Model& model, const ValidationRequest& req, Validation& v);
 
 // Replays v.settings and judges them. Call load_inputs first.
 void run(const model::Model& model, const ValidationRequest& req, Validation& v);
 
-// Adds the verdicts of the record at `path` for settings not re-run, when it was made with the
-// same model, kvrt version, ISA, thresholds, acceptance set and max_len.
-void merge_earlier(const std::string& path, Record& r);
+// The path the record of this run goes to (`record_path`, or the default for the model file and
+// ISA), checked before the run: a path kvrt may write (see validate/output_file.h), and an earlier
+// record there readable, since its verdicts are kept. Call load_inputs first.
+std::string prepare_record(const Validation& v, const std::string& record_path);
+
+// Writes `r` to `path` with the verdicts of the earlier record there for settings not re-run (when
+// it was made with the same model, kvrt version, ISA, thresholds, acceptance set and max_len), all
+// under the record's lock, so that validate runs writing one record at once keep every verdict. An
+// earlier record that cannot be read is an error, and the file is left as it is.
+void save_record(const std::string& path, Record r);
 
 }  // namespace kvrt::validate

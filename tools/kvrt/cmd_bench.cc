@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <random>
 #include <sstream>
 
@@ -19,6 +18,8 @@
 #include "model_options.h"
 #include "ops/matmul.h"
 #include "simd/kernels.h"
+#include "validate/output_file.h"
+#include "validate/report.h"
 
 namespace kvrt::cli {
 namespace {
@@ -143,11 +144,12 @@ void print_table(const std::vector<Row>& rows, const std::vector<int>& contexts)
 void write_json(const std::string& path, const std::vector<Row>& rows, const model::Model& m,
                 int n_threads) {
   std::ostringstream js;
-  js << "{\n  \"model\": \"" << m.file().path() << "\",\n  \"isa\": \"" << simd::isa_name()
-     << "\",\n  \"matmul\": \"" << ops::matmul_backends() << "\",\n  \"threads\": " << n_threads << ",\n  \"results\": [\n";
+  js << "{\n  \"model\": " << validate::json_quote(m.file().path()) << ",\n  \"isa\": "
+     << validate::json_quote(simd::isa_name()) << ",\n  \"matmul\": " << validate::json_quote(ops::matmul_backends())
+     << ",\n  \"threads\": " << n_threads << ",\n  \"results\": [\n";
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
-    js << "    {\"setting\": \"" << r.setting << "\", \"kv_bytes_per_token\": " << r.bytes_per_token
+    js << "    {\"setting\": " << validate::json_quote(r.setting) << ", \"kv_bytes_per_token\": " << r.bytes_per_token
        << ", \"prefill_tokens\": " << r.prefill_tokens << ", \"prefill_tok_s\": " << r.prefill_tok_s
        << ", \"decode\": [";
     for (size_t j = 0; j < r.decode.size(); ++j)
@@ -155,14 +157,7 @@ void write_json(const std::string& path, const std::vector<Row>& rows, const mod
     js << "]}" << (i + 1 < rows.size() ? "," : "") << "\n";
   }
   js << "  ]\n}\n";
-  const std::string tmp = path + ".tmp";
-  std::ofstream out(tmp, std::ios::binary);
-  out << js.str();
-  out.close();
-  if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw Error("cannot write '" + path + "'");
-  }
+  validate::write_file_atomic(path, js.str(), "JSON results");
 }
 
 }  // namespace
@@ -182,6 +177,7 @@ int cmd_bench(int argc, char** argv) {
   cl.add("--group", "G", "quantization group size (default min(32, head_dim))", &o.group, 0, 128);
   cl.add("--json", "FILE", "also write the results as JSON", &o.json);
   if (!cl.parse(argc, argv)) return kExitOk;
+  if (!o.json.empty()) validate::check_output_path(o.json, "JSON results");  // before minutes of work
 
   const std::vector<int> contexts = parse_int_list(o.contexts, "--ctx");
   std::vector<std::string> names;

@@ -1,12 +1,11 @@
 // kvrt run: stream generated text to stdout; timings and KV usage go to stderr.
 #include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "command_line.h"
 #include "commands.h"
 #include "common/error.h"
+#include "common/regular_file.h"
 #include "gate_options.h"
 #include "kv_options.h"
 #include "model/sampler.h"
@@ -37,11 +36,7 @@ struct RunOptions {
 std::string read_prompt(const RunOptions& o) {
   if (o.prompt_file.empty()) return o.prompt;
   if (!o.prompt.empty()) throw Error("give either -p or -f, not both", ErrorKind::kUsage);
-  std::ifstream in(o.prompt_file, std::ios::binary);
-  if (!in) throw Error("cannot read prompt file '" + o.prompt_file + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return read_regular_file(o.prompt_file, "prompt file", kMaxTextFileBytes);
 }
 
 void write_piece(const std::string& piece) {

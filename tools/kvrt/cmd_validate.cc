@@ -86,11 +86,9 @@ int cmd_validate(int argc, char** argv) {
   if (!cl.parse(argc, argv)) return kExitOk;
   if (o.only_cases && o.cases_dir.empty()) throw Error("--only-cases needs --cases DIR", ErrorKind::kUsage);
 
-  // Outputs are checked first, so a bad path fails now rather than after the run.
+  // Inputs and outputs are checked first, so a bad path fails now rather than after the run.
   if (!o.json.empty()) validate::check_output_path(o.json, "JSON report");
   if (!o.html.empty()) validate::check_output_path(o.html, "HTML report");
-  if (!o.record.empty()) validate::check_output_path(o.record, "validation record");
-
   validate::ValidationRequest req;
   req.settings = requested_settings(o);
   req.settings_file = o.settings_file;
@@ -101,13 +99,13 @@ int cmd_validate(int argc, char** argv) {
   if (o.seed != kSeedFromThresholds) req.seed = o.seed;
   req.n_threads = o.model.n_threads;
   req.progress = progress;
-  validate::Validation v;
-  validate::load_inputs(req, v);
-  if (o.negative_control > 0) v.settings.push_back(validate::negative_control(o.negative_control));
-
   req.model_path = o.model.resolved_path();
-  const model::Model model(req.model_path);
-  validate::run(model, req, v);
+  const std::unique_ptr<model::Model> model = o.model.load();
+  validate::Validation v;
+  validate::load_inputs(*model, req, v);
+  if (o.negative_control > 0) v.settings.push_back(validate::negative_control(o.negative_control));
+  const std::string record_path = validate::prepare_record(v, o.record);
+  validate::run(*model, req, v);
 
   std::fputs(validate::report_text(v.report).c_str(), stdout);
   if (v.report.noise_verdict.verdict != validate::Verdict::kPass)
@@ -116,10 +114,7 @@ int cmd_validate(int argc, char** argv) {
   if (!o.json.empty()) validate::write_file_atomic(o.json, validate::report_json(v.report), "JSON report");
   if (!o.html.empty()) validate::write_file_atomic(o.html, validate::report_html(v.report), "HTML report");
 
-  const std::string record_path =
-      o.record.empty() ? validate::default_record_path(v.report.model_sha256, v.report.isa) : o.record;
-  validate::merge_earlier(record_path, v.record);
-  validate::write_record(v.record, record_path);
+  validate::save_record(record_path, v.record);
   std::printf("record: %s\n", record_path.c_str());
   return v.all_pass() ? kExitOk : kExitRefused;
 }

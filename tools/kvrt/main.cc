@@ -1,4 +1,5 @@
 // kvrt: a CPU inference runtime with a validated, SIMD-packed KV cache.
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -55,6 +56,9 @@ int main(int argc, char** argv) {
     std::printf("kvrt %s\n", KVRT_VERSION);
     return kvrt::cli::kExitOk;
   }
+  // Over a file-size limit a write fails with EFBIG (and the output's temporary file is dropped)
+  // instead of SIGXFSZ ending the process.
+  std::signal(SIGXFSZ, SIG_IGN);
   for (const auto& s : kSubcommands) {
     if (name != s.name) continue;
     try {
