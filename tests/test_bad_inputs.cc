@@ -300,6 +300,31 @@ TEST_CASE("special files as outputs are refused before the run and left as they 
   CHECK(file_type(tmp / "r.toml").empty());
 }
 
+TEST_CASE("thread counts above 256 and validate lengths beyond the model are usage errors (exit 2)") {
+  ensure_kvrt_exe();
+  TempDir tmp;
+  const std::string m = "-m " + quote(kvrt::test::stories_path()) + " ";
+  const std::vector<BadCase> cases = {
+      {"threads above the maximum", "run " + m + "-p hi -t 257", 2, "between 1 and 256"},
+      {"validate beyond the model's context", "validate " + m + "--kv q8 --max-len 4096", 2, "context of 2048"},
+      {"validate with an absurd length", "validate " + m + "--kv q8 --max-len 1048576", 2, "context of 2048"},
+  };
+  for (const auto& c : cases) check_case(c, tmp);
+}
+
+TEST_CASE("a thread the OpenMP runtime cannot create is a library failure (exit 5), not a refusal") {
+  ensure_kvrt_exe();
+  TempDir tmp;
+  // A stack of 4 TB per thread cannot be mapped, so libgomp fails to start the second thread.
+  setenv("OMP_STACKSIZE", "4000000M", 1);
+  const auto r = kvrt::test::run_kvrt("run -m " + quote(kvrt::test::stories_path()) + " -p Once -n 4 -t 2", tmp);
+  unsetenv("OMP_STACKSIZE");
+  CAPTURE(r.err);
+  CHECK(r.exit_code == 5);
+  CHECK(r.err.find("Thread creation failed") != std::string::npos);
+  CHECK(r.err.find("kvrt run: error:") != std::string::npos);
+}
+
 TEST_CASE("validate: an unusable state directory and an unreadable earlier record fail before the run") {
   ensure_kvrt_exe();
   TempDir tmp;

@@ -3,11 +3,13 @@
 // during a long decode, and validation (check a record, run validate).
 #include <doctest/doctest.h>
 #include <malloc.h>
+#include <omp.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -356,6 +358,150 @@ TEST_CASE("validation: bad thresholds, bad outputs and bad arguments fail before
   size_t files = 0;
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(tmp.path())) ++files;
   CHECK(files == 2);  // t.toml and no-dir: nothing half-written
+}
+
+namespace {
+
+std::string tiny_model_path() { return std::string(KVRT_SOURCE_DIR) + "/tests/fuzz/corpus/gguf/tiny_llama_f32.gguf"; }
+
+bool last_error_has(const std::string& words) {
+  return std::string(kvrt_last_error()).find(words) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("a sampler made for another vocabulary is refused before it reads the logits") {
+  ModelFixture f;  // stories260K: 512 tokens
+  kvrt_model* tiny = nullptr;
+  REQUIRE(kvrt_model_open(tiny_model_path().c_str(), &tiny) == KVRT_OK);  // 8 tokens
+  kvrt_sampler* sampler = nullptr;
+  kvrt_sampler_options so;
+  kvrt_sampler_options_default(&so);
+  so.temperature = 1.0f;
+  REQUIRE(kvrt_sampler_create(f.model, &so, &sampler) == KVRT_OK);
+  kvrt_session* s = make_session(tiny, 16);
+  const int32_t bos = 1;
+  REQUIRE(kvrt_session_eval(s, &bos, 1) == KVRT_OK);
+  int32_t token = -1;
+  CHECK(kvrt_session_decode(s, sampler, &token) == KVRT_ERR_INVALID_ARGUMENT);
+  CHECK(last_error_has("512"));
+  CHECK(last_error_has("8"));
+  int32_t n_gen = -1;
+  CHECK(kvrt_generate(s, sampler, 4, nullptr, nullptr, &n_gen) == KVRT_ERR_INVALID_ARGUMENT);
+  CHECK(n_gen == 0);
+  kvrt_session_info info;
+  REQUIRE(kvrt_session_get_info(s, &info) == KVRT_OK);
+  CHECK(info.n_past == 1);  // nothing was evaluated
+  const float* logits = nullptr;
+  int32_t n_vocab = 0;
+  REQUIRE(kvrt_session_logits(s, &logits, &n_vocab) == KVRT_OK);
+  CHECK(kvrt_sampler_sample(sampler, logits, n_vocab, &token) == KVRT_ERR_INVALID_ARGUMENT);
+  CHECK(last_error_has("vocabulary of 512"));
+  kvrt_sampler* own = nullptr;
+  REQUIRE(kvrt_sampler_create(tiny, &so, &own) == KVRT_OK);
+  CHECK(kvrt_sampler_sample(own, logits, n_vocab, &token) == KVRT_OK);
+  CHECK((token >= 0 && token < n_vocab));
+  kvrt_sampler_free(own);
+  kvrt_session_free(s);
+  kvrt_sampler_free(sampler);
+  kvrt_model_free(tiny);
+}
+
+TEST_CASE("one model shared by several threads, one session each, gives each thread the same tokens") {
+  ModelFixture f;
+  const std::vector<int32_t> prompt = tokenize(f.model, "Once upon a time");
+  // Greedy text of `n` tokens from a fresh session of its own.
+  auto generate = [&](std::vector<int32_t>* out) {
+    kvrt_session* s = nullptr;
+    kvrt_sampler* sampler = nullptr;
+    kvrt_session_options o;
+    kvrt_session_options_default(&o);
+    o.n_ctx = 64;
+    o.n_threads = 1;
+    kvrt_sampler_options so;
+    kvrt_sampler_options_default(&so);
+    if (kvrt_session_create(f.model, &o, &s) != KVRT_OK || kvrt_sampler_create(f.model, &so, &sampler) != KVRT_OK ||
+        kvrt_session_eval(s, prompt.data(), prompt.size()) != KVRT_OK)
+      out->push_back(-1);
+    for (int32_t token = 0; out->size() < 24 && kvrt_session_decode(s, sampler, &token) == KVRT_OK;) out->push_back(token);
+    kvrt_sampler_free(sampler);
+    kvrt_session_free(s);
+  };
+  std::vector<int32_t> alone;
+  generate(&alone);
+  REQUIRE(alone.size() == 24);
+  std::vector<std::vector<int32_t>> outs(8);
+  std::vector<std::thread> threads;
+  for (auto& out : outs) threads.emplace_back(generate, &out);
+  for (auto& t : threads) t.join();
+  for (const auto& out : outs) CHECK(out == alone);
+}
+
+TEST_CASE("thread counts above KVRT_MAX_THREADS are invalid arguments, not a crash of the host") {
+  ModelFixture f;
+  kvrt_session_options o;
+  kvrt_session_options_default(&o);
+  o.n_ctx = 64;
+  for (int32_t n : {257, 32768, 65536, INT32_MAX}) {
+    CAPTURE(n);
+    o.n_threads = n;
+    kvrt_session* s = reinterpret_cast<kvrt_session*>(1);
+    CHECK(kvrt_session_create(f.model, &o, &s) == KVRT_ERR_INVALID_ARGUMENT);
+    CHECK(s == nullptr);
+    CHECK(last_error_has("256"));
+    uint64_t bytes = 0;
+    CHECK(kvrt_session_bytes_required(f.model, &o, &bytes) == KVRT_ERR_INVALID_ARGUMENT);
+  }
+  kvrt_validate_options vo;
+  kvrt_validate_options_default(&vo);
+  vo.n_threads = 32768;
+  vo.record_path = "";
+  kvrt_validation* v = nullptr;
+  CHECK(kvrt_validate(f.model, &vo, &v) == KVRT_ERR_INVALID_ARGUMENT);
+  CHECK(last_error_has("256"));
+  o.n_threads = 256;
+  kvrt_session* s = nullptr;
+  CHECK(kvrt_session_create(f.model, &o, &s) == KVRT_OK);
+  kvrt_session_free(s);
+}
+
+TEST_CASE("kvrt calls leave the caller's OpenMP thread setting as it was") {
+  ModelFixture f;
+  const int before = omp_get_max_threads();
+  omp_set_num_threads(3);
+  kvrt_session_options o;
+  kvrt_session_options_default(&o);
+  o.n_ctx = 64;
+  o.n_threads = 2;
+  kvrt_session* s = nullptr;
+  REQUIRE(kvrt_session_create(f.model, &o, &s) == KVRT_OK);
+  const std::vector<int32_t> prompt = tokenize(f.model, "Once upon a time there was");
+  REQUIRE(kvrt_session_eval(s, prompt.data(), prompt.size()) == KVRT_OK);  // prefill (the GEMM path)
+  CHECK(omp_get_max_threads() == 3);
+  kvrt_sampler* sampler = nullptr;
+  kvrt_sampler_options so;
+  kvrt_sampler_options_default(&so);
+  REQUIRE(kvrt_sampler_create(f.model, &so, &sampler) == KVRT_OK);
+  int32_t token = 0;
+  REQUIRE(kvrt_session_decode(s, sampler, &token) == KVRT_OK);
+  CHECK(omp_get_max_threads() == 3);
+  kvrt_sampler_free(sampler);
+  kvrt_session_free(s);
+
+  kvrt::test::TempDir tmp;
+  kvrt_validate_options vo;
+  kvrt_validate_options_default(&vo);
+  const kvrt_kv_config q8 = kv_of("q8");
+  vo.settings = &q8;
+  vo.n_settings = 1;
+  vo.max_len = 64;
+  vo.n_threads = 2;
+  vo.record_path = "";
+  kvrt_validation* v = nullptr;
+  REQUIRE(kvrt_validate(f.model, &vo, &v) == KVRT_OK);
+  CHECK(omp_get_max_threads() == 3);
+  kvrt_validation_free(v);
+  omp_set_num_threads(before);
 }
 
 TEST_CASE("a file kvrt cannot open because of the descriptor limit says so (EMFILE)") {

@@ -10,9 +10,15 @@
  *  - Every fallible call returns a kvrt_status. On failure, kvrt_last_error() gives one sentence
  *    (thread-local, valid until the next kvrt call on the same thread). No C++ exception ever
  *    leaves a kvrt_* function.
- *  - Handles are opaque. A kvrt_model is immutable once opened: several sessions (in several
- *    threads) may share it. A kvrt_session or kvrt_sampler must be used by one thread at a time.
- *    Free sessions before the model they were created from.
+ *  - Threads: a kvrt_model is immutable once opened; any number of sessions, in any threads, may
+ *    share it (tests/test_c_api.cc runs concurrent sessions on one model against one thread's tokens).
+ *    A kvrt_session, kvrt_sampler or kvrt_validation belongs to one thread at a time: use one
+ *    session per thread, or serialize the calls on it. kvrt_last_error() is per thread.
+ *  - OpenMP: a session runs its parallel regions with its own n_threads and restores the calling
+ *    thread's OpenMP settings (omp_get_max_threads() is the same after every kvrt call).
+ *  - Handles are opaque. Free sessions and samplers before the model they were created from.
+ *    Freeing a handle twice, or using it after it was freed, is a caller error that kvrt cannot
+ *    detect (undefined behaviour, as for free()).
  *  - Memory: a session allocates everything for its context length at creation
  *    (kvrt_session_create); eval, decode and generate allocate nothing that persists, so memory
  *    does not grow during decode.
@@ -34,8 +40,15 @@ extern "C" {
 
 /* 2: chat formats (kvrt_chat_format, kvrt_chat_apply_template), kvrt_tokenize_special,
  *    kvrt_token_is_end_of_generation and kvrt_generate_until; additions only, so programs
- *    written for version 1 build and run unchanged. */
-#define KVRT_API_VERSION 2
+ *    written for version 1 build and run unchanged.
+ * 3: kvrt_sampler_sample takes the logits' length (n_logits), so a sampler made for another
+ *    model is an error instead of a read past the logits; callers add that argument. */
+#define KVRT_API_VERSION 3
+
+/* Most threads a session or a validation run may use (n_threads); more is KVRT_ERR_INVALID_ARGUMENT.
+ * When the system cannot create the threads asked for, the OpenMP runtime (libgomp) prints a
+ * message and ends the process: kvrt cannot turn that into a status. */
+#define KVRT_MAX_THREADS 256
 
 #if defined(__GNUC__)
 #define KVRT_EXPORT __attribute__((visibility("default")))
@@ -147,7 +160,7 @@ typedef struct kvrt_session kvrt_session;
 
 typedef struct kvrt_session_options {
   int32_t n_ctx;             /* positions; 0 = the model's declared context length */
-  int32_t n_threads;         /* 0 = all cores */
+  int32_t n_threads;         /* 0 = all cores (at most KVRT_MAX_THREADS); else 1..KVRT_MAX_THREADS */
   int32_t n_batch;           /* tokens per forward chunk during prefill; 0 = 256 */
   kvrt_kv_config kv;         /* KV-cache setting */
   uint64_t max_memory_bytes; /* cap on the session's allocation; 0 = no cap */
@@ -214,12 +227,14 @@ KVRT_EXPORT kvrt_status kvrt_sampler_create(const kvrt_model* model,
                                             kvrt_sampler** out_sampler);
 KVRT_EXPORT void kvrt_sampler_free(kvrt_sampler* sampler); /* NULL is fine */
 
-/* Picks a token from logits ([n_vocab] floats, e.g. from kvrt_session_logits). */
+/* Picks a token from logits ([n_logits] floats, e.g. from kvrt_session_logits). n_logits must be
+ * the vocabulary size of the sampler's model, else KVRT_ERR_INVALID_ARGUMENT before any read. */
 KVRT_EXPORT kvrt_status kvrt_sampler_sample(kvrt_sampler* sampler, const float* logits,
-                                            int32_t* out_token);
+                                            int32_t n_logits, int32_t* out_token);
 
 /* One decode step: samples the next token from the session's last logits and evaluates it (so it
- * occupies one position). KVRT_ERR_CONTEXT_FULL, before sampling, when every position is used. */
+ * occupies one position). KVRT_ERR_CONTEXT_FULL, before sampling, when every position is used;
+ * KVRT_ERR_INVALID_ARGUMENT when the sampler was made for a model with another vocabulary size. */
 KVRT_EXPORT kvrt_status kvrt_session_decode(kvrt_session* session, kvrt_sampler* sampler,
                                             int32_t* out_token);
 
@@ -341,8 +356,9 @@ typedef struct kvrt_validate_options {
   const char* thresholds_file;    /* NULL = <validation dir>/thresholds.toml */
   const char* cases_dir;          /* NULL = none; else more cases (DIR/manifest.toml) */
   int only_cases;                 /* non-zero: only cases_dir, not the bundled set */
-  int32_t max_len;                /* usable context the cases follow; 0 = min(model context, 512) */
-  int32_t n_threads;              /* 0 = all cores (one for models under 64 MiB) */
+  int32_t max_len;                /* usable context the cases follow; 0 = min(model context, 512);
+                                     beyond the model's context is KVRT_ERR_INVALID_ARGUMENT */
+  int32_t n_threads;              /* 0 = all cores (one for models under 64 MiB); at most KVRT_MAX_THREADS */
   int use_seed;                   /* non-zero: bootstrap with `seed`, not the thresholds file's */
   uint64_t seed;
   const char* record_path;        /* NULL = the default record; "" = write no record */

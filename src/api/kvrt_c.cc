@@ -34,9 +34,14 @@ kvrt_kv_format from_format(kv::Format f) {
   }
 }
 
+static_assert(KVRT_MAX_THREADS == model::kMaxThreads, "kvrt.h documents the session's thread limit");
+
 model::SessionOptions to_options(const kvrt_session_options& o) {
   if (o.n_ctx < 0 || o.n_threads < 0 || o.n_batch < 0)
     throw Error("n_ctx, n_threads and n_batch must not be negative", ErrorKind::kUsage);
+  if (o.n_threads > KVRT_MAX_THREADS)
+    throw Error("n_threads " + std::to_string(o.n_threads) + " is above the maximum of " +
+                    std::to_string(KVRT_MAX_THREADS), ErrorKind::kUsage);
   model::SessionOptions so;
   so.n_ctx = o.n_ctx;
   so.n_threads = o.n_threads;

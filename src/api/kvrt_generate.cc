@@ -12,7 +12,7 @@ kvrt_status decode_step(kvrt_session& s, kvrt_sampler& sampler, int32_t* out_tok
   if (session.n_past() >= session.n_ctx())
     return fail(KVRT_ERR_CONTEXT_FULL, "context full: all " + std::to_string(session.n_ctx()) +
                                            " positions are used (reset the session or create one with a larger n_ctx)");
-  const int32_t token = sampler.sampler->sample(session.last_logits());
+  const int32_t token = sampler.sampler->sample(session.last_logits(), session.model().config().n_vocab);
   *out_token = token;
   return eval_tokens(s, &token, 1);
 }
@@ -79,12 +79,13 @@ kvrt_status kvrt_sampler_create(const kvrt_model* model, const kvrt_sampler_opti
 
 void kvrt_sampler_free(kvrt_sampler* sampler) { delete sampler; }
 
-kvrt_status kvrt_sampler_sample(kvrt_sampler* sampler, const float* logits, int32_t* out_token) {
+kvrt_status kvrt_sampler_sample(kvrt_sampler* sampler, const float* logits, int32_t n_logits,
+                                int32_t* out_token) {
   return guard([&] {
     KVRT_REQUIRE(sampler);
     KVRT_REQUIRE(logits);
     KVRT_REQUIRE(out_token);
-    *out_token = sampler->sampler->sample(logits);
+    *out_token = sampler->sampler->sample(logits, n_logits);
     return KVRT_OK;
   });
 }

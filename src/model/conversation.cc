@@ -95,7 +95,7 @@ void Conversation::generate(Sampler& sampler, int max_tokens, const PieceCallbac
                             TurnResult& r) {
   std::string piece;
   while (int(r.reply_tokens.size()) < max_tokens) {
-    const int32_t token = sampler.sample(session_.last_logits());
+    const int32_t token = sampler.sample(session_.last_logits(), session_.model().config().n_vocab);
     if (tok_.is_end_of_generation(token)) {
       pending_ = {token};
       r.stop_token = token;

@@ -33,8 +33,11 @@ double Sampler::next_uniform() {
   return double(z >> 11) * 0x1.0p-53;
 }
 
-int32_t Sampler::sample(const float* logits) {
+int32_t Sampler::sample(const float* logits, int n_logits) {
   const int n = int(order_.size());
+  if (n_logits != n)
+    throw Error("the sampler was made for a vocabulary of " + std::to_string(n) + " tokens, the logits have " +
+                    std::to_string(n_logits), ErrorKind::kUsage);
   if (opt_.temperature == 0.0f) return argmax(logits, n);
   std::iota(order_.begin(), order_.end(), 0);
   // Candidates sorted by logit, highest first (ties by id, so the order is deterministic).

@@ -17,7 +17,10 @@ struct SamplerOptions {
 class Sampler {
  public:
   Sampler(const SamplerOptions& options, int n_vocab);  // invalid options are kvrt::Error(kUsage)
-  int32_t sample(const float* logits);  // logits: [n_vocab]
+  // logits: [n_logits]. n_logits other than the sampler's n_vocab (a sampler made for another
+  // model) is a kvrt::Error(kUsage), raised before any logit is read.
+  int32_t sample(const float* logits, int n_logits);
+  int n_vocab() const { return int(order_.size()); }
 
  private:
   double next_uniform();  // [0, 1)

@@ -15,12 +15,19 @@ int resolve_ctx(const ModelConfig& c, int n_ctx) {
   return n_ctx == 0 ? c.n_ctx_train : n_ctx;
 }
 
+int resolve_threads(int n_threads) {
+  if (n_threads < 0 || n_threads > kMaxThreads)
+    throw Error("thread count " + std::to_string(n_threads) + " is out of range: 0 (all cores) or 1 to " +
+                    std::to_string(kMaxThreads), ErrorKind::kUsage);
+  return n_threads > 0 ? n_threads : std::min(omp_get_num_procs(), kMaxThreads);
+}
+
 }  // namespace
 
 Session::Session(const Model& model, const SessionOptions& o)
     : model_(model),
       n_ctx_(resolve_ctx(model.config(), o.n_ctx)),
-      n_threads_(o.n_threads > 0 ? o.n_threads : omp_get_num_procs()),
+      n_threads_(resolve_threads(o.n_threads)),
       n_batch_(std::clamp(o.n_batch, 1, n_ctx_)),
       rope_(n_ctx_, model.config().rope_dim, model.config().rope_base) {
   const ModelConfig& c = model.config();
@@ -66,7 +73,6 @@ void Session::eval(const int32_t* tokens, int n, float* logits) {
       throw Error("token id " + std::to_string(tokens[i]) + " is outside the vocabulary of " +
                       std::to_string(c.n_vocab),
                   ErrorKind::kUsage);
-  omp_set_num_threads(n_threads_);
   for (int done = 0; done < n; done += n_batch_) {
     const int chunk = std::min(n_batch_, n - done);
     forward_chunk(tokens + done, chunk, logits ? logits + size_t(done) * c.n_vocab : nullptr);

@@ -14,9 +14,13 @@
 
 namespace kvrt::model {
 
+// Most threads a session uses: beyond this the OpenMP runtime may fail to start its threads, and
+// libgomp then ends the whole process (from within the library, so it cannot be reported).
+constexpr int kMaxThreads = 256;
+
 struct SessionOptions {
   int n_ctx = 0;      // positions; 0 = the model's context length
-  int n_threads = 0;  // 0 = all cores
+  int n_threads = 0;  // 0 = all cores (at most kMaxThreads); else 1..kMaxThreads
   int n_batch = 256;  // tokens per forward chunk during prefill
   kv::KvConfig kv;
 };
@@ -29,6 +33,7 @@ class Session {
   // Runs tokens at positions [n_past, n_past + n). When `logits` is given, writes the logits
   // of every token there ([n][n_vocab]); the last token's logits are kept in last_logits().
   // A token id out of range or running past n_ctx is a kvrt::Error; the session is unchanged then.
+  // Parallel regions name their thread count, so the caller's OpenMP settings stay as they were.
   void eval(const int32_t* tokens, int n, float* logits = nullptr);
 
   const float* last_logits() const { return last_logits_.data(); }  // [n_vocab]

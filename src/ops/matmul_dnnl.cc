@@ -24,6 +24,17 @@ struct Cached {
   std::string impl;
 };
 
+// oneDNN built with OpenMP runs a primitive on omp_get_max_threads() threads, read at execute
+// time: set it for the call and give the caller's setting back afterwards.
+class OmpThreadsScope {
+ public:
+  explicit OmpThreadsScope(int n_threads) : saved_(omp_get_max_threads()) { omp_set_num_threads(n_threads); }
+  ~OmpThreadsScope() { omp_set_num_threads(saved_); }
+
+ private:
+  int saved_;
+};
+
 }  // namespace
 
 struct DnnlGemm::Impl {
@@ -62,7 +73,7 @@ void DnnlGemm::run(const float* x, int64_t m, const float* w, int64_t n, int64_t
   c.src.set_data_handle(const_cast<float*>(x));
   c.wei.set_data_handle(const_cast<float*>(w));
   c.dst.set_data_handle(y);
-  omp_set_num_threads(impl_->n_threads);
+  const OmpThreadsScope threads(impl_->n_threads);
   c.prim.execute(impl_->stream,
                  {{DNNL_ARG_SRC, c.src}, {DNNL_ARG_WEIGHTS, c.wei}, {DNNL_ARG_DST, c.dst}});
   impl_->stream.wait();

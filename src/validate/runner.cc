@@ -100,7 +100,7 @@ std::vector<int32_t> CaseRunner::generate(model::Session& s, const std::vector<i
   s.eval(prompt.data(), int(prompt.size()));
   std::vector<int32_t> out;
   for (int j = 0; j < n; ++j) {
-    out.push_back(sampler.sample(s.last_logits()));
+    out.push_back(sampler.sample(s.last_logits(), n_vocab_));
     if (j + 1 < n) s.eval(&out.back(), 1);
   }
   return out;

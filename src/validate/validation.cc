@@ -10,6 +10,7 @@
 #include "common/regular_file.h"
 #include "common/sha256.h"
 #include "kvrt_config.h"
+#include "model/session.h"
 #include "ops/matmul.h"
 #include "simd/kernels.h"
 #include "validate/output_file.h"
@@ -42,8 +43,32 @@ Record make_record(const Validation& v) {
   return record;
 }
 
-void check_request(const model::Model&, const ValidationRequest& req) {
+int usable_context(const model::Model& model, const ValidationRequest& req) {
+  return req.max_len > 0 ? req.max_len : std::min(model.config().n_ctx_train, kDefaultMaxLen);
+}
+
+// The run needs at least two FP32 caches of the usable context (baseline and noise floor).
+void check_memory(const model::Model& model, int max_len) {
+  const model::ModelConfig& c = model.config();
+  const double need = 2.0 * 2.0 * c.n_layers * c.n_kv_heads * c.head_dim * sizeof(float) * max_len;
+  const double have = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGESIZE));
+  if (have > 0 && need > have)
+    throw Error("validating at a usable context of " + std::to_string(max_len) + " positions needs at least " +
+                    std::to_string(int64_t(need / (1 << 20))) + " MiB for its two FP32 caches, more than this "
+                    "machine's " + std::to_string(int64_t(have / (1 << 20))) + " MiB of memory (lower --max-len)",
+                ErrorKind::kResource);
+}
+
+void check_request(const model::Model& model, const ValidationRequest& req) {
   if (req.only_cases && req.cases_dir.empty()) throw Error("only_cases needs a cases directory", ErrorKind::kUsage);
+  if (req.n_threads < 0 || req.n_threads > model::kMaxThreads)
+    throw Error("thread count " + std::to_string(req.n_threads) + " is out of range: 0 (all cores) or 1 to " +
+                    std::to_string(model::kMaxThreads), ErrorKind::kUsage);
+  const int n_ctx = model.config().n_ctx_train;
+  if (req.max_len < 0 || req.max_len > n_ctx)
+    throw Error("usable context of " + std::to_string(req.max_len) + " positions (--max-len) is beyond the "
+                    "model's context of " + std::to_string(n_ctx) + " positions", ErrorKind::kUsage);
+  check_memory(model, usable_context(model, req));
 }
 
 // Adds the verdicts of the earlier record at `path` for settings not re-run.
@@ -92,7 +117,7 @@ void load_inputs(const model::Model& model, const ValidationRequest& req, Valida
 
 void run(const model::Model& model, const ValidationRequest& req, Validation& v) {
   Report& rep = v.report;
-  rep.max_len = req.max_len > 0 ? req.max_len : std::min(model.config().n_ctx_train, kDefaultMaxLen);
+  rep.max_len = usable_context(model, req);
   const std::optional<model::ChatTemplate> chat = model::ChatTemplate::of_model(model.file());
   v.cases = build_cases(v.case_set, model.tokenizer(), chat ? &*chat : nullptr, rep.max_len, &rep.skipped);
   if (v.cases.empty())

@@ -25,9 +25,9 @@ struct ValidationRequest {
   std::string thresholds_file;         // empty: <validation dir>/thresholds.toml
   std::string cases_dir;               // more cases beside the bundled set
   bool only_cases = false;             // use only cases_dir
-  int max_len = 0;                     // 0: min(model context, 512)
+  int max_len = 0;                     // 0: min(model context, 512); at most the model's context
   std::optional<uint64_t> seed;        // bootstrap seed; default the thresholds file's
-  int n_threads = 0;                   // 0: all cores (one for models under 64 MiB)
+  int n_threads = 0;                   // 0: all cores (one for models under 64 MiB); at most kMaxThreads
   std::function<void(int done, int total)> progress;
 };
 
@@ -47,7 +47,8 @@ struct Validation {
   bool all_pass() const;
 };
 
-// Checks the request, reads its files (errors name file and line) and hashes the model file, all
+// Checks the request against the model (usable context within the model's, memory for it, thread
+// count), reads the request's files (errors name file and line) and hashes the model file, all
 // before running anything.
 void load_inputs(const model::Model& model, const ValidationRequest& req, Validation& v);
 

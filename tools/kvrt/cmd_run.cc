@@ -103,7 +103,7 @@ int cmd_run(int argc, char** argv) {
   // Policy at the end of the context: the token predicted by the last position is still
   // printed, then generation stops with a message (no position is left to evaluate it).
   while (n_gen < o.n_predict) {
-    const int32_t next = sampler.sample(session.last_logits());
+    const int32_t next = sampler.sample(session.last_logits(), model->config().n_vocab);
     if (tok.is_end_of_generation(next)) break;
     std::string piece = tok.token_to_piece(next);
     if (at_start && tok.adds_space_prefix() && !piece.empty() && piece[0] == ' ') piece.erase(0, 1);

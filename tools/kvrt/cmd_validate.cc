@@ -71,7 +71,7 @@ int cmd_validate(int argc, char** argv) {
   cl.add("--cases", "DIR", "more cases: DIR/manifest.toml in the acceptance-set format", &o.cases_dir);
   cl.add_flag("--only-cases", "use only the --cases directory, not the bundled set", &o.only_cases);
   cl.add("--config", "FILE", "thresholds (default validation/thresholds.toml in kvrt's data dir)", &o.config);
-  cl.add("--max-len", "N", "usable context the case lengths follow (default min(model context, 512))",
+  cl.add("--max-len", "N", "usable context the case lengths follow (default min(model context, 512); at most the model context)",
          &o.max_len, 16, 1 << 20);
   cl.add("--seed", "S", "bootstrap seed (default: the thresholds file's)", &o.seed);
   cl.add("--json", "FILE", "write the full results as JSON", &o.json);

@@ -1,6 +1,9 @@
 // kvrt: a CPU inference runtime with a validated, SIMD-packed KV cache.
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <string>
@@ -40,6 +43,39 @@ int exit_code(kvrt::ErrorKind kind) {
   }
 }
 
+// The subcommand running, for the exit handler below; null once main() returns. (The one mutable
+// global of the CLI: an atexit handler has no other way to know whether main() returned.)
+const char* g_running = nullptr;
+
+// A library that calls exit() (libgomp when it cannot create a thread: "libgomp: Thread creation
+// failed") would end kvrt with its own code, 1, which means "validate refused". Such an exit is a
+// library failure: say so and exit with that code.
+void on_library_exit() {
+  if (g_running == nullptr) return;
+  std::fflush(stdout);
+  std::fprintf(stderr, "kvrt %s: error: a library ended the process (see its message above; for a thread "
+                       "failure, lower -t)\n", g_running);
+  std::fflush(stderr);
+  ::_exit(kvrt::cli::kExitInternal);
+}
+
+int run_subcommand(const Subcommand& s, int argc, char** argv) {
+  g_running = s.name;
+  try {
+    return s.run(argc - 2, argv + 2);
+  } catch (const kvrt::Error& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "kvrt %s: error: %s\n", s.name, e.what());
+    return exit_code(e.kind());
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "kvrt %s: error: out of memory\n", s.name);
+    return kvrt::cli::kExitResource;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kvrt %s: internal error: %s\n", s.name, e.what());
+    return kvrt::cli::kExitInternal;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -59,21 +95,12 @@ int main(int argc, char** argv) {
   // Over a file-size limit a write fails with EFBIG (and the output's temporary file is dropped)
   // instead of SIGXFSZ ending the process.
   std::signal(SIGXFSZ, SIG_IGN);
+  std::atexit(on_library_exit);
   for (const auto& s : kSubcommands) {
     if (name != s.name) continue;
-    try {
-      return s.run(argc - 2, argv + 2);
-    } catch (const kvrt::Error& e) {
-      std::fflush(stdout);
-      std::fprintf(stderr, "kvrt %s: error: %s\n", s.name, e.what());
-      return exit_code(e.kind());
-    } catch (const std::bad_alloc&) {
-      std::fprintf(stderr, "kvrt %s: error: out of memory\n", s.name);
-      return kvrt::cli::kExitResource;
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "kvrt %s: internal error: %s\n", s.name, e.what());
-      return kvrt::cli::kExitInternal;
-    }
+    const int code = run_subcommand(s, argc, argv);
+    g_running = nullptr;
+    return code;
   }
   std::fprintf(stderr, "kvrt: unknown command '%s'\n\n", name.c_str());
   print_usage(stderr);

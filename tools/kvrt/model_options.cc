@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "model/session.h"
+
 namespace kvrt::cli {
 
 void ModelOptions::add_to(CommandLine& cl, bool with_ctx) {
@@ -10,7 +12,7 @@ void ModelOptions::add_to(CommandLine& cl, bool with_ctx) {
   if (with_ctx)
     cl.add("-c,--ctx", "N", "context length in positions (default: the model's, at most 4096)",
            &n_ctx, 1, 1 << 24);
-  cl.add("-t,--threads", "N", "threads (default: all cores)", &n_threads, 1, 1024);
+  cl.add("-t,--threads", "N", "threads (default: all cores, at most 256)", &n_threads, 1, model::kMaxThreads);
 }
 
 std::string ModelOptions::resolved_path() const {
