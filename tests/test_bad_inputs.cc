@@ -312,6 +312,39 @@ TEST_CASE("thread counts above 256 and validate lengths beyond the model are usa
   for (const auto& c : cases) check_case(c, tmp);
 }
 
+TEST_CASE("empty values, seeds beyond 64 bits and a bad environment are usage errors (exit 2)") {
+  ensure_kvrt_exe();
+  TempDir tmp;
+  const std::string m = "-m " + quote(kvrt::test::stories_path()) + " ";
+  const std::vector<BadCase> cases = {
+      {"empty KV format", "run " + m + "--kv '' -p hi", 2, "--kv"},
+      {"empty key format", "run " + m + "--kv-k '' -p hi", 2, "--kv-k"},
+      {"empty bench settings", "bench " + m + "--settings ''", 2, "--settings"},
+      {"empty record path", "run " + m + "--kv q8 --record '' -p hi", 2, "--record"},
+      {"seed above 2^64 - 1", "run " + m + "-p hi --seed 18446744073709551616", 2, "18446744073709551616"},
+      {"negative seed", "run " + m + "-p hi --seed -1", 2, "-1"},
+  };
+  for (const auto& c : cases) check_case(c, tmp);
+
+  setenv("KVRT_ISA", "bogus", 1);
+  check_case({"unknown ISA (info prints nothing first)", "info " + m, 2, "bogus"}, tmp);
+  check_case({"unknown ISA (validate)", "validate " + m + "--kv q8 --max-len 64", 2, "bogus"}, tmp);
+  unsetenv("KVRT_ISA");
+  setenv("KVRT_MODEL", std::string(5000, 'a').c_str(), 1);
+  check_case({"over-long KVRT_MODEL", "info", 2, "File name too long"}, tmp);
+  unsetenv("KVRT_MODEL");
+}
+
+TEST_CASE("a seed up to 2^64 - 1 is accepted") {
+  ensure_kvrt_exe();
+  TempDir tmp;
+  const auto r = kvrt::test::run_kvrt(
+      "run -m " + quote(kvrt::test::stories_path()) + " -p Once -n 4 --temp 1 --seed 18446744073709551615", tmp);
+  CAPTURE(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.rfind("Once", 0) == 0);
+}
+
 TEST_CASE("a thread the OpenMP runtime cannot create is a library failure (exit 5), not a refusal") {
   ensure_kvrt_exe();
   TempDir tmp;

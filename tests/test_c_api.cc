@@ -536,3 +536,21 @@ TEST_CASE("a file kvrt cannot open because of the descriptor limit says so (EMFI
   CHECK(WEXITSTATUS(status) == 0);
 }
 
+TEST_CASE("a bad KVRT_ISA surfaces as an error from kvrt_isa_name and kvrt_model_open") {
+  if (const char* child = std::getenv("KVRT_TEST_BAD_ISA_CHILD"); child && *child) {
+    // In a fresh process started below with KVRT_ISA=bogus: the ISA is decided once per process.
+    CHECK(kvrt_isa_name() == nullptr);
+    CHECK(last_error_has("bogus"));
+    kvrt_model* model = reinterpret_cast<kvrt_model*>(1);
+    CHECK(kvrt_model_open(kvrt::test::stories_path().c_str(), &model) == KVRT_ERR_INVALID_ARGUMENT);
+    CHECK(model == nullptr);
+    CHECK(last_error_has("KVRT_ISA"));
+    return;
+  }
+  const char* wrapper = std::getenv("KVRT_EXE_WRAPPER");
+  char self[4096] = {};
+  REQUIRE(readlink("/proc/self/exe", self, sizeof self - 1) > 0);
+  const std::string cmd = std::string("KVRT_ISA=bogus KVRT_TEST_BAD_ISA_CHILD=1 ") + (wrapper ? wrapper : "") + " '" +
+                          self + "' --test-case='a bad KVRT_ISA surfaces*' >/dev/null 2>&1";
+  CHECK(std::system(cmd.c_str()) == 0);
+}

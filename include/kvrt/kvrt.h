@@ -79,7 +79,9 @@ KVRT_EXPORT const char* kvrt_status_name(kvrt_status status);
 KVRT_EXPORT const char* kvrt_version(void);
 /* The SIMD instruction set chosen for every kernel on this CPU: the top rung of the dispatch
  * ladder ("avx512-vnni", "avx512", "avx2", "neon", "scalar"). Decided once per process; the
- * environment variable KVRT_ISA can force a lower one. */
+ * environment variable KVRT_ISA can force a lower one. NULL when KVRT_ISA names an unknown ISA or
+ * one this CPU cannot run: kvrt_last_error() says which, and kvrt_model_open fails with
+ * KVRT_ERR_INVALID_ARGUMENT for the same reason. */
 KVRT_EXPORT const char* kvrt_isa_name(void);
 
 /* ---- model -------------------------------------------------------------------------------- */

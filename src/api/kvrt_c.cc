@@ -170,11 +170,12 @@ const char* kvrt_status_name(kvrt_status status) {
 const char* kvrt_version(void) { return KVRT_VERSION; }
 
 const char* kvrt_isa_name(void) {
-  try {
-    return kvrt::simd::isa_name();
-  } catch (...) {
-    return "unknown";
-  }
+  const char* name = nullptr;
+  guard([&] {
+    name = kvrt::simd::isa_name();
+    return KVRT_OK;
+  });
+  return name;
 }
 
 kvrt_status kvrt_model_open(const char* path, kvrt_model** out_model) {
@@ -182,6 +183,7 @@ kvrt_status kvrt_model_open(const char* path, kvrt_model** out_model) {
     KVRT_REQUIRE(out_model);
     *out_model = nullptr;
     KVRT_REQUIRE(path);
+    (void)kvrt::simd::isa_name();  // a bad KVRT_ISA fails here, before the first kernel runs
     auto m = std::make_unique<kvrt_model>();
     m->model = std::make_unique<kvrt::model::Model>(path);
     m->path = path;

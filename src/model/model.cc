@@ -22,7 +22,8 @@ std::string find_default_model() {
   std::error_code ec;  // a name the file system refuses (too long, ...) is a missing file
   if (const char* env = std::getenv("KVRT_MODEL"); env && *env) {
     if (!std::filesystem::exists(env, ec))
-      throw Error("KVRT_MODEL names '" + std::string(env) + "', which does not exist");
+      throw Error("KVRT_MODEL names '" + std::string(env) + "', which " +
+                  (ec ? "cannot be used: " + ec.message() : std::string("does not exist")));
     return env;
   }
   const std::string name = "stories260K.gguf";

@@ -66,7 +66,7 @@ int cmd_run(int argc, char** argv) {
   CommandLine cl("kvrt run [-m MODEL] -p PROMPT [-n N] [options]",
                  "Generates text from a prompt and streams it to stdout. Greedy unless --temp is set.");
   o.model.add_to(cl);
-  cl.add("-p,--prompt", "TEXT", "prompt text (BOS is added; empty = BOS alone)", &o.prompt);
+  cl.add("-p,--prompt", "TEXT", "prompt text (BOS is added; empty = BOS alone)", &o.prompt, true);
   cl.add("-f,--file", "FILE", "read the prompt from a file", &o.prompt_file);
   cl.add("-n,--n-predict", "N", "tokens to generate (default 128)", &o.n_predict, 0, 1 << 24);
   o.sampling.add_to(cl);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 
 #include "command_line.h"
 #include "commands.h"
@@ -20,8 +21,6 @@
 namespace kvrt::cli {
 namespace {
 
-constexpr uint64_t kSeedFromThresholds = ~uint64_t(0);
-
 struct ValidateOptions {
   ModelOptions model;
   KvOptions kv;
@@ -29,7 +28,7 @@ struct ValidateOptions {
   bool only_cases = false;
   float negative_control = 0;  // relative noise on stored scales; 0 = no negative control
   int max_len = 0;
-  uint64_t seed = kSeedFromThresholds;
+  std::optional<uint64_t> seed;  // none: the thresholds file's
 };
 
 // Progress on stderr: a redrawn bar on a terminal, a few plain lines otherwise.
@@ -96,7 +95,7 @@ int cmd_validate(int argc, char** argv) {
   req.cases_dir = o.cases_dir;
   req.only_cases = o.only_cases;
   req.max_len = o.max_len;
-  if (o.seed != kSeedFromThresholds) req.seed = o.seed;
+  req.seed = o.seed;
   req.n_threads = o.model.n_threads;
   req.progress = progress;
   req.model_path = o.model.resolved_path();

@@ -30,15 +30,28 @@ long long parse_integer(const std::string& flag, std::string_view v) {
   return x;
 }
 
+uint64_t parse_unsigned(const std::string& flag, std::string_view v) {
+  std::string s(v);
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long x = std::strtoull(s.c_str(), &end, 10);
+  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || *end != '\0' || errno == ERANGE)
+    bad_value(flag, v, "expected an integer from 0 to 18446744073709551615");
+  return uint64_t(x);
+}
+
 }  // namespace
 
 CommandLine::CommandLine(std::string usage, std::string description)
     : usage_(std::move(usage)), description_(std::move(description)) {}
 
 void CommandLine::add(const std::string& names, const std::string& metavar,
-                      const std::string& help, std::string* out) {
-  options_.push_back({split_names(names), metavar, help, false,
-                      [out](std::string_view v) { *out = std::string(v); }});
+                      const std::string& help, std::string* out, bool allow_empty) {
+  std::string flag = split_names(names).back();
+  options_.push_back({split_names(names), metavar, help, false, [=](std::string_view v) {
+                        if (v.empty() && !allow_empty) bad_value(flag, v, "must not be empty");
+                        *out = std::string(v);
+                      }});
 }
 
 void CommandLine::add(const std::string& names, const std::string& metavar,
@@ -72,11 +85,15 @@ void CommandLine::add(const std::string& names, const std::string& metavar,
 void CommandLine::add(const std::string& names, const std::string& metavar,
                       const std::string& help, uint64_t* out) {
   std::string flag = split_names(names).back();
-  options_.push_back({split_names(names), metavar, help, false, [=](std::string_view v) {
-                        long long x = parse_integer(flag, v);
-                        if (x < 0) bad_value(flag, v, "must not be negative");
-                        *out = uint64_t(x);
-                      }});
+  options_.push_back({split_names(names), metavar, help, false,
+                      [=](std::string_view v) { *out = parse_unsigned(flag, v); }});
+}
+
+void CommandLine::add(const std::string& names, const std::string& metavar,
+                      const std::string& help, std::optional<uint64_t>* out) {
+  std::string flag = split_names(names).back();
+  options_.push_back({split_names(names), metavar, help, false,
+                      [=](std::string_view v) { *out = parse_unsigned(flag, v); }});
 }
 
 void CommandLine::add_flag(const std::string& names, const std::string& help, bool* out) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,14 +15,18 @@ class CommandLine {
  public:
   CommandLine(std::string usage, std::string description);
 
+  // A string value; an empty one is a usage error unless allow_empty (e.g. an empty prompt).
   void add(const std::string& names, const std::string& metavar, const std::string& help,
-           std::string* out);
+           std::string* out, bool allow_empty = false);
   void add(const std::string& names, const std::string& metavar, const std::string& help,
            int* out, int min, int max);
   void add(const std::string& names, const std::string& metavar, const std::string& help,
            float* out, float min, float max);
+  // Any integer from 0 to 2^64 - 1.
   void add(const std::string& names, const std::string& metavar, const std::string& help,
            uint64_t* out);
+  void add(const std::string& names, const std::string& metavar, const std::string& help,
+           std::optional<uint64_t>* out);
   void add_flag(const std::string& names, const std::string& help, bool* out);
   // Options that tests use but users should not see in --help.
   void add_hidden(const std::string& names, std::function<void(std::string_view)> set);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "model/session.h"
+#include "simd/kernels.h"
 
 namespace kvrt::cli {
 
@@ -20,6 +21,7 @@ std::string ModelOptions::resolved_path() const {
 }
 
 std::unique_ptr<model::Model> ModelOptions::load() const {
+  (void)simd::isa_name();  // a bad KVRT_ISA fails before any file is read or anything is printed
   return std::make_unique<model::Model>(resolved_path());
 }
 
