@@ -24,7 +24,7 @@ using kvrt::test::TempDir;
 using kvrt::io::GgufFile;
 using kvrt::io::GgufType;
 using kvrt::io::GgufWriter;
-using kvrt::io::TensorType;
+using kvrt::simd::WeightType;
 
 namespace {
 
@@ -283,10 +283,10 @@ std::vector<float> write_all_types(const std::string& path, uint32_t alignment) 
   w.add_string_array("a.string", std::vector<std::string>{"", "two", "three"});
   w.add_string_array("a.empty", std::vector<std::string>{});
   if (alignment != 32) w.set_alignment(alignment);
-  w.add_tensor("f32", {32, 2}, TensorType::kF32, values);
-  w.add_tensor("f16", {32, 2}, TensorType::kF16, values);
-  w.add_tensor("bf16", {64}, TensorType::kBF16, values);
-  w.add_tensor("q8_0", {32, 2}, TensorType::kQ8_0, values);
+  w.add_tensor("f32", {32, 2}, WeightType::kF32, values);
+  w.add_tensor("f16", {32, 2}, WeightType::kF16, values);
+  w.add_tensor("bf16", {64}, WeightType::kBF16, values);
+  w.add_tensor("q8_0", {32, 2}, WeightType::kQ8_0, values);
   w.write(path);
   return values;
 }
@@ -373,14 +373,14 @@ TEST_CASE("writer round trip: every metadata type and every tensor type read bac
     for (const auto& t : f.tensors()) CHECK(t.file_offset % alignment == 0);
     const auto* t32 = f.find_tensor("f32");
     CHECK(t32->dims == std::vector<int64_t>{32, 2});
-    CHECK(t32->type == TensorType::kF32);
+    CHECK(t32->type == WeightType::kF32);
     REQUIRE(t32->n_bytes == 4 * values.size());
     CHECK(std::memcmp(t32->data, values.data(), t32->n_bytes) == 0);
-    CHECK(f.find_tensor("f16")->type == TensorType::kF16);
+    CHECK(f.find_tensor("f16")->type == WeightType::kF16);
     check_halves(*f.find_tensor("f16"), values, kvrt::f32_to_f16);
     CHECK(f.find_tensor("bf16")->dims == std::vector<int64_t>{64});
     check_halves(*f.find_tensor("bf16"), values, kvrt::f32_to_bf16);
-    CHECK(f.find_tensor("q8_0")->type == TensorType::kQ8_0);
+    CHECK(f.find_tensor("q8_0")->type == WeightType::kQ8_0);
     check_q8_0(*f.find_tensor("q8_0"), values);
     // Every tensor, the last one included, is followed by padding to the alignment.
     const auto& last = f.tensors().back();
@@ -395,7 +395,7 @@ TEST_CASE("Q8_0 encoding matches llama.cpp's reference block on known values") {
   x[1] = -3.0f;
   x[2] = 42.0f;
   uint8_t out[34];
-  kvrt::io::encode_tensor_data(TensorType::kQ8_0, x.data(), 32, out);
+  kvrt::io::encode_tensor_data(WeightType::kQ8_0, x.data(), 32, out);
   CHECK((out[0] | out[1] << 8) == 0x3c00);
   CHECK(int8_t(out[2]) == 127);
   CHECK(int8_t(out[3]) == -3);
@@ -407,7 +407,7 @@ TEST_CASE("Q8_0 encoding matches llama.cpp's reference block on known values") {
   x[1] = 3.0f;
   x[2] = -3.0f;
   x[3] = 5.0f;
-  kvrt::io::encode_tensor_data(TensorType::kQ8_0, x.data(), 32, out);
+  kvrt::io::encode_tensor_data(WeightType::kQ8_0, x.data(), 32, out);
   CHECK((out[0] | out[1] << 8) == 0x4000);
   CHECK(int8_t(out[2]) == -127);
   CHECK(int8_t(out[3]) == 2);
@@ -415,7 +415,7 @@ TEST_CASE("Q8_0 encoding matches llama.cpp's reference block on known values") {
   CHECK(int8_t(out[5]) == 3);
   // An all-zero block has scale 0 and zero codes.
   x = std::vector<float>(32, 0.0f);
-  kvrt::io::encode_tensor_data(TensorType::kQ8_0, x.data(), 32, out);
+  kvrt::io::encode_tensor_data(WeightType::kQ8_0, x.data(), 32, out);
   for (uint8_t byte : out) CHECK(byte == 0);
 }
 
@@ -425,12 +425,12 @@ TEST_CASE("writer refuses bad input and reports I/O failures naming the path") {
   CHECK_THROWS_AS(w.add_string("k", "again"), kvrt::Error);
   CHECK_THROWS_AS(w.add_u32("general.alignment", 64), kvrt::Error);
   CHECK_THROWS_AS(w.set_alignment(48), kvrt::Error);
-  CHECK_THROWS_AS(w.add_tensor("q", {16}, TensorType::kQ8_0, std::vector<float>(16)), kvrt::Error);
-  CHECK_THROWS_AS(w.add_tensor("z", {0}, TensorType::kF32, std::vector<float>{}), kvrt::Error);
-  CHECK_THROWS_AS(w.add_tensor("n", {4}, TensorType::kF32, std::vector<float>(3)), kvrt::Error);
-  CHECK_THROWS_AS(w.add_tensor("t", {32}, TensorType::kQ4_0, std::vector<float>(32)), kvrt::Error);
-  w.add_tensor("w", {4}, TensorType::kF32, std::vector<float>(4, 1.0f));
-  CHECK_THROWS_AS(w.add_tensor("w", {4}, TensorType::kF32, std::vector<float>(4)), kvrt::Error);
+  CHECK_THROWS_AS(w.add_tensor("q", {16}, WeightType::kQ8_0, std::vector<float>(16)), kvrt::Error);
+  CHECK_THROWS_AS(w.add_tensor("z", {0}, WeightType::kF32, std::vector<float>{}), kvrt::Error);
+  CHECK_THROWS_AS(w.add_tensor("n", {4}, WeightType::kF32, std::vector<float>(3)), kvrt::Error);
+  CHECK_THROWS_AS(w.add_tensor("t", {32}, WeightType::kQ4_0, std::vector<float>(32)), kvrt::Error);
+  w.add_tensor("w", {4}, WeightType::kF32, std::vector<float>(4, 1.0f));
+  CHECK_THROWS_AS(w.add_tensor("w", {4}, WeightType::kF32, std::vector<float>(4)), kvrt::Error);
   TempDir dir;
   const std::string bad = (dir / "no_such_dir/out.gguf");
   try {
@@ -445,7 +445,7 @@ TEST_CASE("a failed write is an error naming the path, and the partial file is r
   TempDir dir;
   const std::string path = (dir / "big.gguf");
   GgufWriter w;
-  w.add_tensor("w", {1 << 16}, TensorType::kF32, std::vector<float>(1 << 16, 1.0f));  // 256 KiB
+  w.add_tensor("w", {1 << 16}, WeightType::kF32, std::vector<float>(1 << 16, 1.0f));  // 256 KiB
   // Cap the file size at 64 KiB: writes past it fail with EFBIG instead of raising SIGXFSZ.
   rlimit old_limit{};
   REQUIRE(getrlimit(RLIMIT_FSIZE, &old_limit) == 0);
@@ -475,9 +475,9 @@ TEST_CASE("every proper prefix of a valid file is refused with an error, never a
   w.add_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
   w.add_string_array("tokenizer.ggml.tokens", std::vector<std::string>{"<unk>", "a", "bc"});
   w.add_f32_array("tokenizer.ggml.scores", std::vector<float>{0.0f, -1.0f, -2.0f});
-  w.add_tensor("norm", {4}, TensorType::kF32, std::vector<float>(4, 1.0f));
-  w.add_tensor("q", {32}, TensorType::kQ8_0, std::vector<float>(32, 0.5f));
-  w.add_tensor("h", {16}, TensorType::kF16, std::vector<float>(16, 2.0f));  // 32 bytes: no tail pad
+  w.add_tensor("norm", {4}, WeightType::kF32, std::vector<float>(4, 1.0f));
+  w.add_tensor("q", {32}, WeightType::kQ8_0, std::vector<float>(32, 0.5f));
+  w.add_tensor("h", {16}, WeightType::kF16, std::vector<float>(16, 2.0f));  // 32 bytes: no tail pad
   w.write(full_path);
   const std::string whole = read_file(full_path);
   GgufFile full(full_path);
@@ -496,7 +496,7 @@ TEST_CASE("stories260K.gguf: 48 F32 tensors and its llama metadata") {
   CHECK(f.version() == 3);
   REQUIRE(f.tensors().size() == 48);
   for (const auto& t : f.tensors()) {
-    CHECK(t.type == TensorType::kF32);
+    CHECK(t.type == WeightType::kF32);
     CHECK(t.file_offset % 32 == 0);
     CHECK(t.n_bytes == uint64_t(t.n_elements) * 4);
   }

@@ -20,14 +20,14 @@
 namespace fs = std::filesystem;
 using kvrt::test::TempDir;
 using kvrt::io::GgufFile;
-using kvrt::io::TensorType;
+using kvrt::simd::WeightType;
 using kvrt::synth::SynthConfig;
 
 namespace {
 
 
 // A small model over the 512-token vocabulary of stories260K.
-SynthConfig tiny_config(TensorType type) {
+SynthConfig tiny_config(WeightType type) {
   SynthConfig c;
   c.d_model = 64;
   c.n_layers = 2;
@@ -48,7 +48,7 @@ std::string read_bytes(const std::string& path) {
 }
 
 std::vector<float> tensor_values(const kvrt::io::GgufTensor& t) {
-  REQUIRE(t.type == TensorType::kF32);
+  REQUIRE(t.type == WeightType::kF32);
   std::vector<float> v(size_t(t.n_elements));
   std::memcpy(v.data(), t.data, t.n_bytes);
   return v;
@@ -68,9 +68,9 @@ void check_mean_std(const std::vector<float>& v, double mean, double stddev) {
 
 TEST_CASE("synth model has llama metadata, tokenizer and tensor shapes; ModelConfig reads it") {
   TempDir dir;
-  for (TensorType type :
-       {TensorType::kF32, TensorType::kF16, TensorType::kBF16, TensorType::kQ8_0}) {
-    INFO("type " << kvrt::io::tensor_type_name(type));
+  for (WeightType type :
+       {WeightType::kF32, WeightType::kF16, WeightType::kBF16, WeightType::kQ8_0}) {
+    INFO("type " << kvrt::simd::weight_type_name(type));
     const SynthConfig c = tiny_config(type);
     const std::string path = (dir / "tiny.gguf");
     const kvrt::synth::SynthSummary s = kvrt::synth::write_synth_model(c, path);
@@ -99,7 +99,7 @@ TEST_CASE("synth model has llama metadata, tokenizer and tensor shapes; ModelCon
     int64_t n_params = 0;
     for (const auto& t : f.tensors()) {
       n_params += t.n_elements;
-      CHECK(t.type == (t.dims.size() == 1 ? TensorType::kF32 : type));
+      CHECK(t.type == (t.dims.size() == 1 ? WeightType::kF32 : type));
     }
     CHECK(n_params == s.n_params);
     CHECK(f.find_tensor("token_embd.weight")->dims == std::vector<int64_t>{64, 512});
@@ -121,7 +121,7 @@ TEST_CASE("synth model has llama metadata, tokenizer and tensor shapes; ModelCon
 
 TEST_CASE("synth weights are deterministic per seed and scaled 1/sqrt(n_in)") {
   TempDir dir;
-  SynthConfig c = tiny_config(TensorType::kF32);
+  SynthConfig c = tiny_config(WeightType::kF32);
   c.d_ff = 1024;  // enough samples for the statistics below
   kvrt::synth::write_synth_model(c, (dir / "a.gguf"));
   kvrt::synth::write_synth_model(c, (dir / "b.gguf"));
@@ -144,7 +144,7 @@ TEST_CASE("synth weights are deterministic per seed and scaled 1/sqrt(n_in)") {
 
 TEST_CASE("synth --tied omits output.weight and odd head sizes write key/value lengths") {
   TempDir dir;
-  SynthConfig c = tiny_config(TensorType::kF16);
+  SynthConfig c = tiny_config(WeightType::kF16);
   c.tied = true;
   c.head_dim = 32;  // != d_model / n_heads = 16
   kvrt::synth::write_synth_model(c, (dir / "t.gguf"));
@@ -161,7 +161,7 @@ TEST_CASE("synth --tied omits output.weight and odd head sizes write key/value l
 
 TEST_CASE("synth default vocabulary is the 32000-token llama SPM one") {
   TempDir dir;
-  SynthConfig c = tiny_config(TensorType::kBF16);
+  SynthConfig c = tiny_config(WeightType::kBF16);
   c.vocab_path.clear();
   c.d_model = 32;
   c.n_heads = 2;
@@ -177,13 +177,13 @@ TEST_CASE("synth default vocabulary is the 32000-token llama SPM one") {
 
 TEST_CASE("synth refuses inconsistent shapes and a missing vocabulary") {
   TempDir dir;
-  SynthConfig c = tiny_config(TensorType::kQ8_0);
+  SynthConfig c = tiny_config(WeightType::kQ8_0);
   c.d_ff = 100;
   CHECK_THROWS_AS(kvrt::synth::write_synth_model(c, (dir / "x.gguf")), kvrt::Error);
-  c = tiny_config(TensorType::kF16);
+  c = tiny_config(WeightType::kF16);
   c.n_kv_heads = 3;
   CHECK_THROWS_AS(kvrt::synth::write_synth_model(c, (dir / "x.gguf")), kvrt::Error);
-  c = tiny_config(TensorType::kF16);
+  c = tiny_config(WeightType::kF16);
   c.vocab_path = (dir / "missing.gguf");
   try {
     kvrt::synth::write_synth_model(c, (dir / "x.gguf"));
@@ -193,12 +193,12 @@ TEST_CASE("synth refuses inconsistent shapes and a missing vocabulary") {
   }
   CHECK_FALSE(fs::exists(dir / "x.gguf"));
   CHECK_THROWS_AS(kvrt::synth::parse_weight_type("q4_0"), kvrt::Error);
-  CHECK(kvrt::synth::parse_weight_type("bf16") == TensorType::kBF16);
+  CHECK(kvrt::synth::parse_weight_type("bf16") == WeightType::kBF16);
 }
 
 TEST_CASE("synth --weights-from writes the tensors of raw f32 files; bad files are refused") {
   TempDir dir;
-  SynthConfig c = tiny_config(TensorType::kF32);
+  SynthConfig c = tiny_config(WeightType::kF32);
   kvrt::synth::write_synth_model(c, (dir / "random.gguf"));
   const GgufFile random((dir / "random.gguf"));
   const fs::path raw = dir / "raw";

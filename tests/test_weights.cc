@@ -19,7 +19,7 @@ using namespace kvrt;
 
 namespace {
 
-synth::SynthConfig small_config(io::TensorType type) {
+synth::SynthConfig small_config(simd::WeightType type) {
   synth::SynthConfig c;
   c.d_model = 64;
   c.n_layers = 2;
@@ -69,17 +69,17 @@ std::string error_of(const std::string& path) {
 
 TEST_CASE("F16, BF16 and Q8_0 weights give the logits of the FP32 weights they round") {
   test::TempDir tmp;
-  synth::write_synth_model(small_config(io::TensorType::kF32), tmp / "f32.gguf");
+  synth::write_synth_model(small_config(simd::WeightType::kF32), tmp / "f32.gguf");
   const auto reference = logits_of(tmp / "f32.gguf");
   // Tolerances: relative rounding of each format (f16 2^-11, bf16 2^-8, q8_0 1/254 of the block
   // maximum) grown through two layers of sums; measured errors are well inside them.
   struct Case {
-    io::TensorType type;
+    simd::WeightType type;
     const char* name;
     double tol;
-  } cases[] = {{io::TensorType::kF16, "f16", 5e-3},
-               {io::TensorType::kBF16, "bf16", 4e-2},
-               {io::TensorType::kQ8_0, "q8_0", 4e-2}};
+  } cases[] = {{simd::WeightType::kF16, "f16", 5e-3},
+               {simd::WeightType::kBF16, "bf16", 4e-2},
+               {simd::WeightType::kQ8_0, "q8_0", 4e-2}};
   for (const auto& c : cases) {
     const std::string path = tmp / (std::string(c.name) + ".gguf");
     synth::write_synth_model(small_config(c.type), path);
@@ -90,9 +90,22 @@ TEST_CASE("F16, BF16 and Q8_0 weights give the logits of the FP32 weights they r
   }
 }
 
+TEST_CASE("matrices of every computable type stay packed in the map; nothing is widened at load") {
+  test::TempDir tmp;
+  for (simd::WeightType type : {simd::WeightType::kF16, simd::WeightType::kBF16, simd::WeightType::kQ8_0}) {
+    const std::string path = tmp / (std::string(simd::weight_type_name(type)) + ".gguf");
+    synth::write_synth_model(small_config(type), path);
+    model::Model m(path);
+    INFO(simd::weight_type_name(type));
+    CHECK(m.weights().bytes_converted() == 0);  // the norm vectors are F32: used in place too
+    CHECK(m.weights().layers[0].wq.type == type);
+    CHECK(m.weights().bytes_mapped() > m.file().file_size() / 2);
+  }
+}
+
 TEST_CASE("a tied output matrix reuses token_embd") {
   test::TempDir tmp;
-  auto c = small_config(io::TensorType::kF32);
+  auto c = small_config(simd::WeightType::kF32);
   c.tied = true;
   synth::write_synth_model(c, tmp / "tied.gguf");
   model::Model m(tmp / "tied.gguf");
@@ -119,7 +132,7 @@ TEST_CASE("a model without a required key is refused naming the key") {
 
 TEST_CASE("a tensor of an unsupported type is refused naming the tensor") {
   test::TempDir tmp;
-  synth::write_synth_model(small_config(io::TensorType::kF32), tmp / "m.gguf");
+  synth::write_synth_model(small_config(simd::WeightType::kF32), tmp / "m.gguf");
   // Re-type blk.0.attn_q.weight as Q4_0 in place: its rows of 64 are whole Q4_0 blocks and the
   // smaller Q4_0 data still lies inside the file, so only the type check can reject it.
   std::string bytes = test::read_file(tmp / "m.gguf");

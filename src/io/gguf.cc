@@ -13,32 +13,6 @@ constexpr uint32_t kMagic = 0x46554747;  // "GGUF" little-endian
 constexpr uint64_t kMaxDims = 4;
 constexpr uint64_t kMaxStringBytes = uint64_t{1} << 30;
 
-struct TypeInfo {
-  TensorType type;
-  const char* name;
-  int64_t block_elems;
-  int64_t block_bytes;
-};
-
-constexpr TypeInfo kTypes[] = {
-    {TensorType::kF32, "F32", 1, 4},        {TensorType::kF16, "F16", 1, 2},
-    {TensorType::kQ4_0, "Q4_0", 32, 18},    {TensorType::kQ4_1, "Q4_1", 32, 20},
-    {TensorType::kQ5_0, "Q5_0", 32, 22},    {TensorType::kQ5_1, "Q5_1", 32, 24},
-    {TensorType::kQ8_0, "Q8_0", 32, 34},    {TensorType::kQ8_1, "Q8_1", 32, 36},
-    {TensorType::kQ2_K, "Q2_K", 256, 84},   {TensorType::kQ3_K, "Q3_K", 256, 110},
-    {TensorType::kQ4_K, "Q4_K", 256, 144},  {TensorType::kQ5_K, "Q5_K", 256, 176},
-    {TensorType::kQ6_K, "Q6_K", 256, 210},  {TensorType::kQ8_K, "Q8_K", 256, 292},
-    {TensorType::kI8, "I8", 1, 1},          {TensorType::kI16, "I16", 1, 2},
-    {TensorType::kI32, "I32", 1, 4},        {TensorType::kI64, "I64", 1, 8},
-    {TensorType::kF64, "F64", 1, 8},        {TensorType::kBF16, "BF16", 1, 2},
-};
-
-const TypeInfo* find_type(uint32_t raw) {
-  for (const auto& t : kTypes)
-    if (static_cast<uint32_t>(t.type) == raw) return &t;
-  return nullptr;
-}
-
 const char* value_type_name(GgufType t) {
   static const char* names[] = {"u8",  "i8",  "u16",    "i16",   "u32", "i32", "f32",
                                 "bool", "string", "array", "u64", "i64", "f64"};
@@ -126,19 +100,6 @@ void read_scalar(Cursor& c, GgufType t, GgufValue& v, const std::string& key) {
 
 }  // namespace
 
-const char* tensor_type_name(TensorType t) {
-  const TypeInfo* info = find_type(static_cast<uint32_t>(t));
-  return info ? info->name : "unknown";
-}
-
-bool tensor_type_block(TensorType t, int64_t* block_elems, int64_t* block_bytes) {
-  const TypeInfo* info = find_type(static_cast<uint32_t>(t));
-  if (!info) return false;
-  *block_elems = info->block_elems;
-  *block_bytes = info->block_bytes;
-  return true;
-}
-
 GgufFile::GgufFile(const std::string& path) : file_(std::make_unique<MmapFile>(path)) { parse(); }
 
 void GgufFile::fail(const std::string& what) const {
@@ -219,15 +180,15 @@ void GgufFile::parse() {
     }
     uint64_t type_at = c.pos();
     uint32_t raw_type = c.read<uint32_t>(ti.name.c_str());
-    const TypeInfo* info = find_type(raw_type);
+    const simd::WeightTypeTraits* info = simd::find_weight_type(raw_type);
     if (!info)
       fail("tensor '" + ti.name + "' has unknown type " + std::to_string(raw_type) +
            " at byte offset " + std::to_string(type_at));
     ti.type = info->type;
-    if (ti.dims[0] % info->block_elems != 0)
+    if (ti.dims[0] % info->block != 0)
       fail("tensor '" + ti.name + "' row of " + std::to_string(ti.dims[0]) +
            " elements is not a multiple of the " + info->name + " block size");
-    const uint64_t n_blocks = uint64_t(ti.n_elements / info->block_elems);
+    const uint64_t n_blocks = uint64_t(ti.n_elements / info->block);
     if (n_blocks > std::numeric_limits<uint64_t>::max() / uint64_t(info->block_bytes))
       fail("tensor '" + ti.name + "' is too large (" + std::to_string(ti.n_elements) +
            " elements of " + info->name + ")");

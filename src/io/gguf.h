@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "io/mmap_file.h"
+#include "simd/weight_types.h"
 
 namespace kvrt::io {
 
@@ -17,15 +18,6 @@ enum class GgufType : uint32_t {
   kU8 = 0, kI8 = 1, kU16 = 2, kI16 = 3, kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7,
   kString = 8, kArray = 9, kU64 = 10, kI64 = 11, kF64 = 12,
 };
-
-// Tensor element types, numbered as in ggml. Only some are supported as weights.
-enum class TensorType : uint32_t {
-  kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8, kQ8_1 = 9,
-  kQ2_K = 10, kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kQ8_K = 15,
-  kI8 = 24, kI16 = 25, kI32 = 26, kI64 = 27, kF64 = 28, kBF16 = 30,
-};
-
-const char* tensor_type_name(TensorType t);
 
 struct GgufValue {
   GgufType type = GgufType::kU8;
@@ -44,7 +36,7 @@ struct GgufValue {
 struct GgufTensor {
   std::string name;
   std::vector<int64_t> dims;  // ggml order: dims[0] is the contiguous (row) dimension
-  TensorType type = TensorType::kF32;
+  simd::WeightType type = simd::WeightType::kF32;  // a row of simd/weight_types.h
   uint64_t file_offset = 0;   // absolute byte offset of the data in the file
   uint64_t n_bytes = 0;
   int64_t n_elements = 0;
@@ -90,8 +82,5 @@ class GgufFile {
   std::vector<std::pair<std::string, GgufValue>> kv_;
   std::vector<GgufTensor> tensors_;
 };
-
-// Elements per block and bytes per block of a ggml tensor type; false if unknown.
-bool tensor_type_block(TensorType t, int64_t* block_elems, int64_t* block_bytes);
 
 }  // namespace kvrt::io

@@ -61,45 +61,18 @@ void remove_partial(const std::string& path) {
 
 [[noreturn]] void usage_error(const std::string& what) { throw Error(what, ErrorKind::kUsage); }
 
-void quantize_q8_0(const float* src, int64_t n, uint8_t* dst) {
-  for (int64_t b = 0; b < n / 32; ++b, src += 32, dst += 34) {
-    float amax = 0.0f;
-    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(src[j]));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    const uint16_t d16 = f32_to_f16(d);
-    std::memcpy(dst, &d16, 2);
-    for (int j = 0; j < 32; ++j) dst[2 + j] = uint8_t(int8_t(std::round(src[j] * id)));
-  }
-}
-
 }  // namespace
 
-uint64_t tensor_bytes(TensorType type, int64_t n) {
-  int64_t block_elems = 0, block_bytes = 0;
-  KVRT_ASSERT(tensor_type_block(type, &block_elems, &block_bytes) && n % block_elems == 0);
-  return uint64_t(n / block_elems) * uint64_t(block_bytes);
+uint64_t tensor_bytes(simd::WeightType type, int64_t n) {
+  const simd::WeightTypeTraits& t = simd::weight_type_traits(type);
+  KVRT_ASSERT(n % t.block == 0);
+  return uint64_t(t.row_bytes(n));
 }
 
-void encode_tensor_data(TensorType type, const float* src, int64_t n, uint8_t* dst) {
-  switch (type) {
-    case TensorType::kF32:
-      std::memcpy(dst, src, size_t(n) * 4);
-      break;
-    case TensorType::kF16:
-    case TensorType::kBF16:
-      for (int64_t i = 0; i < n; ++i) {
-        const uint16_t h = type == TensorType::kF16 ? f32_to_f16(src[i]) : f32_to_bf16(src[i]);
-        std::memcpy(dst + 2 * i, &h, 2);
-      }
-      break;
-    case TensorType::kQ8_0:
-      KVRT_ASSERT(n % 32 == 0);
-      quantize_q8_0(src, n, dst);
-      break;
-    default:
-      KVRT_ASSERT(!"encode_tensor_data: unsupported tensor type");
-  }
+void encode_tensor_data(simd::WeightType type, const float* src, int64_t n, uint8_t* dst) {
+  const simd::WeightTypeTraits& t = simd::weight_type_traits(type);
+  KVRT_ASSERT(t.from_float_ref != nullptr && n % t.block == 0);
+  t.from_float_ref(src, n, dst);
 }
 
 void GgufWriter::start_kv(std::string_view key, GgufType type) {
@@ -229,25 +202,26 @@ void GgufWriter::set_alignment(uint32_t alignment) {
   alignment_ = alignment;
 }
 
-void GgufWriter::add_tensor(std::string_view name, std::vector<int64_t> dims, TensorType type,
+void GgufWriter::add_tensor(std::string_view name, std::vector<int64_t> dims, simd::WeightType type,
                             TensorFill fill) {
   const std::string n(name);
-  if (type != TensorType::kF32 && type != TensorType::kF16 && type != TensorType::kBF16 &&
-      type != TensorType::kQ8_0)
-    usage_error("tensor '" + n + "': the GGUF writer encodes only F32, F16, BF16 and Q8_0");
+  const simd::WeightTypeTraits* t = simd::find_weight_type(static_cast<uint32_t>(type));
+  if (t == nullptr || t->from_float_ref == nullptr)
+    usage_error("tensor '" + n + "': the GGUF writer encodes only " + simd::computable_weight_type_names());
   if (dims.empty() || dims.size() > 4) usage_error("tensor '" + n + "' needs 1 to 4 dimensions");
   int64_t n_elements = 1;
   for (int64_t d : dims) {
     if (d <= 0) usage_error("tensor '" + n + "' has a dimension " + std::to_string(d));
     n_elements *= d;
   }
-  if (type == TensorType::kQ8_0 && dims[0] % 32 != 0)
-    usage_error("tensor '" + n + "': Q8_0 needs rows of a multiple of 32 elements");
+  if (dims[0] % t->block != 0)
+    usage_error("tensor '" + n + "': " + t->name + " needs rows of a multiple of " + std::to_string(t->block) +
+                " elements");
   if (!tensor_names_.insert(n).second) usage_error("duplicate tensor '" + n + "'");
   tensors_.push_back({n, std::move(dims), type, n_elements, std::move(fill)});
 }
 
-void GgufWriter::add_tensor(std::string_view name, std::vector<int64_t> dims, TensorType type,
+void GgufWriter::add_tensor(std::string_view name, std::vector<int64_t> dims, simd::WeightType type,
                             std::span<const float> data) {
   auto copy = std::make_shared<std::vector<float>>(data.begin(), data.end());
   int64_t n_elements = 1;
@@ -296,7 +270,7 @@ void GgufWriter::write_body(std::FILE* f, const std::string& path) const {
   for (const auto& t : tensors_) {
     const int64_t chunk_elems = std::min(t.n_elements, kChunkElems);
     chunk.resize(size_t(chunk_elems));
-    bytes.resize(tensor_bytes(TensorType::kF32, chunk_elems));  // enough for every type
+    bytes.resize(tensor_bytes(simd::WeightType::kF32, chunk_elems));  // enough for every type
     for (int64_t begin = 0; begin < t.n_elements; begin += chunk_elems) {
       const int64_t n = std::min(chunk_elems, t.n_elements - begin);
       t.fill(begin, n, chunk.data());

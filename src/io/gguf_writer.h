@@ -1,6 +1,7 @@
 // A small GGUF v3 writer: metadata of every value type, and tensors converted from f32 data to
-// F32, F16, BF16 or Q8_0. Tensor data is produced chunk by chunk while writing, so a model
-// larger than memory can be written one tensor at a time.
+// any weight type with a reference codec (simd/weight_types.h: F32, F16, BF16, Q8_0). Tensor
+// data is produced chunk by chunk while writing, so a model larger than memory can be written one
+// tensor at a time.
 #pragma once
 
 #include <cstdint>
@@ -20,13 +21,13 @@ namespace kvrt::io {
 // order of `begin`, once per element.
 using TensorFill = std::function<void(int64_t begin, int64_t n, float* out)>;
 
-// Encodes n f32 values (n a multiple of the block size) as F32, F16, BF16 or Q8_0 into dst,
-// which holds the tensor type's byte size for n elements. Q8_0 is llama.cpp's reference block:
-// an f16 scale d = max|x| / 127, then 32 int8 codes round(x / d).
-void encode_tensor_data(TensorType type, const float* src, int64_t n, uint8_t* dst);
+// Encodes n f32 values (n a multiple of the block size) with the type's reference from-float
+// into dst, which holds the tensor type's byte size for n elements. Q8_0 is llama.cpp's
+// reference block: an f16 scale d = max|x| / 127, then 32 int8 codes round(x / d).
+void encode_tensor_data(simd::WeightType type, const float* src, int64_t n, uint8_t* dst);
 
 // Bytes a tensor of n elements takes in `type` (n a multiple of the block size).
-uint64_t tensor_bytes(TensorType type, int64_t n);
+uint64_t tensor_bytes(simd::WeightType type, int64_t n);
 
 class GgufWriter {
  public:
@@ -57,10 +58,10 @@ class GgufWriter {
   void set_alignment(uint32_t alignment);
 
   // Declares a tensor (1 to 4 dims, ggml order); its data comes from `fill` during write().
-  void add_tensor(std::string_view name, std::vector<int64_t> dims, TensorType type,
+  void add_tensor(std::string_view name, std::vector<int64_t> dims, simd::WeightType type,
                   TensorFill fill);
   // Same, from data in memory (copied): data.size() must equal the product of dims.
-  void add_tensor(std::string_view name, std::vector<int64_t> dims, TensorType type,
+  void add_tensor(std::string_view name, std::vector<int64_t> dims, simd::WeightType type,
                   std::span<const float> data);
 
   // Writes the file; throws kvrt::Error naming the path on any I/O failure (and then removes
@@ -71,7 +72,7 @@ class GgufWriter {
   struct PendingTensor {
     std::string name;
     std::vector<int64_t> dims;
-    TensorType type;
+    simd::WeightType type;
     int64_t n_elements;
     TensorFill fill;
   };

@@ -1,9 +1,6 @@
 #include "model/weights.h"
 
-#include <cstring>
-
 #include "common/error.h"
-#include "common/half.h"
 #include "simd/dispatch.h"
 
 namespace kvrt::model {
@@ -13,16 +10,6 @@ std::string shape_str(const std::vector<int64_t>& dims) {
   std::string s = "[";
   for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
   return s + "]";
-}
-
-// Q8_0: blocks of 32 values, an fp16 scale followed by 32 int8 codes (34 bytes).
-void dequantize_q8_0(const uint8_t* src, int64_t n, float* dst) {
-  for (int64_t b = 0; b < n / 32; ++b, src += 34) {
-    uint16_t d16;
-    std::memcpy(&d16, src, 2);
-    float d = f16_to_f32(d16);
-    for (int j = 0; j < 32; ++j) dst[b * 32 + j] = d * float(int8_t(src[2 + j]));
-  }
 }
 
 // The tensor `name`, which must exist with exactly these dims.
@@ -36,6 +23,15 @@ const io::GgufTensor* find_shaped(const io::GgufFile& file, const std::string& n
   return t;
 }
 
+// The row of a tensor's type, which kvrt must be able to compute with.
+const simd::WeightTypeTraits& computable_type(const io::GgufFile& file, const io::GgufTensor& t) {
+  const simd::WeightTypeTraits& type = simd::weight_type_traits(t.type);
+  if (!type.computable())
+    file.fail("tensor '" + t.name + "' has type " + type.name + ", which kvrt does not compute (it computes " +
+              simd::computable_weight_type_names() + ")");
+  return type;
+}
+
 }  // namespace
 
 const float* Weights::load(const io::GgufFile& file, const std::string& name,
@@ -44,43 +40,26 @@ const float* Weights::load(const io::GgufFile& file, const std::string& name,
 }
 
 const float* Weights::to_f32(const io::GgufFile& file, const io::GgufTensor& t) {
-  const int64_t n = t.n_elements;
-  if (t.type == io::TensorType::kF32) {
+  const simd::WeightTypeTraits& type = computable_type(file, t);
+  if (t.type == simd::WeightType::kF32) {
     bytes_mapped_ += t.n_bytes;
     return reinterpret_cast<const float*>(t.data);  // offsets are 32-byte aligned
   }
-  auto buf = std::make_unique<float[]>(size_t(n));
-  float* out = buf.get();  // [n]
-  switch (t.type) {
-    case io::TensorType::kF16:
-    case io::TensorType::kBF16: {
-      const bool f16 = t.type == io::TensorType::kF16;
-      for (int64_t i = 0; i < n; ++i) {
-        uint16_t h;
-        std::memcpy(&h, t.data + 2 * i, 2);
-        out[i] = f16 ? f16_to_f32(h) : bf16_to_f32(h);
-      }
-      break;
-    }
-    case io::TensorType::kQ8_0:
-      dequantize_q8_0(t.data, n, out);
-      break;
-    default:
-      file.fail("tensor '" + t.name + "' has type " + io::tensor_type_name(t.type) +
-                ", which kvrt does not support (F32, F16, BF16, Q8_0)");
-  }
-  bytes_converted_ += size_t(n) * sizeof(float);
+  auto buf = std::make_unique<float[]>(size_t(t.n_elements));  // [n_elements]
+  type.to_float_ref(t.data, t.n_elements, buf.get());
+  bytes_converted_ += size_t(t.n_elements) * sizeof(float);
   owned_.push_back(std::move(buf));
-  return out;
+  return owned_.back().get();
 }
 
+// A matrix in its stored type, in place from the map: the matmul kernels widen or multiply its
+// blocks a tile at a time.
 ops::WeightMatrix Weights::load_matrix(const io::GgufFile& file, const std::string& name,
                                        int64_t n_out, int64_t n_in) {
   const io::GgufTensor* t = find_shaped(file, name, {n_in, n_out});
-  const bool f16 = t->type == io::TensorType::kF16, bf16 = t->type == io::TensorType::kBF16;
-  if (!(f16 || bf16)) return {to_f32(file, *t), simd::WeightType::kF32, n_out, n_in};
-  bytes_mapped_ += t->n_bytes;  // widened to FP32 inside the matmul kernels
-  return {t->data, f16 ? simd::WeightType::kF16 : simd::WeightType::kBF16, n_out, n_in};
+  computable_type(file, *t);
+  bytes_mapped_ += t->n_bytes;
+  return {t->data, t->type, n_out, n_in};
 }
 
 void Weights::embedding(int32_t token, float* out) const {

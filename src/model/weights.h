@@ -1,6 +1,6 @@
-// Model weights: views into the mmap where the tensor type allows (F32 everywhere; F16 and BF16
-// matrices, which the matmul kernels widen on the fly), FP32 copies made once at load for the
-// rest (Q8_0, and F16/BF16 norm vectors). Immutable after load; shareable between sessions.
+// Model weights: matrices are views into the mmap in their stored weight type (the matmul kernels
+// widen or multiply their blocks a tile at a time); vectors (norms) are F32 views, or FP32 copies
+// made once at load from other types. Immutable after load; shareable between sessions.
 #pragma once
 
 #include <memory>

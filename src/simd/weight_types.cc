@@ -3,35 +3,37 @@
 #include <string>
 
 #include "common/error.h"
+#include "simd/weight_codecs.h"
 
 namespace kvrt::simd {
 namespace {
 
 using W = WeightType;
 
-// Every ggml type the GGUF reader accepts; block sizes and bytes as in ggml.
+// Every ggml type the GGUF reader accepts; block sizes and bytes as in ggml. Types without a
+// codec can be read (their bytes are bounds-checked) but not computed.
 constexpr WeightTypeTraits kRows[] = {
-    // type     name    block bytes computable activations
-    {W::kF32, "F32", 1, 4, true, W::kF32},
-    {W::kF16, "F16", 1, 2, true, W::kF32},
-    {W::kBF16, "BF16", 1, 2, true, W::kF32},
-    {W::kQ8_0, "Q8_0", 32, 34, true, W::kQ8_0},
-    {W::kQ4_0, "Q4_0", 32, 18, false, W::kQ8_0},
-    {W::kQ4_1, "Q4_1", 32, 20, false, W::kQ8_1},
-    {W::kQ5_0, "Q5_0", 32, 22, false, W::kQ8_0},
-    {W::kQ5_1, "Q5_1", 32, 24, false, W::kQ8_1},
-    {W::kQ8_1, "Q8_1", 32, 36, false, W::kQ8_1},
-    {W::kQ2_K, "Q2_K", 256, 84, false, W::kQ8_K},
-    {W::kQ3_K, "Q3_K", 256, 110, false, W::kQ8_K},
-    {W::kQ4_K, "Q4_K", 256, 144, false, W::kQ8_K},
-    {W::kQ5_K, "Q5_K", 256, 176, false, W::kQ8_K},
-    {W::kQ6_K, "Q6_K", 256, 210, false, W::kQ8_K},
-    {W::kQ8_K, "Q8_K", 256, 292, false, W::kQ8_K},
-    {W::kI8, "I8", 1, 1, false, W::kF32},
-    {W::kI16, "I16", 1, 2, false, W::kF32},
-    {W::kI32, "I32", 1, 4, false, W::kF32},
-    {W::kI64, "I64", 1, 8, false, W::kF32},
-    {W::kF64, "F64", 1, 8, false, W::kF32},
+    // type    name    block bytes activations  reference codec
+    {W::kF32, "F32", 1, 4, W::kF32, ref::f32_to_float, ref::f32_from_float, ref::f32_find_non_finite},
+    {W::kF16, "F16", 1, 2, W::kF32, ref::f16_to_float, ref::f16_from_float, ref::f16_find_non_finite},
+    {W::kBF16, "BF16", 1, 2, W::kF32, ref::bf16_to_float, ref::bf16_from_float, ref::bf16_find_non_finite},
+    {W::kQ8_0, "Q8_0", 32, 34, W::kQ8_0, ref::q8_0_to_float, ref::q8_0_from_float, ref::q8_0_find_non_finite},
+    {W::kQ4_0, "Q4_0", 32, 18, W::kQ8_0, nullptr, nullptr, nullptr},
+    {W::kQ4_1, "Q4_1", 32, 20, W::kQ8_1, nullptr, nullptr, nullptr},
+    {W::kQ5_0, "Q5_0", 32, 22, W::kQ8_0, nullptr, nullptr, nullptr},
+    {W::kQ5_1, "Q5_1", 32, 24, W::kQ8_1, nullptr, nullptr, nullptr},
+    {W::kQ8_1, "Q8_1", 32, 36, W::kQ8_1, nullptr, nullptr, nullptr},
+    {W::kQ2_K, "Q2_K", 256, 84, W::kQ8_K, nullptr, nullptr, nullptr},
+    {W::kQ3_K, "Q3_K", 256, 110, W::kQ8_K, nullptr, nullptr, nullptr},
+    {W::kQ4_K, "Q4_K", 256, 144, W::kQ8_K, nullptr, nullptr, nullptr},
+    {W::kQ5_K, "Q5_K", 256, 176, W::kQ8_K, nullptr, nullptr, nullptr},
+    {W::kQ6_K, "Q6_K", 256, 210, W::kQ8_K, nullptr, nullptr, nullptr},
+    {W::kQ8_K, "Q8_K", 256, 292, W::kQ8_K, nullptr, nullptr, nullptr},
+    {W::kI8, "I8", 1, 1, W::kF32, nullptr, nullptr, nullptr},
+    {W::kI16, "I16", 1, 2, W::kF32, nullptr, nullptr, nullptr},
+    {W::kI32, "I32", 1, 4, W::kF32, nullptr, nullptr, nullptr},
+    {W::kI64, "I64", 1, 8, W::kF32, nullptr, nullptr, nullptr},
+    {W::kF64, "F64", 1, 8, W::kF32, nullptr, nullptr, nullptr},
 };
 
 }  // namespace
@@ -58,7 +60,7 @@ const char* computable_weight_type_names() {
   static const std::string names = [] {
     std::string s;
     for (const WeightTypeTraits& r : kRows) {
-      if (r.computable) s += (s.empty() ? "" : ", ") + std::string(r.name);
+      if (r.computable()) s += (s.empty() ? "" : ", ") + std::string(r.name);
     }
     return s;
   }();

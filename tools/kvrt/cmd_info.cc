@@ -18,7 +18,7 @@ namespace {
 
 void print_tensors(const io::GgufFile& f, bool all) {
   std::map<std::string, int> by_type;
-  for (const auto& t : f.tensors()) ++by_type[io::tensor_type_name(t.type)];
+  for (const auto& t : f.tensors()) ++by_type[simd::weight_type_name(t.type)];
   std::printf("tensors:        %zu (", f.tensors().size());
   const char* sep = "";
   for (const auto& [type, n] : by_type) {
@@ -28,7 +28,7 @@ void print_tensors(const io::GgufFile& f, bool all) {
   std::printf(")\n");
   if (!all) return;
   for (const auto& t : f.tensors()) {
-    std::printf("  %-28s %-5s [", t.name.c_str(), io::tensor_type_name(t.type));
+    std::printf("  %-28s %-5s [", t.name.c_str(), simd::weight_type_name(t.type));
     for (size_t d = 0; d < t.dims.size(); ++d) std::printf("%s%lld", d ? ", " : "", (long long)t.dims[d]);
     std::printf("]\n");
   }

@@ -83,8 +83,8 @@ RowPlan plan_rows(const io::GgufFile& base, const std::vector<std::string_view>&
 }
 
 std::span<const float> f32_data(const io::GgufTensor& t, const io::GgufFile& base) {
-  if (t.type != io::TensorType::kF32)
-    base.fail("tensor '" + t.name + "' is " + io::tensor_type_name(t.type) +
+  if (t.type != simd::WeightType::kF32)
+    base.fail("tensor '" + t.name + "' is " + simd::weight_type_name(t.type) +
               "; the chat model is made from an all-F32 model");
   return {reinterpret_cast<const float*>(t.data), size_t(t.n_elements)};
 }
@@ -152,7 +152,7 @@ void write_chat_model(const ChatModelConfig& config, const std::string& out_path
     const std::span<const float> data = f32_data(t, base);
     const bool embed = t.name == "token_embd.weight", output = t.name == "output.weight";
     if (!embed && !output) {
-      w.add_tensor(t.name, t.dims, io::TensorType::kF32, data);
+      w.add_tensor(t.name, t.dims, simd::WeightType::kF32, data);
       continue;
     }
     const int64_t d = t.dims[0];
@@ -160,7 +160,7 @@ void write_chat_model(const ChatModelConfig& config, const std::string& out_path
     const std::vector<float> m =
         output_rows ? extend_rows(data, d, rows.output_src, rows.output_scale)
                     : extend_rows(data, d, rows.embed_src, std::vector<float>(rows.embed_src.size(), 1.0f));
-    w.add_tensor(t.name, {d, n_vocab}, io::TensorType::kF32, m);
+    w.add_tensor(t.name, {d, n_vocab}, simd::WeightType::kF32, m);
   }
   w.write(out_path);
 }

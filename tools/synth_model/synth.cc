@@ -68,13 +68,13 @@ io::TensorFill tensor_fill(const SynthConfig& c, const std::string& name, int64_
   return gaussian(c.seed, name, mean, stddev);
 }
 
-uint32_t file_type_code(io::TensorType t) {  // llama.cpp's llama_ftype
+uint32_t file_type_code(simd::WeightType t) {  // llama.cpp's llama_ftype
   switch (t) {
-    case io::TensorType::kF32:
+    case simd::WeightType::kF32:
       return 0;
-    case io::TensorType::kF16:
+    case simd::WeightType::kF16:
       return 1;
-    case io::TensorType::kQ8_0:
+    case simd::WeightType::kQ8_0:
       return 7;
     default:
       return 32;  // MOSTLY_BF16
@@ -100,7 +100,7 @@ void check_config(const SynthConfig& c) {
                 ErrorKind::kUsage);
   if (c.head_dim % 2 != 0)
     throw Error("--head-dim must be even (RoPE rotates pairs)", ErrorKind::kUsage);
-  if (c.type == io::TensorType::kQ8_0 &&
+  if (c.type == simd::WeightType::kQ8_0 &&
       (c.d_model % 32 != 0 || c.n_heads * c.head_dim % 32 != 0 || c.d_ff % 32 != 0))
     throw Error("q8_0 needs --d-model, --n-heads*--head-dim and --d-ff to be multiples of 32",
                 ErrorKind::kUsage);
@@ -111,7 +111,7 @@ void add_hparams(io::GgufWriter& w, const SynthConfig& c, int64_t n_vocab) {
   w.add_string("general.name", !c.name.empty() ? c.name
                                                 : "synth-llama-d" + std::to_string(c.d_model) + "-l" +
                                                       std::to_string(c.n_layers) + "-" +
-                                                      io::tensor_type_name(c.type));
+                                                      simd::weight_type_name(c.type));
   w.add_u32("general.file_type", file_type_code(c.type));
   w.add_u32("llama.vocab_size", uint32_t(n_vocab));
   w.add_u32("llama.context_length", uint32_t(c.n_ctx));
@@ -150,7 +150,7 @@ void add_matrix(io::GgufWriter& w, const SynthConfig& c, const std::string& name
 }
 
 void add_norm(io::GgufWriter& w, const SynthConfig& c, const std::string& name) {
-  w.add_tensor(name, {c.d_model}, io::TensorType::kF32, tensor_fill(c, name, c.d_model, 1.0f, 0.02f));
+  w.add_tensor(name, {c.d_model}, simd::WeightType::kF32, tensor_fill(c, name, c.d_model, 1.0f, 0.02f));
 }
 
 void add_tensors(io::GgufWriter& w, const SynthConfig& c, int64_t n_vocab) {
@@ -184,11 +184,11 @@ int64_t param_count(const SynthConfig& c, int64_t n_vocab) {
 
 }  // namespace
 
-io::TensorType parse_weight_type(std::string_view name) {
-  if (name == "f32") return io::TensorType::kF32;
-  if (name == "f16") return io::TensorType::kF16;
-  if (name == "bf16") return io::TensorType::kBF16;
-  if (name == "q8_0") return io::TensorType::kQ8_0;
+simd::WeightType parse_weight_type(std::string_view name) {
+  if (name == "f32") return simd::WeightType::kF32;
+  if (name == "f16") return simd::WeightType::kF16;
+  if (name == "bf16") return simd::WeightType::kBF16;
+  if (name == "q8_0") return simd::WeightType::kQ8_0;
   throw Error("unknown weight type '" + std::string(name) + "' (use f32, f16, bf16 or q8_0)",
               ErrorKind::kUsage);
 }

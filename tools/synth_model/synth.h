@@ -20,7 +20,7 @@ struct SynthConfig {
   int head_dim = 64;
   int d_ff = 2816;
   int n_ctx = 16384;                           // llama.context_length
-  io::TensorType type = io::TensorType::kF16;  // of every matrix; norm weights are F32
+  simd::WeightType type = simd::WeightType::kF16;  // of every matrix; norm weights are F32
   std::string vocab_path;                      // GGUF to copy tokenizer.* from; "" = default
   uint64_t seed = 1;
   bool tied = false;  // omit output.weight (shares token_embd)
@@ -38,7 +38,7 @@ struct SynthSummary {
 };
 
 // "f32", "f16", "bf16" or "q8_0"; anything else is a kvrt::Error (usage).
-io::TensorType parse_weight_type(std::string_view name);
+simd::WeightType parse_weight_type(std::string_view name);
 
 // The source tree's tests/data/vocab/ggml-vocab-llama-spm.gguf (a 32000-token llama SPM
 // vocabulary); synth_model is a build-tree tool for tests and benchmarks, never installed.
