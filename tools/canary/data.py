@@ -5,8 +5,9 @@ A story pool (records of canary_eval stories) is split into sentences and tokeni
 into which events are put at chosen token positions:
   fact ... cue + answer   a fact early, its cue later at a distance d (the answer is copied);
   snippet ... snippet     a copy: the same run of tokens twice, d tokens apart;
-and, in "copy" sequences, dense repeats of short random lists (the first skill the model must
-learn, and the one a first attempt found it would not learn from sparse retrieval alone).
+and, in "copy" sequences, dense repeats of random token runs, short random lists and sentences
+(copying is the first skill the model must learn, and one a first attempt found it would not
+learn from sparse retrieval alone).
 The distance d follows a curriculum: its upper bound rises with the tokens trained. Every
 sequence is a pure function of (seed, step, index), so training resumes reproducibly.
 """
@@ -17,6 +18,7 @@ import re
 import records
 import tasks
 
+kFirstTextToken = 259  # stories260K: <unk>, <s>, </s> and 256 byte tokens come first
 _SENTENCE_END = re.compile(r'(?<=[.!?])"?\s+')
 
 
@@ -53,26 +55,35 @@ class StoryPool:
 
 
 class Curriculum:
-    """What the data looks like after `tokens` training tokens: the sequence length, the largest
-    fact-to-cue distance and the share of dense copy sequences. In tokens, not in steps or in
-    fractions of a planned run, so a run can be extended without changing what it has seen."""
+    """What the data looks like at a training step. Three phases of sequence length and batch
+    size (short sequences first: copying is learned fastest there, and they cost less), then the
+    share of dense copy sequences and the largest fact-to-cue distance as functions of the
+    tokens trained, so a run can be extended without changing what it has seen."""
 
-    SHORT_TOKENS = 1_500_000    # 512-token sequences before this, full length after
-    DISTANCE_TOKENS = 8_000_000  # the largest distance grows to the full length by here
-    COPY_TOKENS = 6_000_000     # the copy share falls from 50% to 15% by here
+    PHASES = [(500, 256, 2048), (2000, 512, 2048), (None, 1024, 4096)]  # (end step, length, tokens/step)
+    COPY_FULL_TOKENS = 1_000_000  # 80% dense copy sequences until here,
+    COPY_TOKENS = 6_000_000       # then falling to 15% by here
+    DISTANCE_TOKENS = 6_000_000   # the largest distance grows from 96 to the full length by here
 
     def __init__(self, seq_len):
         self.full = seq_len
 
-    def seq_len(self, tokens):
-        return min(self.full, 512) if tokens < self.SHORT_TOKENS else self.full
+    def at_step(self, step):
+        """(tokens trained before this step, sequence length, tokens per step)."""
+        tokens, start = 0, 0
+        for end, length, batch in self.PHASES:
+            if end is None or step < end:
+                return tokens + (step - start) * batch, min(length, self.full), batch
+            tokens += (end - start) * batch
+            start = end
 
     def max_distance(self, tokens, seq_len):
         frac = min(1.0, tokens / self.DISTANCE_TOKENS)
         return int(min(seq_len - 40, 96 + frac * (self.full - 96)))
 
     def copy_share(self, tokens):
-        return 0.5 - 0.35 * min(1.0, tokens / self.COPY_TOKENS)
+        frac = max(0.0, tokens - self.COPY_FULL_TOKENS) / (self.COPY_TOKENS - self.COPY_FULL_TOKENS)
+        return 0.8 - 0.65 * min(1.0, frac)
 
 
 def sample_distance(rng, max_d):
@@ -160,10 +171,17 @@ class Builder:
         return ids, [a for a in answers if a <= seq_len]
 
     def copy_sequence(self, rng, seq_len):
-        """Dense copies: short random lists or sentences, each repeated 2-4 times in a row."""
+        """Dense copies, each repeated 2-4 times in a row: runs of random tokens (copying is the
+        only way to predict their repeats), short random lists, or story sentences."""
         ids, answers = [self.tok.bos_id], []
         while len(ids) < seq_len + 1:
-            snippet = self.random_list(rng) if rng.random() < 0.7 else self.story_snippet(rng)
+            r = rng.random()
+            if r < 0.4:
+                snippet = [rng.randrange(kFirstTextToken, self.tok.n_vocab) for _ in range(rng.randint(8, 48))]
+            elif r < 0.8:
+                snippet = self.random_list(rng)
+            else:
+                snippet = self.story_snippet(rng)
             ids.extend(snippet)
             for _ in range(rng.randint(1, 3)):
                 answers.extend(range(len(ids) + 1, len(ids) + len(snippet)))

@@ -32,10 +32,9 @@ def parse_args():
     ap.add_argument("--data", default="/work/canary-data", help="folder of prepare.sh's files")
     ap.add_argument("--run", default="/work/canary-data/run", help="checkpoint and log folder")
     ap.add_argument("--vocab", default=heldout.DEFAULT_VOCAB)
-    ap.add_argument("--steps", type=int, default=8000, help="the learning rate decays over the last 20%%")
-    ap.add_argument("--batch-tokens", type=int, default=4096, help="tokens per step")
+    ap.add_argument("--steps", type=int, default=6000, help="the learning rate decays over the last 20%%")
     ap.add_argument("--seq-len", type=int, default=1024)
-    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--eval-every", type=int, default=250)
@@ -63,10 +62,9 @@ def lr_at(step, a):
 
 
 def make_batch(builder, curriculum, a, step):
-    tokens = step * a.batch_tokens  # nominal: what the curriculum follows
-    n = curriculum.seq_len(tokens)
+    tokens, n, batch_tokens = curriculum.at_step(step)
     batch, answers = [], []
-    for i in range(max(1, a.batch_tokens // n)):
+    for i in range(batch_tokens // n):
         rng = tasks.make_rng("train", a.seed, step, i)
         ids, ans = builder.sequence(rng, n, curriculum.max_distance(tokens, n), curriculum.copy_share(tokens))
         batch.append(ids)
@@ -182,7 +180,7 @@ def main():
 
 def train_loop(net, opt, builder, curriculum, a, c, step, tok, val_cases, nll_texts, log, ckpt_path):
     last_ckpt, t_start, start_step = time.time(), time.time(), step
-    tokens_done = step * a.batch_tokens
+    tokens_done = curriculum.at_step(step)[0]
     while step < a.steps and not (a.max_steps_this_run and step - start_step >= a.max_steps_this_run):
         t0 = time.time()
         ids, copy_mask = make_batch(builder, curriculum, a, step)
@@ -200,7 +198,7 @@ def train_loop(net, opt, builder, curriculum, a, c, step, tok, val_cases, nll_te
         dt = time.time() - t0
         entry = {"step": step, "tokens": tokens_done, "loss": round(loss.item(), 4),
                  "seq_len": ids.shape[1] - 1,
-                 "max_d": curriculum.max_distance((step - 1) * a.batch_tokens, ids.shape[1] - 1),
+                 "max_d": curriculum.max_distance(curriculum.at_step(step - 1)[0], ids.shape[1] - 1),
                  "lr": round(lr_at(step - 1, a), 6), "tok_s": round(ids[:, 1:].numel() / dt)}
         if copy_mask.any():
             hit = logits.argmax(-1)[copy_mask] == ids[:, 1:][copy_mask]
