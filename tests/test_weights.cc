@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <limits>
 #include <vector>
 
 #include "common/error.h"
@@ -65,6 +67,35 @@ std::string error_of(const std::string& path) {
   return "";
 }
 
+// stories260K rewritten without the metadata key `drop` (and general.alignment), with keys that
+// `add` writes first (e.g. another value for the dropped key, an alignment, padding).
+void rewrite_stories(const std::string& path, const std::string& drop, const std::function<void(io::GgufWriter&)>& add) {
+  io::GgufFile src(test::stories_path());
+  io::GgufWriter w;
+  if (add) add(w);
+  for (const auto& [key, value] : src.metadata())
+    if (key != drop && key != "general.alignment") w.add_value(key, value);
+  for (const auto& t : src.tensors()) {
+    const float* data = reinterpret_cast<const float*>(t.data);
+    w.add_tensor(t.name, t.dims, t.type, std::span<const float>(data, size_t(t.n_elements)));
+  }
+  w.write(path);
+}
+
+// Overwrites n bytes of tensor `name`, at byte_in_tensor of its data, in the file at `path`.
+void patch_tensor(const std::string& path, const std::string& name, int64_t byte_in_tensor, const void* bytes, size_t n) {
+  uint64_t at = 0;
+  {
+    io::GgufFile f(path);
+    const io::GgufTensor* t = f.find_tensor(name);
+    REQUIRE(t != nullptr);
+    at = t->file_offset + uint64_t(byte_in_tensor);
+  }
+  std::fstream out(path, std::ios::binary | std::ios::in | std::ios::out);
+  out.seekp(std::streamoff(at));
+  out.write(static_cast<const char*>(bytes), std::streamsize(n));
+}
+
 }  // namespace
 
 TEST_CASE("F16, BF16 and Q8_0 weights give the logits of the FP32 weights they round") {
@@ -116,15 +147,7 @@ TEST_CASE("a tied output matrix reuses token_embd") {
 
 TEST_CASE("a model without a required key is refused naming the key") {
   test::TempDir tmp;
-  io::GgufFile src(test::stories_path());
-  io::GgufWriter w;
-  for (const auto& [key, value] : src.metadata())
-    if (key != "llama.block_count" && key != "general.alignment") w.add_value(key, value);
-  for (const auto& t : src.tensors()) {
-    const float* data = reinterpret_cast<const float*>(t.data);
-    w.add_tensor(t.name, t.dims, t.type, std::span<const float>(data, size_t(t.n_elements)));
-  }
-  w.write(tmp / "no_blocks.gguf");
+  rewrite_stories(tmp / "no_blocks.gguf", "llama.block_count", nullptr);
   const std::string err = error_of(tmp / "no_blocks.gguf");
   CHECK(err.find("no_blocks.gguf") != std::string::npos);
   CHECK(err.find("llama.block_count") != std::string::npos);
@@ -155,4 +178,65 @@ TEST_CASE("an impossible block count is refused before anything is sized by it")
   const std::string err =
       error_of(std::string(KVRT_SOURCE_DIR) + "/tests/fuzz/crashes/gguf/oom_huge_block_count.gguf");
   CHECK(err.find("block_count 8388609") != std::string::npos);
+}
+
+TEST_CASE("a block_count smaller than the file's blocks is refused, naming the unused tensors") {
+  // Five blocks in the file, three in the metadata: the last two must not be silently dropped.
+  test::TempDir tmp;
+  rewrite_stories(tmp / "three_of_five.gguf", "llama.block_count", [](io::GgufWriter& w) { w.add_u32("llama.block_count", 3); });
+  const std::string err = error_of(tmp / "three_of_five.gguf");
+  INFO(err);
+  CHECK(err.find("three_of_five.gguf") != std::string::npos);
+  CHECK(err.find("18 tensors are not used by a 3-block llama model") != std::string::npos);
+  CHECK(err.find("blk.3.") != std::string::npos);
+}
+
+TEST_CASE("tensors misaligned by general.alignment = 1 are copied aligned, with unchanged logits") {
+  test::TempDir tmp;
+  rewrite_stories(tmp / "aligned.gguf", "", nullptr);
+  // With alignment 1 the F32 tensors follow the header unpadded: pick a padding key length that
+  // leaves them off a 4-byte boundary.
+  std::string path;
+  for (size_t pad = 0; pad < 4 && path.empty(); ++pad) {
+    const std::string p = tmp / ("align1_pad" + std::to_string(pad) + ".gguf");
+    rewrite_stories(p, "", [pad](io::GgufWriter& w) {
+      w.set_alignment(1);
+      w.add_string("test.pad", std::string(pad, 'x'));
+    });
+    if (reinterpret_cast<uintptr_t>(io::GgufFile(p).tensors()[0].data) % 4 != 0) path = p;
+  }
+  REQUIRE(!path.empty());
+  model::Model m(path);
+  const model::Weights& w = m.weights();
+  std::vector<const void*> pointers{w.token_embd.data, w.output_norm, w.output.data};
+  for (const model::LayerWeights& l : w.layers) {
+    for (const void* p : {static_cast<const void*>(l.attn_norm), l.wq.data, l.wk.data, l.wv.data, l.wo.data,
+                          static_cast<const void*>(l.ffn_norm), l.w_gate.data, l.w_up.data, l.w_down.data})
+      pointers.push_back(p);
+  }
+  for (const void* p : pointers) CHECK(reinterpret_cast<uintptr_t>(p) % alignof(float) == 0);
+  CHECK(w.bytes_converted() > 0);  // the copies
+  CHECK(logits_of(path) == logits_of(tmp / "aligned.gguf"));
+}
+
+TEST_CASE("NaN or infinity in a weight is refused at load, naming the tensor and the element") {
+  test::TempDir tmp;
+  synth::write_synth_model(small_config(simd::WeightType::kF32), tmp / "f32.gguf");
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  patch_tensor(tmp / "f32.gguf", "blk.1.ffn_down.weight", 4 * 100, &nan, 4);
+  std::string err = error_of(tmp / "f32.gguf");
+  INFO(err);
+  CHECK(err.find("tensor 'blk.1.ffn_down.weight' holds NaN at element 100 (row 1)") != std::string::npos);
+
+  synth::write_synth_model(small_config(simd::WeightType::kF16), tmp / "f16.gguf");
+  const uint16_t inf16 = 0xfc00;  // -infinity
+  patch_tensor(tmp / "f16.gguf", "blk.0.attn_k.weight", 2 * 7, &inf16, 2);
+  err = error_of(tmp / "f16.gguf");
+  CHECK(err.find("tensor 'blk.0.attn_k.weight' holds an infinity at element 7") != std::string::npos);
+
+  synth::write_synth_model(small_config(simd::WeightType::kQ8_0), tmp / "q8.gguf");
+  const uint16_t nan16 = 0x7e00;
+  patch_tensor(tmp / "q8.gguf", "token_embd.weight", 34 * 3, &nan16, 2);  // the scale of block 3
+  err = error_of(tmp / "q8.gguf");
+  CHECK(err.find("tensor 'token_embd.weight' holds NaN at element 96") != std::string::npos);
 }

@@ -13,31 +13,11 @@ int positive(const io::GgufFile& f, const std::string& key, uint64_t v) {
 
 int get_dim(const io::GgufFile& f, const std::string& key) { return positive(f, key, f.get_uint(key)); }
 
-}  // namespace
-
-const char* rope_pairing_name(RopePairing p) {
-  return p == RopePairing::kNeox ? "neox" : "interleaved";
-}
-
-ModelConfig ModelConfig::from_gguf(const io::GgufFile& f) {
-  ModelConfig c;
-  c.arch = std::string(f.get_string("general.architecture"));
-  if (c.arch != "llama")
-    f.fail("architecture '" + c.arch + "' is not supported (kvrt runs 'llama' models)");
-  const std::string p = c.arch + ".";
-  c.name = std::string(f.get_string_or("general.name", ""));
-  c.n_layers = get_dim(f, p + "block_count");
-  // Each block has 9 tensors: refuse an impossible count before anything is sized by it.
-  if (uint64_t(c.n_layers) * 9 > f.tensors().size())
-    f.fail("block_count " + std::to_string(c.n_layers) + " needs at least " +
-           std::to_string(uint64_t(c.n_layers) * 9) + " tensors, the file has " +
-           std::to_string(f.tensors().size()));
-  c.d_model = get_dim(f, p + "embedding_length");
-  c.d_ff = get_dim(f, p + "feed_forward_length");
+// Head counts and sizes: head_dim is key_length when given, else d_model / n_heads.
+void read_heads(const io::GgufFile& f, const std::string& p, ModelConfig& c) {
   c.n_heads = get_dim(f, p + "attention.head_count");
   c.n_kv_heads = f.find(p + "attention.head_count_kv") ? get_dim(f, p + "attention.head_count_kv")
                                                        : c.n_heads;
-  c.n_ctx_train = get_dim(f, p + "context_length");
   c.head_dim = f.find(p + "attention.key_length") ? get_dim(f, p + "attention.key_length")
                                                   : c.d_model / c.n_heads;
   if (f.find(p + "attention.value_length") &&
@@ -49,9 +29,10 @@ ModelConfig ModelConfig::from_gguf(const io::GgufFile& f) {
   if (c.n_heads % c.n_kv_heads != 0)
     f.fail("head_count " + std::to_string(c.n_heads) + " is not a multiple of head_count_kv " +
            std::to_string(c.n_kv_heads));
-  c.rms_eps = static_cast<float>(f.get_float(p + "attention.layer_norm_rms_epsilon"));
-  if (!(c.rms_eps > 0.0f && c.rms_eps < 1.0f))
-    f.fail("layer_norm_rms_epsilon " + std::to_string(c.rms_eps) + " is out of range");
+}
+
+void read_rope(const io::GgufFile& f, const std::string& p, ModelConfig& c) {
+  c.rope_pairing = c.architecture->rope_pairing;
   c.rope_base = static_cast<float>(f.get_float_or(p + "rope.freq_base", 10000.0));
   if (!(c.rope_base > 1.0f)) f.fail("rope.freq_base must be greater than 1");
   c.rope_dim = f.find(p + "rope.dimension_count") ? get_dim(f, p + "rope.dimension_count")
@@ -59,11 +40,51 @@ ModelConfig ModelConfig::from_gguf(const io::GgufFile& f) {
   if (c.rope_dim > c.head_dim || c.rope_dim % 2 != 0)
     f.fail("rope.dimension_count " + std::to_string(c.rope_dim) +
            " must be even and at most the head size " + std::to_string(c.head_dim));
+}
+
+// Soft-caps and the sliding window, read where the architecture names their keys.
+void read_features(const io::GgufFile& f, const std::string& p, ModelConfig& c) {
+  const Architecture& a = *c.architecture;
+  if (a.attn_softcap_key) c.attn_softcap = static_cast<float>(f.get_float(p + a.attn_softcap_key));
+  if (a.final_softcap_key) c.final_softcap = static_cast<float>(f.get_float(p + a.final_softcap_key));
+  if (a.sliding_window_key) c.sliding_window = get_dim(f, p + a.sliding_window_key);
+  if (!(c.attn_softcap >= 0.0f && c.final_softcap >= 0.0f)) f.fail("logit soft-caps must not be negative");
+}
+
+}  // namespace
+
+ModelConfig ModelConfig::from_gguf(const io::GgufFile& f) {
+  ModelConfig c;
+  c.arch = std::string(f.get_string("general.architecture"));
+  try {
+    c.architecture = &find_architecture(c.arch);
+  } catch (const Error& e) {
+    throw Error("'" + f.path() + "': " + e.what());
+  }
+  const std::string p = c.arch + ".";
+  c.name = std::string(f.get_string_or("general.name", ""));
+  c.n_layers = get_dim(f, p + "block_count");
+  // Refuse an impossible count before anything is sized by it.
+  size_t per_layer = 0;
+  for (const TensorDesc& t : c.architecture->layer_tensors) per_layer += t.required;
+  if (uint64_t(c.n_layers) * per_layer > f.tensors().size())
+    f.fail("block_count " + std::to_string(c.n_layers) + " needs at least " +
+           std::to_string(uint64_t(c.n_layers) * per_layer) + " tensors, the file has " +
+           std::to_string(f.tensors().size()));
+  c.d_model = get_dim(f, p + "embedding_length");
+  c.d_ff = get_dim(f, p + "feed_forward_length");
+  c.n_ctx_train = get_dim(f, p + "context_length");
+  read_heads(f, p, c);
+  c.rms_eps = static_cast<float>(f.get_float(p + "attention.layer_norm_rms_epsilon"));
+  if (!(c.rms_eps > 0.0f && c.rms_eps < 1.0f))
+    f.fail("layer_norm_rms_epsilon " + std::to_string(c.rms_eps) + " is out of range");
+  read_rope(f, p, c);
+  read_features(f, p, c);
   const io::GgufTensor* embd = f.find_tensor("token_embd.weight");
   if (!embd) f.fail("missing tensor 'token_embd.weight'");
   if (embd->dims.size() != 2 || embd->dims[0] != c.d_model)
     f.fail("tensor 'token_embd.weight' does not have shape [embedding_length, n_vocab]");
-  c.n_vocab = static_cast<int>(embd->dims[1]);
+  c.n_vocab = positive(f, "token_embd.weight rows", uint64_t(embd->dims[1]));
   c.tied_output = f.find_tensor("output.weight") == nullptr;
   return c;
 }

@@ -1,20 +1,17 @@
-// Hyper-parameters of a llama-architecture model, read from GGUF metadata.
+// Hyper-parameters of a model, read from GGUF metadata under the keys of its architecture's
+// description (model/architecture.h).
 #pragma once
 
 #include <string>
 
 #include "io/gguf.h"
+#include "model/architecture.h"
 
 namespace kvrt::model {
 
-// How RoPE pairs the dimensions of a head.
-enum class RopePairing {
-  kInterleaved,  // (x[2i], x[2i+1]): GGUF llama models (weights permuted by the converter)
-  kNeox,         // (x[i], x[i + rope_dim/2]): NeoX / GPT-J style
-};
-
 struct ModelConfig {
-  std::string arch;   // "llama"
+  const Architecture* architecture = nullptr;  // the row of general.architecture
+  std::string arch;   // its name, e.g. "llama"
   std::string name;   // general.name, may be empty
   int n_layers = 0;
   int d_model = 0;
@@ -23,17 +20,18 @@ struct ModelConfig {
   int head_dim = 0;
   int d_ff = 0;
   int n_vocab = 0;
-  int n_ctx_train = 0;  // llama.context_length
+  int n_ctx_train = 0;  // <arch>.context_length
   float rms_eps = 1e-5f;
   float rope_base = 10000.0f;
   int rope_dim = 0;     // leading dimensions of each head that RoPE rotates
-  RopePairing rope_pairing = RopePairing::kInterleaved;
+  RopePairing rope_pairing = RopePairing::kInterleaved;  // the architecture's
   bool tied_output = false;  // output matrix shared with token_embd
+  float attn_softcap = 0.0f;   // attention logit soft-cap (0: none), where the architecture has one
+  float final_softcap = 0.0f;  // final logit soft-cap (0: none)
+  int sliding_window = 0;      // positions a windowed layer attends to (0: no window)
 
   // Reads and checks every field; a missing key or an inconsistent shape is a kvrt::Error.
   static ModelConfig from_gguf(const io::GgufFile& file);
 };
-
-const char* rope_pairing_name(RopePairing p);
 
 }  // namespace kvrt::model

@@ -1,27 +1,13 @@
 #include "model/weights.h"
 
+#include <cmath>
+#include <cstring>
+
 #include "common/error.h"
 #include "simd/dispatch.h"
 
 namespace kvrt::model {
 namespace {
-
-std::string shape_str(const std::vector<int64_t>& dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
-  return s + "]";
-}
-
-// The tensor `name`, which must exist with exactly these dims.
-const io::GgufTensor* find_shaped(const io::GgufFile& file, const std::string& name,
-                                  const std::vector<int64_t>& dims) {
-  const io::GgufTensor* t = file.find_tensor(name);
-  if (!t) file.fail("missing tensor '" + name + "'");
-  if (t->dims != dims)
-    file.fail("tensor '" + name + "' has shape " + shape_str(t->dims) + ", expected " +
-              shape_str(dims));
-  return t;
-}
 
 // The row of a tensor's type, which kvrt must be able to compute with.
 const simd::WeightTypeTraits& computable_type(const io::GgufFile& file, const io::GgufTensor& t) {
@@ -32,34 +18,75 @@ const simd::WeightTypeTraits& computable_type(const io::GgufFile& file, const io
   return type;
 }
 
-}  // namespace
-
-const float* Weights::load(const io::GgufFile& file, const std::string& name,
-                           const std::vector<int64_t>& dims) {
-  return to_f32(file, *find_shaped(file, name, dims));
+// A NaN or infinity in a weight turns every output it touches into garbage: refused at load by
+// one scan of the stored values (block scales for quantized types).
+void check_finite(const io::GgufFile& file, const io::GgufTensor& t, const simd::WeightTypeTraits& type) {
+  const int64_t at = type.find_non_finite(t.data, t.n_elements);
+  if (at < 0) return;
+  float x[256];  // the block (or value) holding it, widened to name what it is
+  KVRT_ASSERT(type.block <= 256);
+  type.to_float_ref(t.data + at / type.block * type.block_bytes, type.block, x);
+  const float v = x[at % type.block];
+  file.fail("tensor '" + t.name + "' holds " + (std::isnan(v) ? "NaN" : "an infinity") + " at element " +
+            std::to_string(at) + " (row " + std::to_string(at / t.dims[0]) + ")");
 }
 
-const float* Weights::to_f32(const io::GgufFile& file, const io::GgufTensor& t) {
-  const simd::WeightTypeTraits& type = computable_type(file, t);
-  if (t.type == simd::WeightType::kF32) {
-    bytes_mapped_ += t.n_bytes;
-    return reinterpret_cast<const float*>(t.data);  // offsets are 32-byte aligned
+// The role's matrix or vector member of a layer; the forward pass uses no other roles in a layer
+// (forward_gaps refuses a model that has them).
+ops::WeightMatrix& layer_matrix(LayerWeights& l, TensorRole role) {
+  switch (role) {
+    case TensorRole::kAttnQ: return l.wq;
+    case TensorRole::kAttnK: return l.wk;
+    case TensorRole::kAttnV: return l.wv;
+    case TensorRole::kAttnOut: return l.wo;
+    case TensorRole::kFfnGate: return l.w_gate;
+    case TensorRole::kFfnUp: return l.w_up;
+    default: KVRT_ASSERT(role == TensorRole::kFfnDown); return l.w_down;
   }
-  auto buf = std::make_unique<float[]>(size_t(t.n_elements));  // [n_elements]
-  type.to_float_ref(t.data, t.n_elements, buf.get());
+}
+
+const float*& layer_vector(LayerWeights& l, TensorRole role) {
+  KVRT_ASSERT(role == TensorRole::kAttnNorm || role == TensorRole::kFfnNorm);
+  return role == TensorRole::kAttnNorm ? l.attn_norm : l.ffn_norm;
+}
+
+}  // namespace
+
+const uint8_t* Weights::aligned_data(const io::GgufTensor& t) {
+  const int64_t alignment = simd::weight_type_traits(t.type).alignment();
+  if (reinterpret_cast<uintptr_t>(t.data) % uintptr_t(alignment) == 0) {
+    bytes_mapped_ += t.n_bytes;
+    return t.data;
+  }
+  owned_.push_back(std::make_unique<float[]>((t.n_bytes + sizeof(float) - 1) / sizeof(float)));
+  std::memcpy(owned_.back().get(), t.data, t.n_bytes);
+  bytes_converted_ += t.n_bytes;
+  return reinterpret_cast<const uint8_t*>(owned_.back().get());
+}
+
+const float* Weights::load_vector(const io::GgufFile& file, const io::GgufTensor& t) {
+  const simd::WeightTypeTraits& type = computable_type(file, t);
+  check_finite(file, t, type);
+  if (t.type == simd::WeightType::kF32) return reinterpret_cast<const float*>(aligned_data(t));
+  owned_.push_back(std::make_unique<float[]>(size_t(t.n_elements)));  // [n_elements]
+  type.to_float_ref(t.data, t.n_elements, owned_.back().get());
   bytes_converted_ += size_t(t.n_elements) * sizeof(float);
-  owned_.push_back(std::move(buf));
   return owned_.back().get();
 }
 
-// A matrix in its stored type, in place from the map: the matmul kernels widen or multiply its
-// blocks a tile at a time.
-ops::WeightMatrix Weights::load_matrix(const io::GgufFile& file, const std::string& name,
-                                       int64_t n_out, int64_t n_in) {
-  const io::GgufTensor* t = find_shaped(file, name, {n_in, n_out});
-  computable_type(file, *t);
-  bytes_mapped_ += t->n_bytes;
-  return {t->data, t->type, n_out, n_in};
+// A matrix in its stored type, in place from the map where aligned.
+ops::WeightMatrix Weights::load_matrix(const io::GgufFile& file, const io::GgufTensor& t) {
+  check_finite(file, t, computable_type(file, t));
+  return {aligned_data(t), t.type, t.dims[1], t.dims[0]};
+}
+
+void Weights::load_layer(const io::GgufFile& file, const RoleTensors& roles, LayerWeights& l) {
+  for (int r = 0; r < kNumTensorRoles; ++r) {
+    const io::GgufTensor* t = roles[size_t(r)];
+    if (t == nullptr) continue;
+    if (t->dims.size() == 2) layer_matrix(l, TensorRole(r)) = load_matrix(file, *t);
+    else layer_vector(l, TensorRole(r)) = load_vector(file, *t);
+  }
 }
 
 void Weights::embedding(int32_t token, float* out) const {
@@ -67,25 +94,19 @@ void Weights::embedding(int32_t token, float* out) const {
 }
 
 Weights::Weights(const io::GgufFile& file, const ModelConfig& c) {
-  const int64_t d = c.d_model, q_dim = int64_t(c.n_heads) * c.head_dim,
-                kv_dim = int64_t(c.n_kv_heads) * c.head_dim;
-  token_embd = load_matrix(file, "token_embd.weight", c.n_vocab, d);
-  output_norm = load(file, "output_norm.weight", {d});
-  output = c.tied_output ? token_embd : load_matrix(file, "output.weight", c.n_vocab, d);
-  layers.resize(size_t(c.n_layers));
-  for (int i = 0; i < c.n_layers; ++i) {
-    const std::string p = "blk." + std::to_string(i) + ".";
-    LayerWeights& l = layers[size_t(i)];
-    l.attn_norm = load(file, p + "attn_norm.weight", {d});
-    l.wq = load_matrix(file, p + "attn_q.weight", q_dim, d);
-    l.wk = load_matrix(file, p + "attn_k.weight", kv_dim, d);
-    l.wv = load_matrix(file, p + "attn_v.weight", kv_dim, d);
-    l.wo = load_matrix(file, p + "attn_output.weight", d, q_dim);
-    l.ffn_norm = load(file, p + "ffn_norm.weight", {d});
-    l.w_gate = load_matrix(file, p + "ffn_gate.weight", c.d_ff, d);
-    l.w_up = load_matrix(file, p + "ffn_up.weight", c.d_ff, d);
-    l.w_down = load_matrix(file, p + "ffn_down.weight", d, c.d_ff);
+  const BoundTensors b = bind_tensors(file, c);
+  if (const std::vector<std::string> gaps = forward_gaps(*c.architecture, b.present); !gaps.empty()) {
+    std::string list;
+    for (const std::string& g : gaps) list += (list.empty() ? "" : ", ") + g;
+    throw Error("'" + file.path() + "': architecture '" + c.arch + "' needs " + list +
+                ", which kvrt's forward pass does not implement yet (kvrt runs: " + runnable_architecture_names() + ")");
   }
+  token_embd = load_matrix(file, *b.model[size_t(TensorRole::kTokenEmbd)]);
+  output_norm = load_vector(file, *b.model[size_t(TensorRole::kOutputNorm)]);
+  const io::GgufTensor* out = b.model[size_t(TensorRole::kOutput)];
+  output = out ? load_matrix(file, *out) : token_embd;
+  layers.resize(size_t(c.n_layers));
+  for (int i = 0; i < c.n_layers; ++i) load_layer(file, b.layers[size_t(i)], layers[size_t(i)]);
 }
 
 }  // namespace kvrt::model

@@ -1,6 +1,9 @@
-// Model weights: matrices are views into the mmap in their stored weight type (the matmul kernels
-// widen or multiply their blocks a tile at a time); vectors (norms) are F32 views, or FP32 copies
-// made once at load from other types. Immutable after load; shareable between sessions.
+// Model weights, loaded as the architecture's description says (model/tensors.h binds them):
+// matrices are views into the mmap in their stored weight type (the matmul kernels widen or
+// multiply their blocks a tile at a time); vectors (norms) are F32 views, or FP32 copies made once
+// at load from other types. A tensor whose data is not aligned for its type (general.alignment
+// smaller than the type's) is copied once into aligned memory instead. Immutable after load;
+// shareable between sessions.
 #pragma once
 
 #include <memory>
@@ -9,6 +12,7 @@
 
 #include "io/gguf.h"
 #include "model/config.h"
+#include "model/tensors.h"
 #include "ops/matmul.h"
 
 namespace kvrt::model {
@@ -27,7 +31,9 @@ struct LayerWeights {
 
 class Weights {
  public:
-  // Checks every tensor's presence, shape and type; errors name the tensor.
+  // Checks every tensor's presence, shape, type, alignment and values (NaN or infinity is an
+  // error), and that the forward pass implements what the architecture asks for; errors name the
+  // file and the tensor.
   Weights(const io::GgufFile& file, const ModelConfig& config);
 
   ops::WeightMatrix token_embd;       // [n_vocab][d_model]
@@ -38,18 +44,16 @@ class Weights {
   void embedding(int32_t token, float* out) const;
   std::vector<LayerWeights> layers;   // [n_layers]
 
-  size_t bytes_mapped() const { return bytes_mapped_; }     // used in place from the file
-  size_t bytes_converted() const { return bytes_converted_; }  // FP32 copies owned here
+  size_t bytes_mapped() const { return bytes_mapped_; }        // used in place from the file
+  size_t bytes_converted() const { return bytes_converted_; }  // FP32 copies and aligned copies owned here
 
  private:
-  // FP32 view of a tensor: in place for F32, else a copy owned here.
-  const float* to_f32(const io::GgufFile& file, const io::GgufTensor& t);
-  const float* load(const io::GgufFile& file, const std::string& name,
-                    const std::vector<int64_t>& dims);
-  ops::WeightMatrix load_matrix(const io::GgufFile& file, const std::string& name,
-                                int64_t n_out, int64_t n_in);
+  const uint8_t* aligned_data(const io::GgufTensor& t);  // t's data, copied if misaligned for its type
+  const float* load_vector(const io::GgufFile& file, const io::GgufTensor& t);
+  ops::WeightMatrix load_matrix(const io::GgufFile& file, const io::GgufTensor& t);
+  void load_layer(const io::GgufFile& file, const RoleTensors& roles, LayerWeights& l);
 
-  std::vector<std::unique_ptr<float[]>> owned_;
+  std::vector<std::unique_ptr<float[]>> owned_;  // FP32 vectors and aligned copies
   size_t bytes_mapped_ = 0;
   size_t bytes_converted_ = 0;
 };

@@ -1,0 +1,93 @@
+// An architecture is one description that the loader (model/config.cc, model/tensors.cc,
+// model/weights.cc) and the forward pass (model/session.cc) consult: its tensors (required and
+// optional, model-level and per layer, with their shapes), RoPE pairing, norm, FFN activation,
+// soft-caps, sliding window, embedding scale and pre-tokenizer. Adding one is a row in
+// architecture.cc plus any op its forward pass needs: forward_gaps() names what a row asks for
+// that the forward pass does not do yet, and such a model is refused with that list.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kvrt::model {
+
+// How RoPE pairs the dimensions of a head.
+enum class RopePairing : uint8_t {
+  kInterleaved,  // (x[2i], x[2i+1]): GGUF llama models (weights permuted by the converter)
+  kNeox,         // (x[i], x[i + rope_dim/2]): NeoX / GPT-J style (qwen2, phi3, gemma2)
+};
+
+enum class NormKind : uint8_t { kRms };  // y = x / sqrt(mean(x²) + eps) * w
+
+// The gate of the gated FFN down(act(gate(x)) * up(x)).
+enum class Activation : uint8_t {
+  kSilu,      // SwiGLU (llama, qwen2, phi3)
+  kGeluTanh,  // GeGLU with the tanh approximation (gemma2)
+};
+
+// Which layers attend only within the sliding window.
+enum class WindowLayers : uint8_t { kNone, kAll, kEven };
+
+// What a tensor is for: the member of Weights / LayerWeights it fills.
+enum class TensorRole : uint8_t {
+  // model-level
+  kTokenEmbd, kOutputNorm, kOutput, kRopeFreqs,
+  // per layer
+  kAttnNorm, kAttnQ, kAttnK, kAttnV, kAttnQkv, kAttnQBias, kAttnKBias, kAttnVBias, kAttnOut,
+  kPostAttnNorm, kFfnNorm, kFfnGate, kFfnUp, kFfnGateUp, kFfnDown, kPostFfnNorm,
+};
+constexpr int kNumTensorRoles = static_cast<int>(TensorRole::kPostFfnNorm) + 1;
+
+// The sizes tensor shapes are made of, from ModelConfig.
+enum class Dim : uint8_t {
+  kNone,       // (the missing second dimension of a vector)
+  kDModel,     // d_model
+  kQDim,       // n_heads * head_dim
+  kKvDim,      // n_kv_heads * head_dim
+  kQkvDim,     // q_dim + 2 kv_dim: fused Q, K, V rows
+  kDff,        // d_ff
+  kDff2,       // 2 d_ff: fused gate and up rows
+  kVocab,      // n_vocab
+  kRopePairs,  // rope_dim / 2
+};
+
+struct TensorDesc {
+  TensorRole role;
+  const char* name;  // GGUF name; a layer tensor's after its "blk.N." prefix
+  Dim n_in;          // ne0, the row length (a vector's length)
+  Dim n_out;         // ne1, the rows of a matrix; kNone for a vector
+  bool required;
+};
+
+struct Architecture {
+  const char* name;  // general.architecture, also the prefix of its metadata keys
+  std::span<const TensorDesc> model_tensors;
+  std::span<const TensorDesc> layer_tensors;
+  RopePairing rope_pairing;
+  NormKind norm;
+  Activation activation;
+  bool scale_embeddings;           // x = token_embd[token] * sqrt(d_model)
+  const char* attn_softcap_key;    // key after "<name>." of the attention logit soft-cap; null: none
+  const char* final_softcap_key;   // key of the final logit soft-cap; null: none
+  const char* sliding_window_key;  // key of the window length; null: no sliding window
+  WindowLayers window_layers;      // the layers it applies to
+  const char* pre_tokenizer;       // what llama.cpp's loader assumes without tokenizer.ggml.pre
+};
+
+// Every described architecture (each a row of architecture.cc).
+std::span<const Architecture> architectures();
+// The row named `name`; kvrt::Error naming the architectures kvrt runs otherwise.
+const Architecture& find_architecture(std::string_view name);
+// Names of the architectures whose forward pass kvrt implements ("llama"), for messages.
+std::string runnable_architecture_names();
+
+// What the row, with the tensors a file holds (present[role]), asks of the forward pass that it
+// does not do yet: empty when kvrt runs the model.
+std::vector<std::string> forward_gaps(const Architecture& arch, const bool (&present)[kNumTensorRoles]);
+
+const char* rope_pairing_name(RopePairing p);
+
+}  // namespace kvrt::model
