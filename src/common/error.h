@@ -32,5 +32,6 @@ class Error : public std::runtime_error {
 
 }  // namespace kvrt
 
+// The file's name without its directory: no build or source path ends up in the library.
 #define KVRT_ASSERT(cond) \
-  ((cond) ? (void)0 : ::kvrt::assert_fail(#cond, __FILE__, __LINE__))
+  ((cond) ? (void)0 : ::kvrt::assert_fail(#cond, __FILE_NAME__, __LINE__))
