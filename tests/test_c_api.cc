@@ -313,7 +313,9 @@ TEST_CASE("validation: a record from kvrt_validate gates the setting it passed, 
   kvrt_model* other = nullptr;
   REQUIRE(kvrt_model_open((std::string(KVRT_SOURCE_DIR) + "/tests/fuzz/corpus/gguf/tiny_llama_f32.gguf").c_str(),
                           &other) == KVRT_OK);
-  CHECK(kvrt_validation_check(other, &q8, record.c_str()) == KVRT_ERR_REFUSED);
+  const kvrt_kv_config k8 = kv_of("k=q8,v=f32");  // its head_dim 4 holds no q8 value tiles (8 dims)
+  CHECK(kvrt_validation_check(other, &q8, record.c_str()) == KVRT_ERR_INVALID_ARGUMENT);
+  CHECK(kvrt_validation_check(other, &k8, record.c_str()) == KVRT_ERR_REFUSED);
   CHECK(std::string(kvrt_last_error()).find("another model file") != std::string::npos);
   kvrt_model_free(other);
 }

@@ -142,7 +142,7 @@ typedef enum kvrt_key_axis { KVRT_KEY_AXIS_TOKEN = 0, KVRT_KEY_AXIS_CHANNEL = 1 
 typedef struct kvrt_kv_config {
   kvrt_kv_format k_format; /* keys */
   kvrt_kv_format v_format; /* values */
-  int32_t group_size;      /* values per quantization group, 8..128 power of two; 0 = min(32, head_dim) */
+  int32_t group_size;      /* values per quantization group, 1..128, dividing head_dim; 0 = the largest that fits, up to 32 */
   kvrt_key_axis k_axis;    /* channel = per-channel key groups along tokens (needs a residual window) */
   int32_t residual;        /* most recent tokens kept in FP32 */
   int32_t rotate;          /* non-zero: Hadamard rotation before quantization */
@@ -151,9 +151,11 @@ typedef struct kvrt_kv_config {
 /* f32 keys and values, default group, token axis, no residual, no rotation. */
 KVRT_EXPORT void kvrt_kv_config_default(kvrt_kv_config* out_config);
 
-/* Parses a setting: a format name for both sides ("f32", "q8", "q4") or the canonical form used
- * in reports and validation records, "k=q4,v=q8,g=32,axis=token,r=0,rot=0" (any subset, any
- * order; omitted fields keep their defaults). Unknown names are KVRT_ERR_INVALID_ARGUMENT. */
+/* Parses a setting, as `kvrt run --kv` and validation/settings.toml do: a format name for both
+ * sides ("f32", "q8", "q4"), then key=value fields, or the canonical form used in reports and
+ * validation records, "k=q4,v=q8,g=32,axis=token,r=0,rot=0" (any subset, any order, applied left
+ * to right; e.g. "q4,axis=channel,r=32"). Unknown names and empty text are
+ * KVRT_ERR_INVALID_ARGUMENT. */
 KVRT_EXPORT kvrt_status kvrt_kv_config_parse(const char* text, kvrt_kv_config* out_config);
 
 /* ---- session ------------------------------------------------------------------------------ */

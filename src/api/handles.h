@@ -58,6 +58,7 @@ kvrt_status guard(Body&& body) noexcept {
 
 // The KV setting of a kvrt_kv_config; kvrt::Error(kUsage) for values out of range.
 kv::KvConfig to_kv_config(const kvrt_kv_config& c);
+kvrt_kv_config to_c_config(const kv::KvConfig& kv);
 
 // The value a C caller stored in an enum field. C allows any int there, while loading a value
 // outside the enumerators' range as the C++ enum type is undefined, so the bytes are read as int.

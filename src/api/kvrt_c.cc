@@ -1,6 +1,5 @@
 // The C API (include/kvrt/kvrt.h): errors, model, tokens, KV settings and sessions.
 // Sampling and generation are in kvrt_generate.cc.
-#include <charconv>
 #include <cstring>
 #include <string_view>
 #include <type_traits>
@@ -17,22 +16,15 @@ namespace {
 
 thread_local std::string t_last_error;
 
+// The C enum's values are the rows of kv/formats.h.
+static_assert(KVRT_KV_F32 == int(kv::Format::kF32) && KVRT_KV_Q8 == int(kv::Format::kQ8) && KVRT_KV_Q4 == int(kv::Format::kQ4));
+
 kv::Format to_format(int f) {
-  switch (f) {
-    case KVRT_KV_F32: return kv::Format::kF32;
-    case KVRT_KV_Q8: return kv::Format::kQ8;
-    case KVRT_KV_Q4: return kv::Format::kQ4;
-  }
-  throw Error("unknown KV format value " + std::to_string(f), ErrorKind::kUsage);
+  if (f < 0 || f >= kv::kNumFormats) throw Error("unknown KV format value " + std::to_string(f), ErrorKind::kUsage);
+  return static_cast<kv::Format>(f);
 }
 
-kvrt_kv_format from_format(kv::Format f) {
-  switch (f) {
-    case kv::Format::kQ8: return KVRT_KV_Q8;
-    case kv::Format::kQ4: return KVRT_KV_Q4;
-    default: return KVRT_KV_F32;
-  }
-}
+kvrt_kv_format from_format(kv::Format f) { return static_cast<kvrt_kv_format>(f); }
 
 static_assert(KVRT_MAX_THREADS == model::kMaxThreads, "kvrt.h documents the session's thread limit");
 
@@ -50,32 +42,12 @@ model::SessionOptions to_options(const kvrt_session_options& o) {
   return so;
 }
 
-int32_t parse_int(std::string_view key, std::string_view value) {
-  int32_t v = 0;
-  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-  if (ec != std::errc() || end != value.data() + value.size() || v < 0)
-    throw Error("KV setting '" + std::string(key) + "' needs a non-negative integer, not '" +
-                    std::string(value) + "'", ErrorKind::kUsage);
-  return v;
-}
-
-void parse_field(std::string_view field, kvrt_kv_config& c) {
-  const size_t eq = field.find('=');
-  if (eq == std::string_view::npos)
-    throw Error("KV setting field '" + std::string(field) + "' is not key=value", ErrorKind::kUsage);
-  const std::string_view key = field.substr(0, eq), value = field.substr(eq + 1);
-  if (key == "k") c.k_format = from_format(kv::parse_format(value));
-  else if (key == "v") c.v_format = from_format(kv::parse_format(value));
-  else if (key == "g") c.group_size = parse_int(key, value);
-  else if (key == "axis") c.k_axis = kv::parse_key_axis(value) == kv::KeyAxis::kChannel ? KVRT_KEY_AXIS_CHANNEL : KVRT_KEY_AXIS_TOKEN;
-  else if (key == "r") c.residual = parse_int(key, value);
-  else if (key == "rot") c.rotate = parse_int(key, value) != 0;
-  else
-    throw Error("unknown KV setting key '" + std::string(key) + "' (expected k, v, g, axis, r, rot)",
-                ErrorKind::kUsage);
-}
-
 }  // namespace
+
+kvrt_kv_config to_c_config(const kv::KvConfig& kv) {
+  return {from_format(kv.k_format), from_format(kv.v_format), kv.group_size,
+          kv.k_axis == kv::KeyAxis::kChannel ? KVRT_KEY_AXIS_CHANNEL : KVRT_KEY_AXIS_TOKEN, kv.residual, kv.rotate ? 1 : 0};
+}
 
 kv::KvConfig to_kv_config(const kvrt_kv_config& c) {
   if (c.group_size < 0 || c.residual < 0)
@@ -246,19 +218,7 @@ kvrt_status kvrt_kv_config_parse(const char* text, kvrt_kv_config* out) {
   return guard([&] {
     KVRT_REQUIRE(text);
     KVRT_REQUIRE(out);
-    kvrt_kv_config c;
-    kvrt_kv_config_default(&c);
-    const std::string_view all(text);
-    if (all.find('=') == std::string_view::npos) {
-      c.k_format = c.v_format = kvrt::api::from_format(kvrt::kv::parse_format(all));
-    } else {
-      for (size_t start = 0; start <= all.size();) {
-        const size_t comma = std::min(all.find(',', start), all.size());
-        kvrt::api::parse_field(all.substr(start, comma - start), c);
-        start = comma + 1;
-      }
-    }
-    *out = c;
+    *out = kvrt::api::to_c_config(kvrt::kv::parse_setting(text));
     return KVRT_OK;
   });
 }

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "api/handles.h"
+#include "kv/cache_layout.h"
 #include "kvrt_config.h"
 #include "simd/kernels.h"
 #include "validate/gate.h"
@@ -24,7 +25,7 @@ namespace {
 // The setting as the cache resolves it (group 0 = the cache's default), so names match records.
 kv::KvConfig resolved(const kv::KvConfig& kv, int head_dim) {
   kv::KvConfig r = kv;
-  if (r.group_size == 0) r.group_size = std::clamp(head_dim, 8, 32);
+  r.group_size = kv::resolve_group(kv, head_dim);
   return r;
 }
 

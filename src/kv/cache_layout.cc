@@ -94,12 +94,17 @@ SideLayout side(const FormatTraits& f, TileRole role, bool per_channel, const Kv
 
 }  // namespace
 
+int resolve_group(const KvConfig& c, int head_dim) {
+  const int group = c.group_size > 0 ? c.group_size : default_group(c, head_dim);
+  check_group(c, head_dim, group);
+  return group;
+}
+
 CacheLayout plan_cache(const KvConfig& c, const CacheShape& s) {
   check_shape(c, s);
   CacheLayout l;
   l.shape = s;
-  l.group = c.group_size > 0 ? c.group_size : default_group(c, s.head_dim);
-  check_group(c, s.head_dim, l.group);
+  l.group = resolve_group(c, s.head_dim);
   l.k = side(format_traits(c.k_format), TileRole::kKey, c.k_axis == KeyAxis::kChannel, c, s, l.group);
   l.v = side(format_traits(c.v_format), TileRole::kValue, false, c, s, l.group);
   return l;

@@ -62,6 +62,10 @@ struct CacheLayout {
   double bytes_per_token() const;                        // packed bytes of one position, all layers, K and V
 };
 
+// The group a cache with this setting uses for head_dim: the setting's, or the default (the largest
+// that fits, up to 32); kvrt::Error(kUsage) when it does not fit the formats' tiles.
+int resolve_group(const KvConfig& config, int head_dim);
+
 // Checks the setting against the shape (kvrt::Error(kUsage) naming what does not fit), resolves
 // the default group and lays both sides out.
 CacheLayout plan_cache(const KvConfig& config, const CacheShape& shape);

@@ -13,6 +13,31 @@ std::string default_validation_dir() {
   return data_dir() + "/validation";
 }
 
+namespace {
+
+// A setting from `kv = "SETTING"` (kv::parse_setting) and then the single-field keys, each read
+// by the same field parser; errors name the line of the key.
+kv::KvConfig read_kv(const TomlView& v) {
+  kv::KvConfig c;
+  const auto field = [&](std::string_view key, const std::optional<std::string>& value) {
+    if (!value) return;
+    try {
+      if (key == "kv") c = kv::parse_setting(*value);
+      else kv::apply_setting_field(c, key, *value);
+    } catch (const Error& e) {
+      v.fail_key(key, e.what());
+    }
+  };
+  const auto text = [](std::optional<int64_t> x) { return x ? std::optional<std::string>(std::to_string(*x)) : std::nullopt; };
+  field("kv", v.string("kv"));
+  for (const char* key : {"k", "v", "k_axis"}) field(key, v.string(key));
+  for (const char* key : {"group", "residual"}) field(key, text(v.integer(key)));
+  if (const std::optional<bool> r = v.boolean("rotate")) field("rotate", *r ? "1" : "0");
+  return c;
+}
+
+}  // namespace
+
 std::vector<Setting> read_settings(const std::string& path) {
   const toml::table doc = parse_toml_file(path, "settings file");
   const TomlView top(path, doc, "");
@@ -23,20 +48,10 @@ std::vector<Setting> read_settings(const std::string& path) {
   for (const auto& node : *arr) {
     if (!node.is_table()) top.fail(&node, "each [[setting]] must be a table");
     const TomlView v(path, *node.as_table(), "setting");
-    v.allow_only({"label", "k", "v", "group", "k_axis", "residual", "rotate"});
+    v.allow_only({"label", "kv", "k", "v", "group", "k_axis", "residual", "rotate"});
     Setting s;
     s.label = v.required_string("label");
-    try {
-      s.kv.k_format = kv::parse_format(v.string("k").value_or("f32"));
-      s.kv.v_format = kv::parse_format(v.string("v").value_or("f32"));
-      s.kv.k_axis = kv::parse_key_axis(v.string("k_axis").value_or("token"));
-    } catch (const Error& e) {
-      v.fail(nullptr, e.what());
-    }
-    s.kv.group_size = int(v.integer("group").value_or(0));
-    s.kv.residual = int(v.integer("residual").value_or(0));
-    if (s.kv.group_size < 0 || s.kv.residual < 0) v.fail(nullptr, "'group' and 'residual' must not be negative");
-    s.kv.rotate = v.boolean("rotate").value_or(false);
+    s.kv = read_kv(v);
     out.push_back(s);
   }
   return out;

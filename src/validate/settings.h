@@ -12,7 +12,9 @@ namespace kvrt::validate {
 // $KVRT_VALIDATION_DIR, else validation/ in kvrt's data directory (common/data_dir.h).
 std::string default_validation_dir();
 
-// [[setting]] entries: label, k, v, group, k_axis, residual, rotate. Errors name file and line.
+// [[setting]] entries: label, and the setting as kv = "k=q4,v=q4,axis=channel,r=32" (the syntax of
+// kv::parse_setting) and/or the single fields k, v, group, k_axis, residual, rotate (applied after
+// kv). Errors name file and line.
 std::vector<Setting> read_settings(const std::string& path);
 
 // A short table label for a setting given without one, e.g. "q4/q4 ch r32 rot".

@@ -29,7 +29,7 @@ using Clock = std::chrono::steady_clock;
 struct BenchOptions {
   ModelOptions model;
   std::string contexts = "1024,4096,8192,16384";
-  std::string settings = "f32,q8,q4,k=q8:v=q4";
+  std::string settings = "f32;q8;q4;k=q8,v=q4";
   int decode_tokens = 16;
   int prefill_tokens = 8192;
   int group = 0;
@@ -59,20 +59,12 @@ std::vector<int> parse_int_list(const std::string& s, const char* flag) {
   return out;
 }
 
-// "q4" (both), or "k=q8:v=q4".
-kv::KvConfig parse_setting(const std::string& s, int group) {
-  kv::KvConfig c;
-  c.group_size = group;
-  if (s.rfind("k=", 0) == 0) {
-    auto colon = s.find(":v=");
-    if (colon == std::string::npos)
-      throw Error("invalid KV setting '" + s + "': write FMT or k=FMT:v=FMT", ErrorKind::kUsage);
-    c.k_format = kv::parse_format(s.substr(2, colon - 2));
-    c.v_format = kv::parse_format(s.substr(colon + 3));
-  } else {
-    c.k_format = c.v_format = kv::parse_format(s);
-  }
-  return c;
+// The --settings list (kv::parse_setting_list), with --group applied to every setting.
+std::vector<kv::SettingText> settings_of(const BenchOptions& o) {
+  std::vector<kv::SettingText> out = kv::parse_setting_list(o.settings);
+  if (o.group > 0)
+    for (kv::SettingText& s : out) kv::apply_setting_field(s.config, "g", std::to_string(o.group));
+  return out;
 }
 
 double elapsed(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
@@ -88,13 +80,14 @@ void fill_to(model::Session& s, int target, std::mt19937& rng) {
   }
 }
 
-Row bench_setting(const model::Model& m, const BenchOptions& o, const std::string& name,
+Row bench_setting(const model::Model& m, const BenchOptions& o, const kv::SettingText& setting,
                   const std::vector<int>& contexts) {
   model::SessionOptions so;
   so.n_ctx = std::max(contexts.back(), o.prefill_tokens) + int(contexts.size()) * o.decode_tokens;
   so.n_threads = o.model.n_threads;
-  so.kv = parse_setting(name, o.group);
+  so.kv = setting.config;
   model::Session s(m, so);
+  const std::string& name = setting.text;
   Row row{name, s.kv_cache().bytes_per_token(), 0, 0, {}};
   std::mt19937 rng(42);
   // Stops on the way up: every decode context, and the end of the timed prefill.
@@ -127,11 +120,13 @@ Row bench_setting(const model::Model& m, const BenchOptions& o, const std::strin
 }
 
 void print_table(const std::vector<Row>& rows, const std::vector<int>& contexts) {
-  std::printf("%-12s %10s %14s", "setting", "KV B/tok", "prefill tok/s");
+  int width = 12;
+  for (const Row& r : rows) width = std::max(width, int(r.setting.size()));
+  std::printf("%-*s %10s %14s", width, "setting", "KV B/tok", "prefill tok/s");
   for (int c : contexts) std::printf("  %16s", ("decode@" + std::to_string(c)).c_str());
   std::printf("\n");
   for (const Row& r : rows) {
-    std::printf("%-12s %10.0f %14.1f", r.setting.c_str(), r.bytes_per_token, r.prefill_tok_s);
+    std::printf("%-*s %10.0f %14.1f", width, r.setting.c_str(), r.bytes_per_token, r.prefill_tok_s);
     for (int c : contexts) {
       auto it = std::find_if(r.decode.begin(), r.decode.end(), [&](auto& d) { return d.first == c; });
       if (it == r.decode.end()) std::printf("  %16s", "-");
@@ -170,28 +165,25 @@ int cmd_bench(int argc, char** argv) {
   o.model.add_to(cl, false);
   cl.add("--ctx", "LIST", "context lengths for decode, comma-separated (default 1024,4096,8192,16384)",
          &o.contexts);
-  cl.add("--settings", "LIST", "KV settings, comma-separated: FMT or k=FMT:v=FMT (default f32,q8,q4,k=q8:v=q4)",
+  cl.add("--settings", "LIST",
+         "KV settings as --kv takes them, separated by ';' (default f32;q8;q4;k=q8,v=q4; the older "
+         "form f32,q8,k=q8:v=q4 is read too)",
          &o.settings);
   cl.add("--decode-tokens", "N", "decode steps timed at each context (default 16)", &o.decode_tokens, 1, 4096);
   cl.add("--prefill-tokens", "N", "tokens of the timed prefill (default 8192)", &o.prefill_tokens, 1, 1 << 20);
-  cl.add("--group", "G", "quantization group size (default min(32, head_dim))", &o.group, 0, 128);
+  cl.add("--group", "G", "quantization group size for every setting (default: each setting's)", &o.group, 0, 128);
   cl.add("--json", "FILE", "also write the results as JSON", &o.json);
   if (!cl.parse(argc, argv)) return kExitOk;
   if (!o.json.empty()) validate::check_output_path(o.json, "JSON results");  // before minutes of work
 
   const std::vector<int> contexts = parse_int_list(o.contexts, "--ctx");
-  std::vector<std::string> names;
-  std::stringstream ss(o.settings);
-  for (std::string s; std::getline(ss, s, ',');) {
-    parse_setting(s, o.group);  // reject bad names before any work
-    names.push_back(s);
-  }
+  const std::vector<kv::SettingText> settings = settings_of(o);  // bad settings fail before any work
   auto model = o.model.load();
   const int n_threads = o.model.n_threads > 0 ? o.model.n_threads : omp_get_num_procs();
   std::fprintf(stderr, "kvrt bench: %s, ISA %s, %d threads, matmul %s\n", model->file().path().c_str(),
                simd::isa_name(), n_threads, ops::matmul_backends().c_str());
   std::vector<Row> rows;
-  for (const auto& n : names) rows.push_back(bench_setting(*model, o, n, contexts));
+  for (const kv::SettingText& setting : settings) rows.push_back(bench_setting(*model, o, setting, contexts));
   print_table(rows, contexts);
   if (!o.json.empty()) write_json(o.json, rows, *model, n_threads);
   return kExitOk;

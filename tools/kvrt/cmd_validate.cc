@@ -47,7 +47,7 @@ void progress(int done, int total) {
 // The setting the KV flags give, if any; none = the settings file's.
 std::vector<validate::Setting> requested_settings(const ValidateOptions& o) {
   std::vector<validate::Setting> s;
-  if (!o.kv.both.empty() || !o.kv.k.empty() || !o.kv.v.empty()) {
+  if (o.kv.formats_given()) {
     const kv::KvConfig kv = o.kv.config();
     s.push_back({validate::setting_label(kv), kv});
   }

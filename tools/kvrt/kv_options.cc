@@ -1,14 +1,20 @@
 #include "kv_options.h"
 
+#include <string>
+
 #include "common/error.h"
+#include "kv/formats.h"
 
 namespace kvrt::cli {
 
 void KvOptions::add_to(CommandLine& cl) {
-  cl.add("--kv", "FMT", "KV cache format for keys and values: f32 (default), q8, q4", &both);
-  cl.add("--kv-k", "FMT", "format of keys (overrides --kv)", &k);
-  cl.add("--kv-v", "FMT", "format of values (overrides --kv)", &v);
-  cl.add("--group", "G", "values per quantization group, 8..128 power of two (default min(32, head_dim))",
+  cl.add("--kv", "SETTING",
+         std::string("KV cache setting: a format for keys and values (f32 default, ") + kv::format_names() +
+             "), then fields k=, v=, g=, axis=, r=, rot=; e.g. q8, k=q8,v=q4 or q4,axis=channel,r=32",
+         &setting);
+  cl.add("--kv-k", "FMT", "format of keys (the k= field)", &k);
+  cl.add("--kv-v", "FMT", "format of values (the v= field)", &v);
+  cl.add("--group", "G", "values per quantization group, dividing head_dim (default: the largest that fits, up to 32)",
          &group, 0, 128);
   cl.add("--k-axis", "AXIS", "key quantization groups: token (along head_dim) or channel (along tokens)",
          &axis);
@@ -18,14 +24,13 @@ void KvOptions::add_to(CommandLine& cl) {
 }
 
 kv::KvConfig KvOptions::config() const {
-  kv::KvConfig c;
-  const std::string base = both.empty() ? "f32" : both;
-  c.k_format = kv::parse_format(k.empty() ? base : k);
-  c.v_format = kv::parse_format(v.empty() ? base : v);
-  c.group_size = group;
-  c.k_axis = kv::parse_key_axis(axis);
-  c.residual = residual;
-  c.rotate = rotate;
+  kv::KvConfig c = setting.empty() ? kv::KvConfig{} : kv::parse_setting(setting);
+  if (!k.empty()) kv::apply_setting_field(c, "k", k);
+  if (!v.empty()) kv::apply_setting_field(c, "v", v);
+  if (!axis.empty()) kv::apply_setting_field(c, "axis", axis);
+  if (group >= 0) kv::apply_setting_field(c, "g", std::to_string(group));
+  if (residual >= 0) kv::apply_setting_field(c, "r", std::to_string(residual));
+  if (rotate) kv::apply_setting_field(c, "rot", "1");
   return c;
 }
 

@@ -1,4 +1,5 @@
-// KV-cache flags shared by run, bench and validate: --kv, --kv-k, --kv-v, --group, --k-axis,
+// KV-cache flags shared by run, chat, bench and validate: --kv SETTING (the syntax of
+// kv::parse_setting), then single fields that override it: --kv-k, --kv-v, --group, --k-axis,
 // --residual, --rotate.
 #pragma once
 
@@ -10,13 +11,14 @@
 namespace kvrt::cli {
 
 struct KvOptions {
-  std::string both, k, v, axis = "token";
-  int group = 0;
-  int residual = 0;
+  std::string setting, k, v, axis;  // empty: not given
+  int group = -1;                   // -1: not given
+  int residual = -1;
   bool rotate = false;
 
   void add_to(CommandLine& cl);
-  kv::KvConfig config() const;  // throws kvrt::Error(kUsage) for an unknown format name
+  bool formats_given() const { return !setting.empty() || !k.empty() || !v.empty(); }
+  kv::KvConfig config() const;  // throws kvrt::Error(kUsage) naming the bad field
 };
 
 }  // namespace kvrt::cli
