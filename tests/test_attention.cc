@@ -311,6 +311,41 @@ TEST_CASE("byte accounting equals the layout prediction") {
   CHECK(cache.bytes_in_use(100) == static_cast<size_t>(100 * 8 * 4 * 96 + 2 * 8 * 16 * 4 * 64 * 4));
 }
 
+TEST_CASE("the FP32 window is bounded by the context, whatever the residual asked for") {
+  const CacheShape shape{5, 4, 8, 16};
+  for (KeyAxis axis : {KeyAxis::kToken, KeyAxis::kChannel}) {
+    KvConfig huge, all;
+    huge.k_format = huge.v_format = all.k_format = all.v_format = Format::kQ8;
+    huge.k_axis = all.k_axis = axis;
+    huge.residual = 1 << 20;  // issue 9: this allocated 1.3 GB at n_ctx 16
+    all.residual = 16;        // a window of the whole context
+    const KvCache a(huge, shape), b(all, shape);
+    CHECK(a.layout().k.window == 16);
+    CHECK(a.layout().v.window == 16);
+    CHECK(a.bytes_allocated() == b.bytes_allocated());
+    CHECK(a.bytes_allocated() < 64 * 1024);
+  }
+}
+
+TEST_CASE("the f32 cache takes any head_dim; q8 and q4 pick the largest group that fits") {
+  for (int hd : {12, 20, 48, 80, 96}) {
+    KvConfig f32;
+    CHECK_NOTHROW(KvCache(f32, CacheShape{1, 2, hd, 32}));
+  }
+  const std::pair<int, int> groups[] = {{48, 24}, {80, 16}, {96, 32}, {64, 32}, {8, 8}};
+  for (auto [hd, group] : groups) {
+    for (Format f : {Format::kQ8, Format::kQ4}) {
+      KvConfig c;
+      c.k_format = c.v_format = f;
+      INFO("head_dim " << hd << " " << kvrt::kv::format_name(f));
+      CHECK(KvCache(c, CacheShape{1, 2, hd, 32}).layout().group == group);
+    }
+  }
+  KvConfig q8;
+  q8.k_format = q8.v_format = Format::kQ8;
+  CHECK_THROWS_AS(KvCache(q8, CacheShape{1, 2, 12, 32}), kvrt::Error);  // values take 8 dims at a time
+}
+
 TEST_CASE("invalid KV settings are clear errors") {
   const CacheShape shape{1, 2, 48, 64};
   KvConfig cfg;

@@ -125,7 +125,7 @@ TEST_CASE("KV settings parse from names and the canonical form") {
 
 TEST_CASE("the memory cap is decided before allocation and matches the allocation") {
   ModelFixture f;
-  for (const char* kv : {"f32", "q8", "q4", "k=q8,v=q4,g=8"}) {
+  for (const char* kv : {"f32", "q8", "q4", "k=q8,v=q4,g=8", "k=q4,v=q4,axis=channel,r=32", "q8,r=16", "q4,rot=1"}) {
     CAPTURE(kv);
     kvrt_session_options o;
     kvrt_session_options_default(&o);
@@ -150,8 +150,29 @@ TEST_CASE("the memory cap is decided before allocation and matches the allocatio
     REQUIRE(kvrt_session_get_info(s, &info) == KVRT_OK);
     CHECK(info.bytes_allocated == need);
     CHECK(info.n_ctx == 256);
+    MESSAGE(std::string(kv) << ": planned " << need << " bytes, allocated " << info.bytes_allocated);
     kvrt_session_free(s);
   }
+}
+
+TEST_CASE("the memory cap covers the matmul scratch of widened weights, allocated before any eval") {
+  kvrt_model* model = nullptr;
+  REQUIRE(kvrt_model_open((std::string(KVRT_SOURCE_DIR) + "/tests/fuzz/corpus/gguf/tiny_llama_f16.gguf").c_str(), &model) == KVRT_OK);
+  kvrt_session_options o;
+  kvrt_session_options_default(&o);
+  o.n_threads = 2;
+  uint64_t need = 0;
+  REQUIRE(kvrt_session_bytes_required(model, &o, &need) == KVRT_OK);
+  o.max_memory_bytes = need;
+  kvrt_session* s = nullptr;
+  REQUIRE(kvrt_session_create(model, &o, &s) == KVRT_OK);
+  const std::vector<int32_t> prompt = {1, 2, 3, 4, 5, 6, 7};  // prefill-sized: widens the F16 rows
+  REQUIRE(kvrt_session_eval(s, prompt.data(), prompt.size()) == KVRT_OK);
+  kvrt_session_info info;
+  REQUIRE(kvrt_session_get_info(s, &info) == KVRT_OK);
+  CHECK(info.bytes_allocated == need);
+  kvrt_session_free(s);
+  kvrt_model_free(model);
 }
 
 TEST_CASE("greedy generation through the C API prints the golden text") {

@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "api/handles.h"
-#include "api/session_plan.h"
 #include "kv/kv_config.h"
 #include "kvrt_config.h"
 #include "simd/dispatch.h"
@@ -235,7 +234,7 @@ kvrt_status kvrt_session_bytes_required(const kvrt_model* model, const kvrt_sess
     KVRT_REQUIRE(model);
     KVRT_REQUIRE(options);
     KVRT_REQUIRE(out_bytes);
-    *out_bytes = kvrt::api::planned_session_bytes(model->model->config(), kvrt::api::to_options(*options));
+    *out_bytes = kvrt::model::Session::planned_bytes(*model->model, kvrt::api::to_options(*options));
     return KVRT_OK;
   });
 }
@@ -248,7 +247,7 @@ kvrt_status kvrt_session_create(const kvrt_model* model, const kvrt_session_opti
     KVRT_REQUIRE(model);
     KVRT_REQUIRE(options);
     const kvrt::model::SessionOptions so = kvrt::api::to_options(*options);
-    const size_t need = kvrt::api::planned_session_bytes(model->model->config(), so);
+    const size_t need = kvrt::model::Session::planned_bytes(*model->model, so);
     if (options->max_memory_bytes > 0 && need > options->max_memory_bytes)
       return fail(KVRT_ERR_MEMORY_CAP, "the session needs " + std::to_string(need) +
                                            " bytes, more than the cap of " +

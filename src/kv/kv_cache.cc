@@ -69,23 +69,6 @@ void init_side(Side& s, const SideLayout& l, const CacheLayout& layout) {
   s.n_packed.assign(layout.shape.n_layers, 0);
 }
 
-// Deterministic relative perturbation in [-noise, noise] of the scale at (key, index).
-float scale_noise(float noise, uint64_t key) {
-  key = (key + 0x9e3779b97f4a7c15ull) * 0xbf58476d1ce4e5b9ull;
-  key ^= key >> 31;
-  return 1.0f + noise * (static_cast<float>(key >> 40) / static_cast<float>(1ull << 24) * 2.0f - 1.0f);
-}
-
-void perturb_scales(const KvConfig& cfg, const Side& s, uint8_t* p, int n_scales, size_t stride, uint64_t key) {
-  if (cfg.debug_scale_noise == 0) return;
-  for (int i = 0; i < n_scales; ++i) {
-    float d;
-    std::memcpy(&d, p + i * stride, sizeof d);
-    d *= scale_noise(cfg.debug_scale_noise, key * 4099 + i + (s.layout->format->format == Format::kQ4 ? 77 : 0));
-    std::memcpy(p + i * stride, &d, sizeof d);
-  }
-}
-
 // Packs position pos (FP32 rows [n_kv_heads][head_dim], already rotated) as rows or token tiles:
 // an f32 row, or a row of blocks moved into its slot of the tile.
 void pack_position(Storage& c, Side& s, int layer, int pos, const float* x) {
@@ -98,7 +81,6 @@ void pack_position(Storage& c, Side& s, int layer, int pos, const float* x) {
       continue;
     }
     simd::kernels().format[static_cast<int>(f.format)].quantize(x + h * hd, hd, g, c.blocks.data());
-    perturb_scales(c.config, s, c.blocks.data(), hd / g, f.block_bytes(g), (static_cast<uint64_t>(layer) << 40) ^ (uint64_t(pos) << 8) ^ h);
     f.tile_store_row(f.tile(l.role, hd, g), c.blocks.data(), pos % kTileTokens, c.tile(s, layer, pos / kTileTokens, h));
   }
 }
@@ -108,9 +90,7 @@ void pack_channel_tile(Storage& c, Side& s, int layer, int pos) {
   const int hd = c.shape().head_dim, g = c.layout.group;
   for (int h = 0; h < c.shape().n_kv_heads; ++h) {
     for (int t = 0; t < g; ++t) std::memcpy(&c.gathered[t * hd], c.ring_row(s, layer, pos + t, h), sizeof(float) * hd);
-    uint8_t* dst = c.tile(s, layer, pos / g, h);
-    s.layout->format->channel_quantize(c.gathered.data(), g, hd, dst);
-    perturb_scales(c.config, s, dst, hd, sizeof(float), (static_cast<uint64_t>(layer) << 40) ^ (uint64_t(pos) << 8) ^ h);
+    s.layout->format->channel_quantize(c.gathered.data(), g, hd, c.tile(s, layer, pos / g, h));
   }
 }
 
@@ -202,6 +182,11 @@ void KvCache::clear() {
   std::fill(c.length.begin(), c.length.end(), 0);
   std::fill(c.k.n_packed.begin(), c.k.n_packed.end(), 0);
   std::fill(c.v.n_packed.begin(), c.v.n_packed.end(), 0);
+}
+
+uint8_t* KvCache::packed_for_test(int layer, int kv_head, TileRole side) {
+  Storage& c = *s_;
+  return c.tile(side == TileRole::kKey ? c.k : c.v, layer, 0, kv_head);
 }
 
 HeadView KvCache::view(int layer, int kv_head) const {

@@ -33,6 +33,9 @@ class KvCache {
 
   // What attention reads of one layer and kv head; valid until the next write or clear.
   HeadView view(int layer, int kv_head) const;
+  // Test harnesses only (validate's negative control damages stored scales on purpose): the
+  // packed tiles of one side, layer and kv head, writable, laid out as view() shows them.
+  uint8_t* packed_for_test(int layer, int kv_head, TileRole side);
 
   size_t bytes_allocated() const;  // all storage for n_ctx positions (layout().bytes())
   double bytes_per_token() const;  // over all layers, K and V, as the layout predicts

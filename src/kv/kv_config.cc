@@ -116,7 +116,6 @@ std::string KvConfig::name() const {
   std::string s = std::string("k=") + format_name(k_format) + ",v=" + format_name(v_format) +
                   ",g=" + std::to_string(group_size) + ",axis=" + key_axis_name(k_axis) +
                   ",r=" + std::to_string(residual) + ",rot=" + (rotate ? "1" : "0");
-  if (debug_scale_noise != 0) s += ",noise=" + std::to_string(debug_scale_noise);
   return s;
 }
 

@@ -22,7 +22,6 @@ struct KvConfig {
   KeyAxis k_axis = KeyAxis::kToken;
   int residual = 0;              // most recent tokens kept in FP32 before quantization
   bool rotate = false;           // orthonormal Hadamard rotation of K (and Q) and V; head_dim power of two
-  float debug_scale_noise = 0;   // negative control for validation tests only: relative error put on scales
 
   bool is_f32() const { return k_format == Format::kF32 && v_format == Format::kF32; }
   // Canonical text (parse_setting reads it back), used in reports and validation records, e.g.

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "kv/cache_layout.h"
 
 namespace kvrt::model {
 namespace {
@@ -22,7 +23,33 @@ int resolve_threads(int n_threads) {
   return n_threads > 0 ? n_threads : std::min(omp_get_num_procs(), kMaxThreads);
 }
 
+// The longest row of the weight matrices that are widened to FP32 for the products (0: all F32).
+int64_t widened_n_in(const Weights& w) {
+  int64_t n = 0;
+  const auto take = [&](const ops::WeightMatrix& m) { if (m.type != simd::WeightType::kF32) n = std::max(n, m.n_in); };
+  for (const LayerWeights& l : w.layers)
+    for (const ops::WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) take(*m);
+  take(w.output);
+  return n;
+}
+
+// Floats of the per-chunk activations of n_batch tokens (x_ .. up_) and last_logits_.
+size_t activation_floats(const ModelConfig& c, int n_batch) {
+  const size_t q = size_t(c.n_heads) * c.head_dim, kv = size_t(c.n_kv_heads) * c.head_dim;
+  return size_t(n_batch) * (2 * size_t(c.d_model) + 2 * q + 2 * kv + 2 * size_t(c.d_ff)) + size_t(c.n_vocab);
+}
+
 }  // namespace
+
+size_t Session::planned_bytes(const Model& model, const SessionOptions& o) {
+  const ModelConfig& c = model.config();
+  const int n_ctx = resolve_ctx(c, o.n_ctx), n_threads = resolve_threads(o.n_threads);
+  const int n_batch = std::clamp(o.n_batch, 1, n_ctx);
+  const kv::CacheShape shape{c.n_layers, c.n_kv_heads, c.head_dim, n_ctx};
+  return kv::plan_cache(o.kv, shape).bytes() + ops::AttentionScratch::bytes_for(shape, c.n_heads, n_threads) +
+         ops::Matmul::scratch_bytes(n_threads, widened_n_in(model.weights())) +
+         ops::RopeTable::bytes_for(n_ctx, c.rope_dim) + activation_floats(c, n_batch) * sizeof(float);
+}
 
 Session::Session(const Model& model, const SessionOptions& o)
     : model_(model),
@@ -33,8 +60,10 @@ Session::Session(const Model& model, const SessionOptions& o)
   const ModelConfig& c = model.config();
   const kv::CacheShape shape{c.n_layers, c.n_kv_heads, c.head_dim, n_ctx_};
   kv_ = std::make_unique<kv::KvCache>(o.kv, shape);
+  after_cache_write_ = o.after_cache_write;
   attn_scratch_ = std::make_unique<ops::AttentionScratch>(shape, c.n_heads, n_batch_, n_threads_);
   matmul_ = std::make_unique<ops::Matmul>(n_threads_);
+  matmul_->reserve(widened_n_in(model.weights()));
   const size_t b = size_t(n_batch_);
   x_.resize(b * c.d_model);
   xn_.resize(b * c.d_model);
@@ -50,9 +79,10 @@ Session::Session(const Model& model, const SessionOptions& o)
 Session::~Session() = default;
 
 size_t Session::bytes_allocated() const {
-  size_t floats = x_.size() + xn_.size() + q_.size() + attn_.size() + k_.size() + v_.size() +
-                  gate_.size() + up_.size() + last_logits_.size();
-  return kv_->bytes_allocated() + floats * sizeof(float);
+  const size_t floats = x_.size() + xn_.size() + q_.size() + attn_.size() + k_.size() + v_.size() +
+                        gate_.size() + up_.size() + last_logits_.size();
+  return kv_->bytes_allocated() + attn_scratch_->bytes_allocated() + matmul_->bytes_allocated() +
+         rope_.bytes_allocated() + floats * sizeof(float);
 }
 
 void Session::reset() {
@@ -113,6 +143,7 @@ void Session::attention_block(int layer, int n) {
   ops::rope(rope_, {q_.data(), n, c.n_heads, c.head_dim, pos0, neox});
   ops::rope(rope_, {k_.data(), n, c.n_kv_heads, c.head_dim, pos0, neox});
   kv_->write(layer, pos0, n, k_.data(), v_.data());
+  if (after_cache_write_) after_cache_write_(*kv_, layer);
   ops::AttentionArgs args;
   args.layer = layer;
   args.q = q_.data();

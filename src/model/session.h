@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -23,6 +24,9 @@ struct SessionOptions {
   int n_threads = 0;  // 0 = all cores (at most kMaxThreads); else 1..kMaxThreads
   int n_batch = 256;  // tokens per forward chunk during prefill
   kv::KvConfig kv;
+  // Test harnesses only (validate's negative control): called after each layer's cache write,
+  // before attention reads it, with the cache writable. Empty in the product.
+  std::function<void(kv::KvCache& cache, int layer)> after_cache_write;
 };
 
 class Session {
@@ -44,7 +48,11 @@ class Session {
 
   const Model& model() const { return model_; }
   const kv::KvCache& kv_cache() const { return *kv_; }
-  size_t bytes_allocated() const;  // KV cache plus scratch
+  // Every buffer the session allocated: KV cache, attention and matmul scratch, RoPE table,
+  // activations (oneDNN's own primitives aside). planned_bytes gives the same count without
+  // allocating: the C API's memory cap.
+  size_t bytes_allocated() const;
+  static size_t planned_bytes(const Model& model, const SessionOptions& options);
   const char* matmul_implementation() const { return matmul_->implementation(); }
 
  private:
@@ -56,6 +64,7 @@ class Session {
   int n_ctx_, n_threads_, n_batch_;
   int n_past_ = 0;
   std::unique_ptr<kv::KvCache> kv_;
+  std::function<void(kv::KvCache&, int)> after_cache_write_;  // SessionOptions::after_cache_write
   std::unique_ptr<ops::AttentionScratch> attn_scratch_;
   std::unique_ptr<ops::Matmul> matmul_;
   ops::RopeTable rope_;

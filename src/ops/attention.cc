@@ -20,32 +20,71 @@ constexpr int kPrefillRows = 64;    // query rows (tokens x group heads) per pre
 
 }  // namespace
 
+namespace {
+
+// Sizes of one thread's buffers (ThreadScratch), for the constructor and bytes_for alike.
+struct ThreadSizes {
+  int prefill_tokens;  // query tokens per prefill block
+  int rows;            // query rows handled together, padded to kGemmRows
+  size_t q, s, kt, group_hd;  // floats of q and o, s, kt and x, the per-group-head buffers
+  int group;
+
+  ThreadSizes(const kv::CacheShape& shape, int n_heads) {
+    group = n_heads / shape.n_kv_heads;
+    prefill_tokens = std::max(1, kPrefillRows / group);
+    rows = (std::max(group, prefill_tokens * group) + simd::kGemmRows - 1) / simd::kGemmRows * simd::kGemmRows;
+    q = static_cast<size_t>(rows) * shape.head_dim;
+    s = static_cast<size_t>(rows) * kTile;
+    kt = static_cast<size_t>(shape.head_dim) * kTile;
+    group_hd = static_cast<size_t>(group) * shape.head_dim;  // head_dim / G <= head_dim groups
+  }
+  size_t bytes() const {  // q, o; s; m, l; kt, x; qd, qc_d, qc_sum (floats), qc (int8), qc_csum (int32); bias
+    return (2 * q + s + 2 * size_t(rows) + 2 * kt + 3 * group_hd + size_t(group)) * sizeof(float) +
+           group_hd * (sizeof(int8_t) + sizeof(int32_t));
+  }
+};
+
+}  // namespace
+
 AttentionScratch::AttentionScratch(const kv::CacheShape& shape, int n_heads, int max_tokens, int n_threads)
     : impl_(std::make_unique<Impl>()) {
   KVRT_ASSERT(n_heads > 0 && max_tokens > 0 && n_threads > 0 && n_heads % shape.n_kv_heads == 0);
-  const int group = n_heads / shape.n_kv_heads, hd = shape.head_dim;
+  const ThreadSizes z(shape, n_heads);
   Impl& s = *impl_;
   s.n_threads = n_threads;
-  s.prefill_tokens = std::max(1, kPrefillRows / group);
-  const int rows = (std::max(group, s.prefill_tokens * group) + simd::kGemmRows - 1) / simd::kGemmRows * simd::kGemmRows;
-  s.max_rows = rows;
+  s.prefill_tokens = z.prefill_tokens;
+  s.max_rows = z.rows;
   s.threads.resize(n_threads);
   for (ThreadScratch& t : s.threads) {
-    t.q.assign(static_cast<size_t>(rows) * hd, 0.0f);
-    t.s.assign(static_cast<size_t>(rows) * kTile, 0.0f);
-    t.m.assign(rows, 0.0f);
-    t.l.assign(rows, 0.0f);
-    t.o.assign(static_cast<size_t>(rows) * hd, 0.0f);
-    t.kt.assign(static_cast<size_t>(hd) * kTile, 0.0f);
-    t.x.assign(static_cast<size_t>(kTile) * hd, 0.0f);
-    t.qd.assign(static_cast<size_t>(group) * hd, 0.0f);
-    t.bias.assign(group, 0.0f);
-    t.qc.assign(static_cast<size_t>(group) * hd, 0);
-    t.qc_d.assign(static_cast<size_t>(group) * hd, 0.0f);  // head_dim / G <= head_dim groups
-    t.qc_sum.assign(static_cast<size_t>(group) * hd, 0.0f);
-    t.qc_csum.assign(static_cast<size_t>(group) * hd, 0);
+    t.q.assign(z.q, 0.0f);
+    t.s.assign(z.s, 0.0f);
+    t.m.assign(z.rows, 0.0f);
+    t.l.assign(z.rows, 0.0f);
+    t.o.assign(z.q, 0.0f);
+    t.kt.assign(z.kt, 0.0f);
+    t.x.assign(z.kt, 0.0f);
+    t.qd.assign(z.group_hd, 0.0f);
+    t.bias.assign(z.group, 0.0f);
+    t.qc.assign(z.group_hd, 0);
+    t.qc_d.assign(z.group_hd, 0.0f);
+    t.qc_sum.assign(z.group_hd, 0.0f);
+    t.qc_csum.assign(z.group_hd, 0);
   }
   simd::kernels();  // decide the ISA now, not inside the first decode step
+}
+
+size_t AttentionScratch::bytes_for(const kv::CacheShape& shape, int n_heads, int n_threads) {
+  return ThreadSizes(shape, n_heads).bytes() * size_t(n_threads);
+}
+
+size_t AttentionScratch::bytes_allocated() const {
+  size_t n = 0;
+  for (const ThreadScratch& t : impl_->threads) {
+    n += (t.q.size() + t.s.size() + t.m.size() + t.l.size() + t.o.size() + t.kt.size() + t.x.size() + t.qd.size() +
+          t.bias.size() + t.qc_d.size() + t.qc_sum.size()) * sizeof(float) +
+         t.qc.size() * sizeof(int8_t) + t.qc_csum.size() * sizeof(int32_t);
+  }
+  return n;
 }
 
 AttentionScratch::~AttentionScratch() = default;

@@ -13,6 +13,9 @@ class AttentionScratch {
  public:
   AttentionScratch(const kv::CacheShape& shape, int n_heads, int max_tokens, int n_threads);
   ~AttentionScratch();
+  // The bytes such a scratch allocates, without allocating (session memory plans).
+  static size_t bytes_for(const kv::CacheShape& shape, int n_heads, int n_threads);
+  size_t bytes_allocated() const;
   struct Impl;
   Impl& impl() { return *impl_; }
 

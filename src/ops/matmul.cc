@@ -75,6 +75,29 @@ void Matmul::run(const float* x, int64_t m, const WeightMatrix& w, float* y) {
   impl_->blocked.run(x, m, w, y);
 }
 
+size_t Matmul::scratch_bytes(int n_threads, int64_t n_in) {
+  size_t floats = BlockedMatmul::scratch_floats(n_threads, n_in);
+#if KVRT_HAVE_DNNL
+  floats += size_t(kWidenRows * n_in);
+#endif
+  return floats * sizeof(float);
+}
+
+size_t Matmul::bytes_allocated() const {
+  size_t floats = impl_->blocked.scratch_floats_allocated();
+#if KVRT_HAVE_DNNL
+  floats += impl_->widened.size();
+#endif
+  return floats * sizeof(float);
+}
+
+void Matmul::reserve(int64_t n_in) {
+  impl_->blocked.reserve(n_in);
+#if KVRT_HAVE_DNNL
+  impl_->widened.resize(std::max(impl_->widened.size(), size_t(kWidenRows * n_in)));
+#endif
+}
+
 const char* Matmul::implementation() const { return impl_->description.c_str(); }
 
 std::string matmul_backends() {

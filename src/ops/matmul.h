@@ -37,6 +37,12 @@ class Matmul {
   explicit Matmul(int n_threads);
   ~Matmul();
   void run(const float* x, int64_t m, const WeightMatrix& w, float* y);
+  // Allocates now kvrt's scratch for widening W other than F32 with up to n_in values per row
+  // (0: none), so run() allocates none of its own; scratch_bytes gives the same count without
+  // allocating. oneDNN's primitives keep their own memory, which neither counts.
+  void reserve(int64_t n_in);
+  static size_t scratch_bytes(int n_threads, int64_t n_in);
+  size_t bytes_allocated() const;  // kvrt's scratch as now allocated
   // The kernels used so far, e.g. "gemm brg:avx512_core, gemv kvrt-blocked:avx512"; the
   // pointer stays valid until the next run().
   const char* implementation() const;

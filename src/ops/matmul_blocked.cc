@@ -61,12 +61,24 @@ void BlockedMatmul::columns(const float* x, int64_t m, const WeightMatrix& w, fl
   }
 }
 
+size_t BlockedMatmul::scratch_floats(int n_threads, int64_t n_in) {
+  return size_t(std::max(1, n_threads)) * size_t(simd::kernels().matmul.cols) * size_t(n_in);
+}
+
+size_t BlockedMatmul::scratch_floats_allocated() const {
+  size_t n = 0;
+  for (const auto& s : scratch_) n += s.size();
+  return n;
+}
+
+void BlockedMatmul::reserve(int64_t n_in) {
+  for (auto& s : scratch_) s.resize(std::max(s.size(), size_t(kernels_->matmul.cols * n_in)));
+}
+
 void BlockedMatmul::run(const float* x, int64_t m, const WeightMatrix& w, float* y) {
   if (m == 0 || w.n_out == 0) return;
   const int64_t n_blocks = (w.n_out + kernels_->matmul.cols - 1) / kernels_->matmul.cols;
-  if (w.type != simd::WeightType::kF32) {
-    for (auto& s : scratch_) s.resize(std::max(s.size(), size_t(kernels_->matmul.cols * w.n_in)));
-  }
+  if (w.type != simd::WeightType::kF32) reserve(w.n_in);
   const bool parallel = 2 * m * w.n_out * w.n_in >= kMinParallelFlops;
   const int n_threads = int(std::min<int64_t>(parallel ? n_threads_ : 1, n_blocks));
 #pragma omp parallel num_threads(n_threads) if (n_threads > 1)

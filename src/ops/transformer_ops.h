@@ -14,6 +14,8 @@ void rms_norm(const float* x, const float* weight, int n_rows, int n, float eps,
 class RopeTable {
  public:
   RopeTable(int n_ctx, int rope_dim, float base);
+  static size_t bytes_for(int n_ctx, int rope_dim) { return 2 * size_t(n_ctx) * size_t(rope_dim / 2) * sizeof(float); }
+  size_t bytes_allocated() const { return (cos_.size() + sin_.size()) * sizeof(float); }
   const float* cos_at(int pos) const { return cos_.data() + size_t(pos) * size_t(half_); }
   const float* sin_at(int pos) const { return sin_.data() + size_t(pos) * size_t(half_); }
   int half() const { return half_; }

@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "model/sampler.h"
 #include "model/session.h"
+#include "validate/negative_control.h"
 
 namespace kvrt::validate {
 namespace {
@@ -158,7 +159,8 @@ void CaseRunner::run(const Case& c) {
 SettingResult make_result(const Setting& s, const model::Session& session, size_t n_cases, int bins) {
   SettingResult r;
   r.setting = s;
-  r.name = session.kv_cache().config().name();
+  const kv::KvConfig& kv = session.kv_cache().config();
+  r.name = s.scale_noise > 0 ? damaged_name(kv, s.scale_noise) : kv.name();
   r.bytes_per_token = session.kv_cache().bytes_per_token();
   r.cases.resize(n_cases);
   r.kl_by_pos.assign(size_t(bins), 0.0);
@@ -166,12 +168,13 @@ SettingResult make_result(const Setting& s, const model::Session& session, size_
   return r;
 }
 
-Lane make_lane(const model::Model& m, const kv::KvConfig& kv, int n_ctx, int threads, int batch) {
+Lane make_lane(const model::Model& m, const Setting& s, int n_ctx, int threads, int batch) {
   model::SessionOptions so;
   so.n_ctx = n_ctx;
   so.n_threads = threads;
   so.n_batch = batch;
-  so.kv = kv;
+  so.kv = s.kv;
+  if (s.scale_noise > 0) so.after_cache_write = scale_damage(s.scale_noise);
   Lane lane;
   lane.session = std::make_unique<model::Session>(m, so);
   return lane;
@@ -203,12 +206,12 @@ RunResult run_validation(const model::Model& model, const std::vector<Case>& cas
   RunResult r;
   r.kl_bin_width = std::max(1, (o.max_len + o.kl_bins - 1) / o.kl_bins);
   std::vector<Lane> lanes;
-  lanes.push_back(make_lane(model, kv::KvConfig{}, n_ctx, o.n_threads, o.n_batch));
-  lanes.push_back(make_lane(model, kv::KvConfig{}, n_ctx, o.noise_threads, o.noise_batch));
+  lanes.push_back(make_lane(model, Setting{}, n_ctx, o.n_threads, o.n_batch));
+  lanes.push_back(make_lane(model, Setting{}, n_ctx, o.noise_threads, o.noise_batch));
   r.noise_floor = make_result({"noise floor", {}}, *lanes[1].session, cases.size(), o.kl_bins);
   r.settings.reserve(settings.size());
   for (const Setting& s : settings) {
-    lanes.push_back(make_lane(model, s.kv, n_ctx, o.n_threads, o.n_batch));
+    lanes.push_back(make_lane(model, s, n_ctx, o.n_threads, o.n_batch));
     r.settings.push_back(make_result(s, *lanes.back().session, cases.size(), o.kl_bins));
   }
   r.baseline_bytes_per_token = lanes[0].session->kv_cache().bytes_per_token();

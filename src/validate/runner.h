@@ -19,6 +19,7 @@ namespace kvrt::validate {
 struct Setting {
   std::string label;  // short name for tables, e.g. "q4/q4 rot"
   kv::KvConfig kv;
+  float scale_noise = 0;  // > 0: the negative control, stored scales damaged (validate/negative_control.h)
 };
 
 struct RunOptions {

@@ -62,7 +62,7 @@ Setting negative_control(float scale_noise) {
   s.label = "NEG CONTROL";
   s.kv.k_format = kv::Format::kQ8;  // q8/q8 passes undamaged, so only the damage can fail it
   s.kv.v_format = kv::Format::kQ8;
-  s.kv.debug_scale_noise = scale_noise;
+  s.scale_noise = scale_noise;
   return s;
 }
 

@@ -1,0 +1,61 @@
+#include "validate/negative_control.h"
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "common/error.h"
+
+namespace kvrt::validate {
+
+namespace {
+
+// Deterministic relative factor in [1 - noise, 1 + noise] for the scale at `key`.
+float scale_factor(float noise, uint64_t key) {
+  key = (key + 0x9e3779b97f4a7c15ull) * 0xbf58476d1ce4e5b9ull;
+  key ^= key >> 31;
+  return 1.0f + noise * (static_cast<float>(key >> 40) / static_cast<float>(1ull << 24) * 2.0f - 1.0f);
+}
+
+// Multiplies the scale of every group of position pos of one side (token tiles) by its factor.
+void damage_position(kv::KvCache& cache, kv::TileRole side, int layer, int pos, float noise) {
+  const kv::CacheLayout& l = cache.layout();
+  const kv::SideLayout& s = side == kv::TileRole::kKey ? l.k : l.v;
+  const kv::TileFormat f = s.format->tile(side, l.shape.head_dim, l.group);
+  const size_t stride = s.tile_bytes * l.shape.n_kv_heads;
+  for (int h = 0; h < l.shape.n_kv_heads; ++h) {
+    uint8_t* tile = cache.packed_for_test(layer, h, side) + static_cast<size_t>(pos / kv::kTileTokens) * stride;
+    const uint64_t key = (static_cast<uint64_t>(layer) << 40) ^ (uint64_t(pos) << 8) ^ h;
+    for (int b = 0; b < f.n_groups(); ++b) {
+      float d;
+      uint8_t* p = tile + f.scale_offset(0, b, pos % kv::kTileTokens);
+      std::memcpy(&d, p, sizeof d);
+      d *= scale_factor(noise, key * 4099 + b);
+      std::memcpy(p, &d, sizeof d);
+    }
+  }
+}
+
+}  // namespace
+
+std::function<void(kv::KvCache&, int)> scale_damage(float scale_noise) {
+  auto done = std::make_shared<std::vector<int>>();  // [n_layers] positions damaged so far
+  return [scale_noise, done](kv::KvCache& cache, int layer) {
+    const kv::CacheLayout& l = cache.layout();
+    if (l.k.packing != kv::Packing::kTokenTiles || l.v.packing != kv::Packing::kTokenTiles)
+      throw Error("the negative control damages token tiles only, not " + cache.config().name(), ErrorKind::kUsage);
+    done->resize(size_t(l.shape.n_layers), 0);
+    const kv::HeadView v = cache.view(layer, 0);
+    int& from = (*done)[size_t(layer)];
+    if (v.k.n_packed < from) from = 0;  // the cache was cleared
+    for (int pos = from; pos < v.k.n_packed; ++pos) damage_position(cache, kv::TileRole::kKey, layer, pos, scale_noise);
+    for (int pos = from; pos < v.v.n_packed; ++pos) damage_position(cache, kv::TileRole::kValue, layer, pos, scale_noise);
+    from = v.k.n_packed;
+  };
+}
+
+std::string damaged_name(const kv::KvConfig& kv, float scale_noise) {
+  return kv.name() + ",noise=" + std::to_string(scale_noise);
+}
+
+}  // namespace kvrt::validate

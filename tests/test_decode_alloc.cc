@@ -1,0 +1,120 @@
+// Nothing is allocated inside a decode step: malloc (and so operator new) is counted around
+// Session::eval of one token, for the f32 cache and every KV setting of validation/settings.toml,
+// plus a residual window on token tiles, on stories260K.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "model/model.h"
+#include "model/sampler.h"
+#include "model/session.h"
+#include "test_util.h"
+#include "validate/settings.h"
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define KVRT_COUNT_MALLOC 0  // the sanitizers own malloc
+#else
+#define KVRT_COUNT_MALLOC 1
+
+// glibc's allocator under its internal names; the definitions below take the public ones for the
+// whole process (the library and the C++ runtime included) and count calls while counting is on.
+extern "C" void* __libc_malloc(size_t n);
+extern "C" void* __libc_calloc(size_t n, size_t size);
+extern "C" void* __libc_realloc(void* p, size_t n);
+extern "C" void* __libc_memalign(size_t align, size_t n);
+
+namespace {
+std::atomic<bool> g_counting{false};
+std::atomic<long> g_allocations{0};
+void count() {
+  if (g_counting.load(std::memory_order_relaxed)) g_allocations.fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace
+
+extern "C" void* malloc(size_t n) {
+  count();
+  return __libc_malloc(n);
+}
+extern "C" void* calloc(size_t n, size_t size) {
+  count();
+  return __libc_calloc(n, size);
+}
+extern "C" void* realloc(void* p, size_t n) {
+  count();
+  return __libc_realloc(p, n);
+}
+extern "C" void* aligned_alloc(size_t align, size_t n) {
+  count();
+  return __libc_memalign(align, n);
+}
+extern "C" int posix_memalign(void** out, size_t align, size_t n) {
+  count();
+  *out = __libc_memalign(align, n);
+  return *out ? 0 : 12;  // ENOMEM
+}
+#endif
+
+namespace {
+
+using namespace kvrt;
+
+// Allocations per decode step over `steps` greedy steps after a prompt and a warm-up.
+double mallocs_per_step(const model::Model& m, const kv::KvConfig& kv, int steps) {
+  model::SessionOptions so;
+  so.n_ctx = 512;
+  so.n_threads = 2;
+  so.kv = kv;
+  model::Session s(m, so);
+  std::vector<int32_t> prompt(100);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t(1 + (i * 37) % 500);
+  s.eval(prompt.data(), int(prompt.size()));
+  int32_t next = model::argmax(s.last_logits(), m.config().n_vocab);
+  for (int i = 0; i < 8; ++i) {  // warm-up: the thread pool and every lazily made thing
+    s.eval(&next, 1);
+    next = model::argmax(s.last_logits(), m.config().n_vocab);
+  }
+#if KVRT_COUNT_MALLOC
+  g_allocations = 0;
+  g_counting = true;
+#endif
+  for (int i = 0; i < steps; ++i) {
+    s.eval(&next, 1);
+    next = model::argmax(s.last_logits(), m.config().n_vocab);
+  }
+#if KVRT_COUNT_MALLOC
+  g_counting = false;
+  return double(g_allocations.load()) / steps;
+#else
+  return 0;
+#endif
+}
+
+}  // namespace
+
+TEST_CASE("a decode step allocates nothing, for every KV setting of validation/settings.toml") {
+#if !KVRT_COUNT_MALLOC
+  MESSAGE("skipped under a sanitizer, which owns malloc");
+  return;
+#else
+  g_allocations = 0;  // the counter sees the C++ runtime's allocations too
+  g_counting = true;
+  std::vector<int>* volatile probe = new std::vector<int>(1000);
+  delete probe;
+  g_counting = false;
+  REQUIRE(g_allocations.load() >= 2);
+  const model::Model m(test::stories_path());
+  std::vector<validate::Setting> settings = validate::read_settings(test::source_dir() + "/validation/settings.toml");
+  settings.insert(settings.begin(), {"f32", kv::KvConfig{}});
+  settings.push_back({"q8 r16", kv::parse_setting("q8,r=16")});
+  // 72 steps cross at least one packed tile of 16 positions, two channel tiles of G = 8 and a
+  // kAccChunk boundary.
+  for (const auto& s : settings) {
+    const double per_step = mallocs_per_step(m, s.kv, 72);
+    MESSAGE(s.label << " (" << s.kv.name() << "): " << per_step << " mallocs per decode step");
+    CHECK(per_step == 0.0);
+  }
+#endif
+}
