@@ -143,7 +143,7 @@ void Session::attention_block(int layer, int n) {
   ops::rope(rope_, {q_.data(), n, c.n_heads, c.head_dim, pos0, neox});
   ops::rope(rope_, {k_.data(), n, c.n_kv_heads, c.head_dim, pos0, neox});
   kv_->write(layer, pos0, n, k_.data(), v_.data());
-  if (after_cache_write_) after_cache_write_(*kv_, layer);
+  if (after_cache_write_) after_cache_write_(*kv_, layer, pos0, n);
   ops::AttentionArgs args;
   args.layer = layer;
   args.q = q_.data();

@@ -24,9 +24,10 @@ struct SessionOptions {
   int n_threads = 0;  // 0 = all cores (at most kMaxThreads); else 1..kMaxThreads
   int n_batch = 256;  // tokens per forward chunk during prefill
   kv::KvConfig kv;
-  // Test harnesses only (validate's negative control): called after each layer's cache write,
-  // before attention reads it, with the cache writable. Empty in the product.
-  std::function<void(kv::KvCache& cache, int layer)> after_cache_write;
+  // Test harnesses only (validate's negative control): called after each layer's cache write of
+  // positions [pos0, pos0 + n_tokens), before attention reads them, with the cache writable.
+  // Empty in the product.
+  std::function<void(kv::KvCache& cache, int layer, int pos0, int n_tokens)> after_cache_write;
 };
 
 class Session {
@@ -64,7 +65,7 @@ class Session {
   int n_ctx_, n_threads_, n_batch_;
   int n_past_ = 0;
   std::unique_ptr<kv::KvCache> kv_;
-  std::function<void(kv::KvCache&, int)> after_cache_write_;  // SessionOptions::after_cache_write
+  std::function<void(kv::KvCache&, int, int, int)> after_cache_write_;  // SessionOptions::after_cache_write
   std::unique_ptr<ops::AttentionScratch> attn_scratch_;
   std::unique_ptr<ops::Matmul> matmul_;
   ops::RopeTable rope_;

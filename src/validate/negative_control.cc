@@ -38,16 +38,16 @@ void damage_position(kv::KvCache& cache, kv::TileRole side, int layer, int pos, 
 
 }  // namespace
 
-std::function<void(kv::KvCache&, int)> scale_damage(float scale_noise) {
+std::function<void(kv::KvCache&, int, int, int)> scale_damage(float scale_noise) {
   auto done = std::make_shared<std::vector<int>>();  // [n_layers] positions damaged so far
-  return [scale_noise, done](kv::KvCache& cache, int layer) {
+  return [scale_noise, done](kv::KvCache& cache, int layer, int pos0, int) {
     const kv::CacheLayout& l = cache.layout();
     if (l.k.packing != kv::Packing::kTokenTiles || l.v.packing != kv::Packing::kTokenTiles)
       throw Error("the negative control damages token tiles only, not " + cache.config().name(), ErrorKind::kUsage);
     done->resize(size_t(l.shape.n_layers), 0);
     const kv::HeadView v = cache.view(layer, 0);
     int& from = (*done)[size_t(layer)];
-    if (v.k.n_packed < from) from = 0;  // the cache was cleared
+    if (pos0 == 0) from = 0;  // the cache was cleared (or is new)
     for (int pos = from; pos < v.k.n_packed; ++pos) damage_position(cache, kv::TileRole::kKey, layer, pos, scale_noise);
     for (int pos = from; pos < v.v.n_packed; ++pos) damage_position(cache, kv::TileRole::kValue, layer, pos, scale_noise);
     from = v.k.n_packed;

@@ -12,7 +12,7 @@ namespace kvrt::validate {
 
 // The hook that damages, after each write of a layer, the scales of every token tile position
 // packed since the last call (kvrt::Error(kUsage) for caches without token tiles).
-std::function<void(kv::KvCache&, int layer)> scale_damage(float scale_noise);
+std::function<void(kv::KvCache&, int layer, int pos0, int n_tokens)> scale_damage(float scale_noise);
 
 // The name a damaged setting is recorded under: the cache's name with ",noise=<scale_noise>", so
 // it can never stand for the undamaged setting in a record.

@@ -27,6 +27,7 @@ struct Report {
   int n_threads = 0;
   std::string noise_description;         // how the noise-floor lane differs from the baseline
   std::vector<std::string> skipped;      // cases left out (too long)
+  std::vector<std::string> skipped_settings;  // "label: why" of settings that cannot apply to the model
 };
 
 // Mean and interval of a metric over the cases of one category or bucket ("" = all).

@@ -81,6 +81,8 @@ std::string report_json(const Report& r) {
   }
   o << "],\n  \"skipped\": [";
   for (size_t i = 0; i < r.skipped.size(); ++i) o << (i ? ", " : "") << json_quote(r.skipped[i]);
+  o << "],\n  \"skipped_settings\": [";
+  for (size_t i = 0; i < r.skipped_settings.size(); ++i) o << (i ? ", " : "") << json_quote(r.skipped_settings[i]);
   o << "],\n  \"kl_bin_width\": " << r.run->kl_bin_width << ",\n  \"baseline_bytes_per_token\": "
     << num(r.run->baseline_bytes_per_token) << ",\n  \"noise_floor\":\n";
   setting(r, r.run->noise_floor, r.noise_verdict, o);

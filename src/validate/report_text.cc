@@ -85,6 +85,7 @@ void set_summary(const Report& r, std::ostringstream& o) {
   }
   o << "\n";
   for (const std::string& s : r.skipped) o << "skipped (longer than the usable context): " << s << "\n";
+  for (const std::string& s : r.skipped_settings) o << "setting skipped (cannot apply to this model): " << s << "\n";
   const auto& b = r.thresholds->bootstrap;
   o << "statistics: per-case means, percentile bootstrap over cases, " << b.resamples << " resamples, "
     << int(std::lround(b.confidence * 100)) << "% intervals, seed " << b.seed << ", min " << r.thresholds->min_cases

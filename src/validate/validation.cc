@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "common/error.h"
+#include "kv/cache_layout.h"
 #include "common/regular_file.h"
 #include "common/sha256.h"
 #include "kvrt_config.h"
@@ -57,6 +58,29 @@ void check_memory(const model::Model& model, int max_len) {
                     std::to_string(int64_t(need / (1 << 20))) + " MiB for its two FP32 caches, more than this "
                     "machine's " + std::to_string(int64_t(have / (1 << 20))) + " MiB of memory (lower --max-len)",
                 ErrorKind::kResource);
+}
+
+// Leaves out the settings whose cache cannot be laid out for this model (a group that does not fit
+// head_dim, rotation of a head_dim that is not a power of two, ...), noting why.
+void drop_inapplicable(const model::Model& model, int n_ctx, std::vector<Setting>& settings,
+                       std::vector<std::string>& skipped) {
+  const model::ModelConfig& c = model.config();
+  std::vector<Setting> kept;
+  for (const Setting& s : settings) {
+    try {
+      kv::plan_cache(s.kv, {c.n_layers, c.n_kv_heads, c.head_dim, n_ctx});
+      kept.push_back(s);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kUsage) throw;
+      skipped.push_back(s.label + ": " + e.what());
+    }
+  }
+  if (kept.empty() && !settings.empty()) {
+    std::string why;
+    for (const std::string& s : skipped) why += "; " + s;
+    throw Error("no KV setting to validate applies to this model" + why, ErrorKind::kUsage);
+  }
+  settings = std::move(kept);
 }
 
 void check_request(const model::Model& model, const ValidationRequest& req) {
@@ -122,6 +146,7 @@ void run(const model::Model& model, const ValidationRequest& req, Validation& v)
   v.cases = build_cases(v.case_set, model.tokenizer(), chat ? &*chat : nullptr, rep.max_len, &rep.skipped);
   if (v.cases.empty())
     throw Error("no case fits in the usable context of " + std::to_string(rep.max_len) + " positions");
+  drop_inapplicable(model, rep.max_len, v.settings, rep.skipped_settings);
 
   RunOptions ro;
   ro.n_threads = req.n_threads;
