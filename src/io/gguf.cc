@@ -112,7 +112,7 @@ void GgufFile::parse() {
     fail("bad magic (expected the bytes 'GGUF' at offset 0)");
   version_ = c.read<uint32_t>("version");
   if (version_ != 2 && version_ != 3)
-    fail("unsupported GGUF version " + std::to_string(version_) + " (kvrt reads version 3)");
+    fail("unsupported GGUF version " + std::to_string(version_) + " (kvrt reads versions 2 and 3)");
   uint64_t n_tensors = c.read<uint64_t>("tensor count");
   uint64_t n_kv = c.read<uint64_t>("metadata count");
   // Each entry needs at least 8+4 bytes (kv) or 8+4+4+8 bytes (tensor): reject absurd counts early.

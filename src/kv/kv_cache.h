@@ -1,6 +1,7 @@
 // The KV cache of one session: every layer's keys and values for up to n_ctx positions,
 // allocated once at construction (kv/cache_layout.h) and never during a write. Keys and values
-// are both stored by position (token tiles, channel tiles or rows), never as a transposed V.
+// are stored in tiles of 16 positions (token or channel tiles, kv/tiles.h; inside a value tile the
+// codes of 2 tokens of one dim share a lane) or FP32 rows; no tile spans more than 16 positions.
 #pragma once
 
 #include <cstddef>
