@@ -321,13 +321,22 @@ TEST_CASE("validation: a record from kvrt_validate gates the setting it passed, 
   CHECK(e.kv_bytes_per_token == doctest::Approx(info.kv_bytes_per_token));
   CHECK(kvrt_validation_get(v, 1, &e) == KVRT_ERR_INVALID_ARGUMENT);
   CHECK(std::string(kvrt_validation_record_path(v)) == record);
+  CHECK(kvrt_validation_context(v) == 160);
   CHECK(std::string(kvrt_validation_report(v)).find("q8/q8") != std::string::npos);
   CHECK(kvrt::test::read_file(tmp / "r.json").find("\"verdict\": \"PASS\"") != std::string::npos);
   kvrt_session_free(s);
   kvrt_validation_free(v);
 
-  CHECK(kvrt_validation_check(f.model, &q8, record.c_str()) == KVRT_OK);
-  CHECK(kvrt_validation_check(f.model, &q4, record.c_str()) == KVRT_ERR_REFUSED);
+  // The record binds the context validated (160): longer contexts, and the model's declared 2048
+  // that kvrt_validation_check asks for, are refused with the command that extends it.
+  CHECK(kvrt_validation_check_ctx(f.model, &q8, 160, record.c_str()) == KVRT_OK);
+  CHECK(kvrt_validation_check_ctx(f.model, &q8, 64, record.c_str()) == KVRT_OK);
+  CHECK(kvrt_validation_check_ctx(f.model, &q8, 161, record.c_str()) == KVRT_ERR_REFUSED);
+  CHECK(std::string(kvrt_last_error()).find("-c 161`") != std::string::npos);
+  CHECK(kvrt_validation_check(f.model, &q8, record.c_str()) == KVRT_ERR_REFUSED);
+  CHECK(std::string(kvrt_last_error()).find("validated up to a context of 160 positions") != std::string::npos);
+  CHECK(kvrt_validation_check_ctx(f.model, &q8, -1, record.c_str()) == KVRT_ERR_INVALID_ARGUMENT);
+  CHECK(kvrt_validation_check_ctx(f.model, &q4, 160, record.c_str()) == KVRT_ERR_REFUSED);
   CHECK(std::string(kvrt_last_error()).find("does not cover it") != std::string::npos);
 
   // The same record does not vouch for another model file.

@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "test_util.h"
+#include "validate/binary_stats.h"
 #include "validate/bootstrap.h"
 #include "validate/case_set.h"
 #include "validate/metrics.h"
@@ -55,12 +56,175 @@ TEST_CASE("bootstrap interval is deterministic for a seed, brackets the mean and
   CHECK(flat.upper == doctest::Approx(0.25));
 }
 
-TEST_CASE("decide: PASS on the upper bound, FAIL on the lower bound, INCONCLUSIVE between or when few") {
-  Interval i{0.5, 0.4, 0.6, 20};
-  CHECK(decide(i, 0.7, 5) == Verdict::kPass);
-  CHECK(decide(i, 0.3, 5) == Verdict::kFail);
-  CHECK(decide(i, 0.5, 5) == Verdict::kInconclusive);
-  CHECK(decide(i, 0.7, 21) == Verdict::kInconclusive);
+TEST_CASE("decide: PASS on the upper bound, FAIL on the corrected lower bound, INCONCLUSIVE between or when few") {
+  Check c{Metric::kKl, "all", 0.7, Interval{0.5, 0.4, 0.6, 20}};
+  c.fail_lower = 0.35;
+  CHECK(decide(c, 5) == Verdict::kPass);
+  c.limit = 0.3;
+  CHECK(decide(c, 5) == Verdict::kFail);
+  c.limit = 0.38;  // beyond the uncorrected lower bound, not the corrected one
+  CHECK(decide(c, 5) == Verdict::kInconclusive);
+  c.limit = 0.5;
+  CHECK(decide(c, 5) == Verdict::kInconclusive);
+  c.limit = 0.7;
+  CHECK(decide(c, 21) == Verdict::kInconclusive);
+}
+
+namespace {
+
+// A synthetic outcome table: `n` recall cases per (baseline, candidate) outcome, in category
+// "recall" unless `categories` > 0 spreads them over that many categories c0, c1, ...
+struct Table {
+  int both = 0, lost = 0, gained = 0, neither = 0;
+};
+
+std::pair<SettingResult, std::vector<Case>> outcomes(const Table& t, int categories = 0) {
+  SettingResult r;
+  std::vector<Case> cases;
+  auto add = [&](int n, bool base, bool cand) {
+    for (int i = 0; i < n; ++i) {
+      Case c;
+      c.id = "case-" + std::to_string(cases.size());
+      c.category = categories > 0 ? "c" + std::to_string(cases.size() % size_t(categories)) : "recall";
+      c.bucket = "long";
+      c.mode = Mode::kRecall;
+      cases.push_back(c);
+      CaseScore s;
+      s.recall_baseline = base;
+      s.recall_candidate = cand;
+      r.cases.push_back(s);
+    }
+  };
+  add(t.both, true, true);
+  add(t.lost, true, false);
+  add(t.gained, false, true);
+  add(t.neither, false, false);
+  return {r, cases};
+}
+
+Thresholds recall_limit(double limit) {
+  Thresholds t;
+  t.limits[Metric::kRecallLoss].max = limit;
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("binary statistics: Wilson, exact McNemar and normal quantiles match known values") {
+  CHECK(normal_quantile(0.975) == doctest::Approx(1.959964).epsilon(1e-6));
+  CHECK(normal_quantile(0.5) == doctest::Approx(0).epsilon(1e-12));
+  CHECK(z_for(0.95, 10) == doctest::Approx(2.807034).epsilon(1e-6));  // Phi^-1(1 - 0.05 / 20)
+  const double z = normal_quantile(0.975);
+  const Proportion half = wilson(5, 10, z);
+  CHECK(half.lower == doctest::Approx(0.236593).epsilon(1e-5));
+  CHECK(half.upper == doctest::Approx(0.763407).epsilon(1e-5));
+  const Proportion none = wilson(0, 10, z);
+  CHECK(none.lower == doctest::Approx(0).epsilon(1e-12));
+  CHECK(none.upper == doctest::Approx(0.277533).epsilon(1e-5));  // z^2 / (10 + z^2), not 0
+  CHECK(wilson_resolution(10, z) == doctest::Approx(none.upper));
+  CHECK(cases_needed(0.2, z) == 16);
+  CHECK(wilson_resolution(16, z) <= 0.2);
+  CHECK(wilson_resolution(15, z) > 0.2);
+  CHECK(mcnemar_exact_p(3, 0) == doctest::Approx(0.25));  // 2 / 2^3
+  CHECK(mcnemar_exact_p(0, 10) == doctest::Approx(2.0 / 1024));
+  CHECK(mcnemar_exact_p(11, 2) == doctest::Approx(0.0224609375));  // 2 (1 + 13 + 78) / 2^13
+  CHECK(mcnemar_exact_p(5, 5) == 1.0);
+  CHECK(mcnemar_exact_p(0, 0) == 1.0);
+  CHECK(mcnemar_exact_p(600, 400) < 1e-9);  // large counts stay finite
+}
+
+TEST_CASE("recall: 10 answers kept out of 10 cannot PASS a 0.2 limit; 40 out of 40 can") {
+  // stories260K's baseline recalls about 10 answers: even losing none, the share lost could be
+  // up to 0.28 at 95%, so a 0.2 limit is INCONCLUSIVE (a bootstrap of ten zeros said [0, 0]).
+  auto [r10, c10] = outcomes({10, 0, 0, 9});
+  const SettingVerdict v10 = judge(r10, c10, recall_limit(0.2));
+  REQUIRE(v10.checks.size() == 1);
+  const Check& c = v10.checks[0];
+  CHECK(c.interval.n_cases == 10);  // only the cases the baseline got right
+  CHECK(c.interval.upper == doctest::Approx(0.277533).epsilon(1e-5));
+  CHECK(c.detectable == doctest::Approx(0.277533).epsilon(1e-5));
+  CHECK(c.cases_needed == 16);
+  CHECK(c.verdict == Verdict::kInconclusive);
+  CHECK(v10.verdict == Verdict::kInconclusive);
+
+  auto [r40, c40] = outcomes({40, 0, 0, 0});
+  const SettingVerdict v40 = judge(r40, c40, recall_limit(0.2));
+  CHECK(v40.checks[0].interval.upper == doctest::Approx(0.087622).epsilon(1e-5));
+  CHECK(v40.checks[0].cases_needed == 0);
+  CHECK(v40.verdict == Verdict::kPass);
+}
+
+TEST_CASE("recall: answers the baseline missed do not dilute the share lost; McNemar sees the gains") {
+  // 3 of 10 baseline answers lost is 0.3 of them, whatever the 30 cases both missed.
+  auto [r, c] = outcomes({7, 3, 0, 30});
+  const SettingVerdict v = judge(r, c, recall_limit(0.2));
+  CHECK(v.checks[0].interval.mean == doctest::Approx(0.3));
+  CHECK(v.checks[0].interval.n_cases == 10);
+  CHECK(v.checks[0].mcnemar_p == doctest::Approx(0.25));
+  CHECK(v.checks[0].verdict == Verdict::kInconclusive);
+  auto [rg, cg] = outcomes({40, 0, 12, 3});
+  const SettingVerdict g = judge(rg, cg, recall_limit(0.2));
+  REQUIRE(g.checks[0].paired);
+  CHECK(g.checks[0].paired->gained == 12);
+  CHECK(g.checks[0].mcnemar_p == doctest::Approx(2.0 / 4096));
+  CHECK(g.checks[0].interval.n_cases == 40);
+  CHECK(g.verdict == Verdict::kPass);
+}
+
+TEST_CASE("recall: a clear loss FAILs with one check, and is INCONCLUSIVE once the error is split over ten") {
+  // 9 of 20 answers lost: the 95% Wilson lower bound 0.258 is beyond 0.2; with ten checks the
+  // Bonferroni-corrected (99.5%) lower bound is 0.199, not beyond it.
+  auto [r1, c1] = outcomes({11, 9, 0, 0});
+  const SettingVerdict one = judge(r1, c1, recall_limit(0.2));
+  CHECK(one.n_checks == 1);
+  CHECK(one.checks[0].fail_lower == doctest::Approx(0.258198).epsilon(1e-5));
+  CHECK(one.verdict == Verdict::kFail);
+
+  Thresholds ten = recall_limit(0.2);
+  for (int i = 0; i < 9; ++i) ten.limits[Metric::kRecallLoss].by_category["c" + std::to_string(i)] = 0.9;
+  auto [r10, c10] = outcomes({11, 9, 0, 0}, 9);
+  const SettingVerdict split = judge(r10, c10, ten);
+  CHECK(split.n_checks == 10);
+  CHECK(split.checks[0].scope == "all");
+  CHECK(split.checks[0].fail_lower == doctest::Approx(0.199274).epsilon(1e-5));
+  CHECK(split.checks[0].verdict == Verdict::kInconclusive);
+  CHECK(split.verdict == Verdict::kInconclusive);
+  // 10 of 20 lost stays a FAIL after the correction (lower bound 0.234).
+  auto [r11, c11] = outcomes({10, 10, 0, 0}, 9);
+  CHECK(judge(r11, c11, ten).verdict == Verdict::kFail);
+}
+
+TEST_CASE("a model whose baseline recalls nothing cannot pass a recall limit") {
+  auto [r, c] = outcomes({0, 0, 2, 18});
+  const SettingVerdict v = judge(r, c, recall_limit(0.2));
+  REQUIRE(v.checks.size() == 1);
+  CHECK(v.checks[0].interval.n_cases == 0);
+  CHECK(v.verdict == Verdict::kInconclusive);
+}
+
+TEST_CASE("continuous checks: the FAIL side is corrected too, and 'detectable' is the interval's margin") {
+  std::vector<double> x;
+  for (int i = 0; i < 30; ++i) x.push_back(0.1 + 0.01 * std::sin(i * 1.3));
+  SettingResult r;
+  std::vector<Case> cases;
+  for (double v : x) {
+    Case c;
+    c.category = "prose";
+    c.bucket = "short";
+    cases.push_back(c);
+    CaseScore s;
+    s.tokens.n_positions = 1;
+    s.tokens.kl = v;
+    r.cases.push_back(s);
+  }
+  Thresholds t;
+  t.limits[Metric::kKl].max = 0.05;
+  const SettingVerdict v = judge(r, cases, t);
+  REQUIRE(v.checks.size() == 1);
+  const Check& c = v.checks[0];
+  CHECK(c.detectable == doctest::Approx(c.interval.upper - c.interval.mean));
+  CHECK(c.fail_lower == doctest::Approx(c.interval.lower));  // one check: nothing to split
+  CHECK(v.verdict == Verdict::kFail);
 }
 
 TEST_CASE("per-token metrics: identical logits score zero, a shifted distribution scores its KL") {

@@ -42,8 +42,12 @@ extern "C" {
  *    kvrt_token_is_end_of_generation and kvrt_generate_until; additions only, so programs
  *    written for version 1 build and run unchanged.
  * 3: kvrt_sampler_sample takes the logits' length (n_logits), so a sampler made for another
- *    model is an error instead of a read past the logits; callers add that argument. */
-#define KVRT_API_VERSION 3
+ *    model is an error instead of a read past the logits; callers add that argument.
+ * 4: validation records bind the context each setting was validated at: kvrt_validation_check_ctx
+ *    checks a context length, kvrt_validation_check checks the model's declared context, and
+ *    kvrt_validate_options.max_len 0 is the model's context capped by thresholds.toml's
+ *    [context] max and by memory (was min(model context, 512)); kvrt_validation_context. */
+#define KVRT_API_VERSION 4
 
 /* Most threads a session or a validation run may use (n_threads); more is KVRT_ERR_INVALID_ARGUMENT.
  * When the system cannot create the threads asked for, the OpenMP runtime (libgomp) prints a
@@ -346,10 +350,16 @@ typedef enum kvrt_verdict {
 } kvrt_verdict;
 
 /* KVRT_OK when the record at `record_path` (NULL = the default record for this model file and ISA,
- * in $KVRT_STATE_DIR, else $XDG_STATE_HOME/kvrt, else ~/.local/state/kvrt) says PASS for `kv`
- * and still matches the model file, kvrt version, ISA, thresholds file and acceptance set. An
- * all-f32 setting needs no record. Otherwise KVRT_ERR_REFUSED and kvrt_last_error() says why
- * (no record, another model, edited record, changed thresholds, FAIL, not covered...). */
+ * in $KVRT_STATE_DIR, else $XDG_STATE_HOME/kvrt, else ~/.local/state/kvrt) says PASS for `kv` at a
+ * validated context of at least n_ctx positions (0 = the model's declared context, as for
+ * kvrt_session_options.n_ctx) and still matches the model file, kvrt version, ISA, thresholds file
+ * and acceptance set. An all-f32 setting needs no record. Otherwise KVRT_ERR_REFUSED and
+ * kvrt_last_error() says why (no record, another model, edited record, changed thresholds, FAIL,
+ * not covered, validated at a shorter context: with the `kvrt validate -c N` that extends it).
+ * n_ctx < 0 is KVRT_ERR_INVALID_ARGUMENT. */
+KVRT_EXPORT kvrt_status kvrt_validation_check_ctx(const kvrt_model* model, const kvrt_kv_config* kv,
+                                                  int32_t n_ctx, const char* record_path);
+/* kvrt_validation_check_ctx at the model's declared context (n_ctx = 0). */
 KVRT_EXPORT kvrt_status kvrt_validation_check(const kvrt_model* model, const kvrt_kv_config* kv,
                                               const char* record_path);
 
@@ -360,8 +370,10 @@ typedef struct kvrt_validate_options {
   const char* thresholds_file;    /* NULL = <validation dir>/thresholds.toml */
   const char* cases_dir;          /* NULL = none; else more cases (DIR/manifest.toml) */
   int only_cases;                 /* non-zero: only cases_dir, not the bundled set */
-  int32_t max_len;                /* usable context the cases follow; 0 = min(model context, 512);
-                                     beyond the model's context is KVRT_ERR_INVALID_ARGUMENT */
+  int32_t max_len;                /* context to validate at (the cases follow it, the record binds it);
+                                     0 = the model's, at most thresholds.toml's [context] max and what
+                                     half the available memory holds; beyond the model's context is
+                                     KVRT_ERR_INVALID_ARGUMENT */
   int32_t n_threads;              /* 0 = all cores (one for models under 64 MiB); at most KVRT_MAX_THREADS */
   int use_seed;                   /* non-zero: bootstrap with `seed`, not the thresholds file's */
   uint64_t seed;
@@ -402,6 +414,8 @@ KVRT_EXPORT kvrt_status kvrt_validation_get(const kvrt_validation* validation, s
                                             kvrt_validation_entry* out_entry);
 /* The record written ("" when none was asked for). */
 KVRT_EXPORT const char* kvrt_validation_record_path(const kvrt_validation* validation);
+/* The context the settings were validated at (positions). */
+KVRT_EXPORT int32_t kvrt_validation_context(const kvrt_validation* validation);
 /* The text table `kvrt validate` prints. */
 KVRT_EXPORT const char* kvrt_validation_report(const kvrt_validation* validation);
 

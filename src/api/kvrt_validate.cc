@@ -58,14 +58,21 @@ using kvrt::api::fail;
 using kvrt::api::guard;
 
 kvrt_status kvrt_validation_check(const kvrt_model* model, const kvrt_kv_config* kv, const char* record_path) {
+  return kvrt_validation_check_ctx(model, kv, 0, record_path);
+}
+
+kvrt_status kvrt_validation_check_ctx(const kvrt_model* model, const kvrt_kv_config* kv, int32_t n_ctx,
+                                      const char* record_path) {
   return guard([&] {
     KVRT_REQUIRE(model);
     KVRT_REQUIRE(kv);
+    if (n_ctx < 0) return fail(KVRT_ERR_INVALID_ARGUMENT, "context length " + std::to_string(n_ctx) + " is negative");
     const kvrt::kv::KvConfig config =
         kvrt::api::resolved(kvrt::api::to_kv_config(*kv), model->model->config().head_dim);
     if (config.is_f32()) return KVRT_OK;
     const kvrt::validate::GateQuery q{model->path, config.name(), record_path ? record_path : "",
-                                      kvrt::simd::isa_name(), KVRT_VERSION};
+                                      kvrt::simd::isa_name(), KVRT_VERSION,
+                                      n_ctx > 0 ? n_ctx : model->model->config().n_ctx_train};
     (void)kvrt::validate::require_pass_record(q);
     return KVRT_OK;
   });
@@ -130,6 +137,10 @@ kvrt_status kvrt_validation_get(const kvrt_validation* validation, size_t index,
 
 const char* kvrt_validation_record_path(const kvrt_validation* validation) {
   return validation ? validation->record_path.c_str() : "";
+}
+
+int32_t kvrt_validation_context(const kvrt_validation* validation) {
+  return validation ? validation->result->report.max_len : 0;
 }
 
 const char* kvrt_validation_report(const kvrt_validation* validation) {

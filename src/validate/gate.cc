@@ -15,6 +15,18 @@ namespace {
               ErrorKind::kRefused);
 }
 
+// A PASS at a shorter context says nothing about the positions beyond it, where facts early in a
+// long prompt get lost: that is refused with the command that extends the validation.
+[[noreturn]] void refuse_context(const GateQuery& q, const std::string& path, int validated) {
+  const std::string n = std::to_string(q.n_ctx);
+  throw Error("KV setting " + q.setting + " is validated up to a context of " + std::to_string(validated) +
+                  " positions (record '" + path + "'), not the " + n + " asked for. Run `kvrt validate -m " +
+                  q.model_path + " -c " + n + "` (add the same KV flags to validate just this setting) to extend "
+                  "it, use a context of at most " + std::to_string(validated) + " positions (-c), or pass "
+                  "--allow-unvalidated to use it anyway",
+              ErrorKind::kRefused);
+}
+
 }  // namespace
 
 std::string require_pass_record(const GateQuery& q) {
@@ -46,8 +58,9 @@ std::string require_pass_record(const GateQuery& q) {
   if (acceptance_sha != r.acceptance_sha256) refuse(q, "the acceptance set changed since validation");
   for (const RecordSetting& s : r.settings) {
     if (s.name != q.setting) continue;
-    if (s.verdict == Verdict::kPass) return path;
-    refuse(q, "record '" + path + "' says " + verdict_name(s.verdict));
+    if (s.verdict != Verdict::kPass) refuse(q, "record '" + path + "' says " + verdict_name(s.verdict));
+    if (s.n_ctx < q.n_ctx) refuse_context(q, path, s.n_ctx);
+    return path;
   }
   refuse(q, "record '" + path + "' does not cover it");
 }

@@ -1,5 +1,6 @@
 // The gate `kvrt run` goes through before it enables a compressed KV setting: a PASS record for
-// this model file, this kvrt version and ISA, and unchanged thresholds and acceptance set.
+// this model file, this kvrt version and ISA, unchanged thresholds and acceptance set, and a
+// validated context at least as long as the one asked for.
 #pragma once
 
 #include <string>
@@ -12,6 +13,7 @@ struct GateQuery {
   std::string record_path;    // empty = default_record_path() for the model and ISA
   std::string isa;            // the ISA this process runs
   std::string kvrt_version;
+  int n_ctx = 0;              // positions the session holds; the record's must be at least this
 };
 
 // Returns the record path that allowed the setting. Throws kvrt::Error(kRefused) with one

@@ -17,7 +17,7 @@ enum class Metric : uint8_t {
   kRefProbDelta,    // mean |p_baseline(ref) - p_candidate(ref)| of the reference next token
   kPplRatio,        // exp(mean NLL candidate - mean NLL baseline) over the reference tokens
   kGreedyMismatch,  // 1 - (greedy tokens matching the baseline before the first divergence) / generated
-  kRecallLoss,      // recall cases: 1 if the baseline's continuation holds the answer and the candidate's does not
+  kRecallLoss,      // recall cases the baseline answers: 1 if the candidate's continuation loses the answer
   kSpreadGrowth,    // sampling cases: spread across seeds of the candidate minus that of the baseline
 };
 
@@ -25,6 +25,10 @@ constexpr int kNumMetrics = 7;
 constexpr std::array<Metric, kNumMetrics> kAllMetrics = {
     Metric::kKl, Metric::kTop1Mismatch, Metric::kRefProbDelta, Metric::kPplRatio,
     Metric::kGreedyMismatch, Metric::kRecallLoss, Metric::kSpreadGrowth};
+
+// Paired pass/fail metrics (recall_loss): judged on the 2x2 table of baseline and candidate
+// outcomes (validate/binary_stats.h), not on a bootstrap of per-case values.
+constexpr bool metric_is_paired(Metric m) { return m == Metric::kRecallLoss; }
 
 const char* metric_name(Metric m);     // TOML and JSON key, e.g. "kl"
 const char* metric_unit(Metric m);     // short description for tables

@@ -36,6 +36,7 @@ std::string body_text(const Record& r) {
     char bpt[64];
     std::snprintf(bpt, sizeof bpt, "%.6g", s.bytes_per_token);
     o << "bytes_per_token = " << bpt << "\n";
+    o << "n_ctx = " << s.n_ctx << "\n";
   }
   return o.str();
 }
@@ -75,9 +76,9 @@ Record parse_record(const std::string& path, const toml::table& doc) {
     for (const auto& node : *arr) {
       if (!node.is_table()) top.fail(&node, "each [[setting]] must be a table");
       const TomlView v(path, *node.as_table(), "setting");
-      v.allow_only({"name", "label", "verdict", "bytes_per_token"});
+      v.allow_only({"name", "label", "verdict", "bytes_per_token", "n_ctx"});
       r.settings.push_back({v.required_string("name"), v.string("label").value_or(""), parse_verdict(v),
-                            v.number("bytes_per_token").value_or(0)});
+                            v.number("bytes_per_token").value_or(0), int(v.integer("n_ctx").value_or(0))});
     }
   }
   return r;

@@ -17,6 +17,7 @@ struct RecordSetting {
   std::string label;
   Verdict verdict = Verdict::kInconclusive;
   double bytes_per_token = 0;
+  int n_ctx = 0;      // the context (positions) it was validated at: run may use up to this many
 };
 
 struct Record {
@@ -25,11 +26,12 @@ struct Record {
   std::string thresholds_path, thresholds_sha256;
   std::vector<std::string> case_dirs;
   std::string acceptance_sha256;
-  int max_len = 0;
+  int max_len = 0;    // context of the run that wrote the record (each setting keeps its own n_ctx)
   std::vector<RecordSetting> settings;
 };
 
-constexpr int kRecordFormat = 1;
+// 2: each setting binds the context it was validated at (n_ctx).
+constexpr int kRecordFormat = 2;
 
 std::string record_text(const Record& r);  // TOML with the content hash line
 void write_record(const Record& r, const std::string& path);  // creates parent directories

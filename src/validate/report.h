@@ -23,7 +23,8 @@ struct Report {
   std::string model_path, model_sha256, isa, kvrt_version, acceptance_sha256;
   std::string matmul;                    // matrix-product backends (ops::matmul_backends)
   int n_ctx_full = 0;                    // the model's full context, for "memory saved"
-  int max_len = 0;                       // usable context the cases were built for
+  int max_len = 0;                       // the validated context: the cases were built for it
+  std::string context_source;            // why this context: "-c", or how the default was chosen
   int n_threads = 0;
   std::string noise_description;         // how the noise-floor lane differs from the baseline
   std::vector<std::string> skipped;      // cases left out (too long)

@@ -101,7 +101,7 @@ std::string plot_by_bucket(const Report& r) {
     for (const char* b : kBuckets) all.push_back(v[i].emplace_back(breakdown(r, *ss[i], Metric::kKl, "", b).mean));
   const LogAxis a = axis_for(all);
   std::ostringstream o;
-  frame(o, a, "length bucket (short <= 1/4, medium <= 1/2, long > 1/2 of the usable context)");
+  frame(o, a, "length bucket (short <= 1/4, medium <= 1/2, long > 1/2 of the validated context)");
   const double group = double(kW - kLeft - kRight) / 3.0;
   const double bar = group * 0.8 / double(ss.size());
   for (int b = 0; b < 3; ++b) {
@@ -130,7 +130,7 @@ std::string report_html(const Report& r) {
        "pre{background:#f6f6f6;padding:1em;overflow-x:auto}</style></head><body>\n";
   o << "<h1>kvrt validate</h1>\n<p>Model <code>" << esc(r.model_path) << "</code> (sha256 <code>" << r.model_sha256
     << "</code>), kvrt " << esc(r.kvrt_version) << ", ISA " << esc(r.isa) << ", matmul " << esc(r.matmul) << ", " << r.cases->size()
-    << " cases, usable context " << r.max_len << ".</p>\n<table><tr><th>setting</th><th>name</th><th>bytes/token</th>"
+    << " cases, validated context " << r.max_len << ".</p>\n<table><tr><th>setting</th><th>name</th><th>bytes/token</th>"
        "<th>mean KL</th><th>95% interval</th><th>verdict</th></tr>\n";
   for (const SettingResult* s : all_settings(r)) {
     const SettingVerdict& v = s == &r.run->noise_floor ? r.noise_verdict : r.verdicts[size_t(s - r.run->settings.data())];

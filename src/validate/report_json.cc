@@ -21,7 +21,8 @@ std::string interval(const Interval& i) {
 
 void setting(const Report& r, const SettingResult& s, const SettingVerdict& v, std::ostringstream& o) {
   o << "    {\"label\": " << json_quote(s.setting.label) << ", \"name\": " << json_quote(s.name)
-    << ", \"verdict\": " << json_quote(verdict_name(v.verdict)) << ", \"bytes_per_token\": " << num(s.bytes_per_token)
+    << ", \"verdict\": " << json_quote(verdict_name(v.verdict)) << ", \"n_checks\": " << v.n_checks
+    << ", \"bytes_per_token\": " << num(s.bytes_per_token)
     << ", \"bytes_saved_at_full_context\": "
     << num((r.run->baseline_bytes_per_token - s.bytes_per_token) * r.n_ctx_full) << ",\n";
   o << "     \"checks\": [";
@@ -29,7 +30,12 @@ void setting(const Report& r, const SettingResult& s, const SettingVerdict& v, s
     const Check& c = v.checks[i];
     o << (i ? ",\n       " : "\n       ") << "{\"metric\": " << json_quote(metric_name(c.metric)) << ", \"scope\": " << json_quote(c.scope)
       << ", \"limit\": " << num(c.limit) << ", \"interval\": " << interval(c.interval)
-      << ", \"verdict\": " << json_quote(verdict_name(c.verdict)) << "}";
+      << ", \"fail_lower_corrected\": " << num(c.fail_lower) << ", \"detectable\": " << num(c.detectable)
+      << ", \"cases_needed\": " << c.cases_needed;
+    if (c.paired)
+      o << ", \"paired\": {\"both\": " << c.paired->both << ", \"lost\": " << c.paired->lost << ", \"gained\": "
+        << c.paired->gained << ", \"neither\": " << c.paired->neither << ", \"mcnemar_p\": " << num(c.mcnemar_p) << "}";
+    o << ", \"verdict\": " << json_quote(verdict_name(c.verdict)) << "}";
   }
   o << "],\n     \"metrics\": {";
   for (size_t mi = 0; mi < kAllMetrics.size(); ++mi) {
@@ -67,7 +73,7 @@ std::string report_json(const Report& r) {
   o << "{\n  \"kvrt_version\": " << json_quote(r.kvrt_version) << ",\n  \"isa\": " << json_quote(r.isa)
     << ",\n  \"matmul\": " << json_quote(r.matmul)
     << ",\n  \"model\": {\"path\": " << json_quote(r.model_path) << ", \"sha256\": " << json_quote(r.model_sha256)
-    << ", \"full_context\": " << r.n_ctx_full << "},\n  \"max_len\": " << r.max_len
+    << ", \"full_context\": " << r.n_ctx_full << "},\n  \"max_len\": " << r.max_len << ",\n  \"context_source\": " << json_quote(r.context_source)
     << ",\n  \"threads\": " << r.n_threads << ",\n  \"acceptance_sha256\": " << json_quote(r.acceptance_sha256)
     << ",\n  \"thresholds\": {\"path\": " << json_quote(r.thresholds->path) << ", \"sha256\": " << json_quote(r.thresholds->sha256)
     << "},\n  \"bootstrap\": {\"resamples\": " << bs.resamples << ", \"confidence\": " << num(bs.confidence)

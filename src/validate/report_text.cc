@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -43,25 +44,43 @@ void summary(const Report& r, std::ostringstream& o) {
 
 void details(const Report& r, const SettingResult& s, const SettingVerdict& v, std::ostringstream& o) {
   o << "\n" << s.setting.label << "  (" << s.name << ")  " << verdict_name(v.verdict) << "\n";
-  o << "  " << pad("metric", 16) << pad("scope", 20) << pad("mean", 10) << pad("95% interval", 24)
-    << pad("limit", 9) << pad("cases", 7) << "verdict\n";
-  for (const Check& c : v.checks)
+  const int conf = int(std::lround(r.thresholds->bootstrap.confidence * 100));
+  o << "  " << pad("metric", 16) << pad("scope", 20) << pad("mean", 10) << pad(std::to_string(conf) + "% interval", 24)
+    << pad("limit", 9) << pad("detectable", 12) << pad("cases", 7) << "verdict\n";
+  for (const Check& c : v.checks) {
     o << "  " << pad(metric_name(c.metric), 16) << pad(c.scope, 20) << pad(format_number(c.interval.mean), 10)
-      << pad(interval_text(c.interval), 24) << pad(format_number(c.limit), 9)
-      << pad(std::to_string(c.interval.n_cases), 7) << verdict_name(c.verdict) << "\n";
+      << pad(interval_text(c.interval), 24) << pad(format_number(c.limit), 9) << pad(format_number(c.detectable), 12)
+      << pad(std::to_string(c.interval.n_cases), 7) << verdict_name(c.verdict);
+    if (c.paired)
+      o << "  (lost " << c.paired->lost << ", gained " << c.paired->gained << ", McNemar p " << format_number(c.mcnemar_p) << ")";
+    if (c.cases_needed > 0 && c.verdict != Verdict::kFail)
+      o << "  underpowered: needs " << c.cases_needed << " cases the baseline gets right";
+    o << "\n";
+  }
   o << "  kl by bucket:  ";
   for (const char* b : kBuckets) {
     const Interval i = breakdown(r, s, Metric::kKl, "", b);
     if (i.n_cases) o << b << " " << format_number(i.mean) << " (" << i.n_cases << ")  ";
   }
   int n_recall = 0, hit_base = 0, hit_cand = 0;
-  for (const CaseScore& c : s.cases) {
+  std::string lost, gained, missed;  // case ids
+  for (size_t i = 0; i < s.cases.size(); ++i) {
+    const CaseScore& c = s.cases[i];
     if (!c.recall_baseline) continue;
     ++n_recall;
     hit_base += *c.recall_baseline;
     hit_cand += *c.recall_candidate;
+    const std::string& id = (*r.cases)[i].id;
+    if (*c.recall_baseline && !*c.recall_candidate) lost += " " + id;
+    if (!*c.recall_baseline && *c.recall_candidate) gained += " " + id;
+    if (!*c.recall_baseline) missed += " " + id;
   }
-  if (n_recall) o << "\n  answers recalled: baseline " << hit_base << "/" << n_recall << ", this setting " << hit_cand << "/" << n_recall;
+  if (n_recall) {
+    o << "\n  answers recalled: baseline " << hit_base << "/" << n_recall << ", this setting " << hit_cand << "/" << n_recall;
+    if (!lost.empty()) o << "\n  answers lost:" << lost;
+    if (!gained.empty()) o << "\n  answers gained:" << gained;
+    if (&s == &r.run->noise_floor && !missed.empty()) o << "\n  answers the baseline misses (not counted):" << missed;
+  }
   o << "\n  kl by category: ";
   for (const std::string& c : categories(*r.cases))
     o << c << " " << format_number(breakdown(r, s, Metric::kKl, c, "").mean) << "  ";
@@ -71,7 +90,10 @@ void details(const Report& r, const SettingResult& s, const SettingVerdict& v, s
 void set_summary(const Report& r, std::ostringstream& o) {
   const auto& cases = *r.cases;
   o << "acceptance set: " << cases.size() << " cases (sha256 " << r.acceptance_sha256.substr(0, 12) << "...), ";
-  o << "usable context " << r.max_len << " positions; by bucket:";
+  int longest = 0;
+  for (const Case& c : cases) longest = std::max(longest, c.n_positions());
+  o << "validated context " << r.max_len << " positions (" << r.context_source << "; longest case " << longest
+    << "); by bucket of the context (short <= 1/4, medium <= 1/2, long above):";
   for (const char* b : kBuckets) {
     int n = 0;
     for (const Case& c : cases) n += c.bucket == b;
@@ -84,12 +106,15 @@ void set_summary(const Report& r, std::ostringstream& o) {
     o << " " << cat << " " << n;
   }
   o << "\n";
-  for (const std::string& s : r.skipped) o << "skipped (longer than the usable context): " << s << "\n";
+  for (const std::string& s : r.skipped) o << "skipped (longer than the validated context): " << s << "\n";
   for (const std::string& s : r.skipped_settings) o << "setting skipped (cannot apply to this model): " << s << "\n";
   const auto& b = r.thresholds->bootstrap;
+  const int conf = int(std::lround(b.confidence * 100));
   o << "statistics: per-case means, percentile bootstrap over cases, " << b.resamples << " resamples, "
-    << int(std::lround(b.confidence * 100)) << "% intervals, seed " << b.seed << ", min " << r.thresholds->min_cases
-    << " cases per limit; thresholds " << r.thresholds->path << "\n";
+    << conf << "% intervals, seed " << b.seed << "; pass/fail metrics: Wilson interval of the share of the "
+    << "baseline's right answers lost, exact McNemar on lost vs gained; PASS on the " << conf
+    << "% upper bound (every check must pass), FAIL on the lower bound Bonferroni-corrected for the setting's "
+    << "checks; min " << r.thresholds->min_cases << " cases per limit; thresholds " << r.thresholds->path << "\n";
 }
 
 }  // namespace

@@ -187,15 +187,20 @@ std::optional<double> CaseScore::value(Metric m) const {
     case Metric::kGreedyMismatch:
       if (n_generated == 0) return std::nullopt;
       return 1.0 - double(n_matched) / double(n_generated);
-    case Metric::kRecallLoss:
-      if (!recall_baseline) return std::nullopt;
-      return double(*recall_baseline) - double(*recall_candidate);
+    case Metric::kRecallLoss:  // the share of the baseline's answers lost: only where it had one
+      if (!recall_baseline || !*recall_baseline) return std::nullopt;
+      return *recall_candidate ? 0.0 : 1.0;
     case Metric::kSpreadGrowth:
       if (!spread_baseline) return std::nullopt;
       return *spread_candidate - *spread_baseline;
     default:
       return token_metric_value(m, tokens);
   }
+}
+
+std::optional<std::pair<bool, bool>> CaseScore::outcomes(Metric m) const {
+  if (m == Metric::kRecallLoss && recall_baseline) return std::make_pair(*recall_baseline, *recall_candidate);
+  return std::nullopt;
 }
 
 RunResult run_validation(const model::Model& model, const std::vector<Case>& cases,

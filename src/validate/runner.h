@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kv/kv_config.h"
@@ -40,6 +41,8 @@ struct CaseScore {
   std::optional<double> spread_baseline, spread_candidate;
 
   std::optional<double> value(Metric m) const;  // per-case metric value, nullopt if not measured
+  // Pass/fail metrics: (baseline right, candidate right), nullopt if the case has no such outcome.
+  std::optional<std::pair<bool, bool>> outcomes(Metric m) const;
 };
 
 struct SettingResult {

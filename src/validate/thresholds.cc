@@ -27,6 +27,14 @@ void read_bootstrap(const TomlView& v, Thresholds& t) {
   }
 }
 
+void read_context(const TomlView& v, Thresholds& t) {
+  v.allow_only({"max"});
+  if (auto m = v.integer("max")) {
+    if (*m < 16 || *m > (1 << 24)) v.fail_key("max", "must be between 16 and 16777216 positions");
+    t.context_max = int(*m);
+  }
+}
+
 std::map<std::string, double> read_limit_map(const TomlView& v) {
   std::map<std::string, double> out;
   for (const auto& [key, node] : v.raw()) {
@@ -59,8 +67,9 @@ Thresholds read_thresholds(const std::string& path) {
   t.path = path;
   t.sha256 = sha256_file(path);
   const TomlView top(path, doc, "");
-  top.allow_only({"bootstrap", "metric"});
+  top.allow_only({"bootstrap", "context", "metric"});
   if (const toml::table* b = top.table("bootstrap")) read_bootstrap(top.sub("bootstrap", *b), t);
+  if (const toml::table* c = top.table("context")) read_context(top.sub("context", *c), t);
   const toml::table* metrics = top.table("metric");
   if (!metrics || metrics->empty()) top.fail(nullptr, "no [metric.NAME] limits are defined");
   const TomlView mv = top.sub("metric", *metrics);

@@ -22,6 +22,7 @@ struct Thresholds {
   std::string sha256;   // of the file's bytes
   BootstrapOptions bootstrap;
   int min_cases = 5;    // fewer cases than this behind a limit: INCONCLUSIVE
+  int context_max = 4096;  // default validated context: the model's, at most this (and what memory allows)
   std::map<Metric, MetricLimit> limits;
 };
 

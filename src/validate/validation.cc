@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <optional>
 
@@ -20,7 +21,6 @@
 namespace kvrt::validate {
 namespace {
 
-constexpr int kDefaultMaxLen = 512;
 // Below this many weight bytes a forward step is so short that OpenMP barriers cost more than
 // they save (stories260K: 8 s on one thread, over 60 s on two on a busy 2-core machine).
 constexpr size_t kSingleThreadModelBytes = size_t(64) << 20;
@@ -39,25 +39,57 @@ Record make_record(const Validation& v) {
   record.max_len = rep.max_len;
   for (size_t i = 0; i < v.run.settings.size(); ++i) {
     const auto& s = v.run.settings[i];
-    record.settings.push_back({s.name, s.setting.label, rep.verdicts[i].verdict, s.bytes_per_token});
+    record.settings.push_back({s.name, s.setting.label, rep.verdicts[i].verdict, s.bytes_per_token, rep.max_len});
   }
   return record;
 }
 
-int usable_context(const model::Model& model, const ValidationRequest& req) {
-  return req.max_len > 0 ? req.max_len : std::min(model.config().n_ctx_train, kDefaultMaxLen);
+// FP32 KV bytes per position over all layers: a bound for every lane's cache.
+double f32_bytes_per_position(const model::Model& model) {
+  const model::ModelConfig& c = model.config();
+  return 2.0 * c.n_layers * c.n_kv_heads * c.head_dim * sizeof(float);
 }
 
-// The run needs at least two FP32 caches of the usable context (baseline and noise floor).
-void check_memory(const model::Model& model, int max_len) {
-  const model::ModelConfig& c = model.config();
-  const double need = 2.0 * 2.0 * c.n_layers * c.n_kv_heads * c.head_dim * sizeof(float) * max_len;
+// Memory the run may take: what the kernel reports available (MemAvailable), else all of it.
+double available_memory() {
+  if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    long long kib = -1;
+    while (std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "MemAvailable: %lld kB", &kib) == 1) break;
+    std::fclose(f);
+    if (kib > 0) return double(kib) * 1024.0;
+  }
+  return double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGESIZE));
+}
+
+// The baseline, noise-floor and candidate lanes each hold a cache of n_ctx positions (FP32 bounds
+// the compressed ones). An explicit context that cannot fit in this machine's memory is an error
+// before anything is allocated.
+void check_memory(const model::Model& model, int n_ctx, size_t n_lanes) {
+  const double need = double(n_lanes) * f32_bytes_per_position(model) * n_ctx;
   const double have = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGESIZE));
   if (have > 0 && need > have)
-    throw Error("validating at a usable context of " + std::to_string(max_len) + " positions needs at least " +
-                    std::to_string(int64_t(need / (1 << 20))) + " MiB for its two FP32 caches, more than this "
-                    "machine's " + std::to_string(int64_t(have / (1 << 20))) + " MiB of memory (lower --max-len)",
+    throw Error("validating at a context of " + std::to_string(n_ctx) + " positions needs at least " +
+                    std::to_string(int64_t(need / (1 << 20))) + " MiB for its " + std::to_string(n_lanes) +
+                    " KV caches, more than this machine's " + std::to_string(int64_t(have / (1 << 20))) +
+                    " MiB of memory (lower -c)",
                 ErrorKind::kResource);
+}
+
+// The default context: the model's, at most the thresholds file's [context] max and at most what
+// half of the available memory holds for every lane (rounded down to 64 positions).
+int default_context(const model::Model& model, int context_max, size_t n_lanes, std::string& why) {
+  const int n_model = model.config().n_ctx_train;
+  int n = std::min(n_model, context_max);
+  why = n < n_model ? "the model's " + std::to_string(n_model) + " capped by [context] max of the thresholds file"
+                    : "the model's context";
+  const double fit = 0.5 * available_memory() / (double(n_lanes) * f32_bytes_per_position(model));
+  if (fit < n) {
+    n = std::max(16, int(fit) / 64 * 64);
+    why = "the model's " + std::to_string(n_model) + " capped by half of the available memory";
+  }
+  return n;
 }
 
 // Leaves out the settings whose cache cannot be laid out for this model (a group that does not fit
@@ -90,9 +122,9 @@ void check_request(const model::Model& model, const ValidationRequest& req) {
                     std::to_string(model::kMaxThreads), ErrorKind::kUsage);
   const int n_ctx = model.config().n_ctx_train;
   if (req.max_len < 0 || req.max_len > n_ctx)
-    throw Error("usable context of " + std::to_string(req.max_len) + " positions (--max-len) is beyond the "
+    throw Error("validation context of " + std::to_string(req.max_len) + " positions (-c) is beyond the "
                     "model's context of " + std::to_string(n_ctx) + " positions", ErrorKind::kUsage);
-  check_memory(model, usable_context(model, req));
+  if (req.max_len > 0) check_memory(model, req.max_len, 2);
 }
 
 // Adds the verdicts of the earlier record at `path` for settings not re-run.
@@ -106,8 +138,7 @@ void merge_earlier(const std::string& path, Record& r) {
                     "; it is left as it is (move it away or write another record)");
   }
   if (old.model_sha256 != r.model_sha256 || old.kvrt_version != r.kvrt_version || old.isa != r.isa ||
-      old.thresholds_sha256 != r.thresholds_sha256 || old.acceptance_sha256 != r.acceptance_sha256 ||
-      old.max_len != r.max_len)
+      old.thresholds_sha256 != r.thresholds_sha256 || old.acceptance_sha256 != r.acceptance_sha256)
     return;
   for (const auto& s : old.settings) {
     const bool rerun = std::any_of(r.settings.begin(), r.settings.end(), [&](const auto& n) { return n.name == s.name; });
@@ -135,13 +166,20 @@ void load_inputs(const model::Model& model, const ValidationRequest& req, Valida
   v.settings = !req.settings.empty()
                    ? req.settings
                    : read_settings(req.settings_file.empty() ? bundled("settings.toml") : req.settings_file);
+  const size_t n_lanes = 2 + v.settings.size();
+  if (req.max_len > 0) {
+    check_memory(model, req.max_len, n_lanes);
+    v.report.max_len = req.max_len;
+    v.report.context_source = "-c";
+  } else {
+    v.report.max_len = default_context(model, v.thresholds.context_max, n_lanes, v.report.context_source);
+  }
   v.report.model_sha256 = sha256_file(req.model_path);
   v.report.isa = simd::isa_name();
 }
 
 void run(const model::Model& model, const ValidationRequest& req, Validation& v) {
   Report& rep = v.report;
-  rep.max_len = usable_context(model, req);
   const std::optional<model::ChatTemplate> chat = model::ChatTemplate::of_model(model.file());
   v.cases = build_cases(v.case_set, model.tokenizer(), chat ? &*chat : nullptr, rep.max_len, &rep.skipped);
   if (v.cases.empty())

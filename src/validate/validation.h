@@ -25,7 +25,8 @@ struct ValidationRequest {
   std::string thresholds_file;         // empty: <validation dir>/thresholds.toml
   std::string cases_dir;               // more cases beside the bundled set
   bool only_cases = false;             // use only cases_dir
-  int max_len = 0;                     // 0: min(model context, 512); at most the model's context
+  int max_len = 0;                     // the context to validate at (-c); 0: the model's, capped by the
+                                       // thresholds file's [context] max and by available memory
   std::optional<uint64_t> seed;        // bootstrap seed; default the thresholds file's
   int n_threads = 0;                   // 0: all cores (one for models under 64 MiB); at most kMaxThreads
   std::function<void(int done, int total)> progress;
@@ -47,9 +48,9 @@ struct Validation {
   bool all_pass() const;
 };
 
-// Checks the request against the model (usable context within the model's, memory for it, thread
-// count), reads the request's files (errors name file and line) and hashes the model file, all
-// before running anything.
+// Checks the request against the model (context within the model's, memory for it, thread count),
+// reads the request's files (errors name file and line), chooses the context (report.max_len) and
+// hashes the model file, all before running anything.
 void load_inputs(const model::Model& model, const ValidationRequest& req, Validation& v);
 
 // Replays v.settings and judges them. Call load_inputs first.
@@ -60,8 +61,9 @@ void run(const model::Model& model, const ValidationRequest& req, Validation& v)
 // record there readable, since its verdicts are kept. Call load_inputs first.
 std::string prepare_record(const Validation& v, const std::string& record_path);
 
-// Writes `r` to `path` with the verdicts of the earlier record there for settings not re-run (when
-// it was made with the same model, kvrt version, ISA, thresholds, acceptance set and max_len), all
+// Writes `r` to `path` with the verdicts of the earlier record there for settings not re-run, each
+// with the context it was validated at (when it was made with the same model, kvrt version, ISA,
+// thresholds and acceptance set), all
 // under the record's lock, so that validate runs writing one record at once keep every verdict. An
 // earlier record that cannot be read is an error, and the file is left as it is.
 void save_record(const std::string& path, Record r);

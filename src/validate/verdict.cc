@@ -1,6 +1,60 @@
 #include "validate/verdict.h"
 
 namespace kvrt::validate {
+namespace {
+
+using Keep = std::function<bool(const Case&)>;
+
+struct Scope {
+  Metric metric;
+  std::string name;
+  double limit;
+  Keep keep;
+};
+
+std::vector<Scope> scopes_of(const Thresholds& t) {
+  std::vector<Scope> out;
+  for (const auto& [m, lim] : t.limits) {
+    if (lim.max) out.push_back({m, "all", *lim.max, [](const Case&) { return true; }});
+    for (const auto& [cat, limit] : lim.by_category)
+      out.push_back({m, "category=" + cat, limit, [&cat = cat](const Case& c) { return c.category == cat; }});
+    for (const auto& [bucket, limit] : lim.by_bucket)
+      out.push_back({m, "bucket=" + bucket, limit, [&bucket = bucket](const Case& c) { return c.bucket == bucket; }});
+  }
+  return out;
+}
+
+// A pass/fail metric: the share of the baseline's right answers that the candidate loses.
+Check paired_check(const Scope& s, const PairedCounts& p, const Thresholds& t, int n_checks) {
+  Check c{s.metric, s.name, s.limit};
+  c.paired = p;
+  c.mcnemar_p = mcnemar_exact_p(p.lost, p.gained);
+  const int n = p.baseline_right();
+  const double z = z_for(t.bootstrap.confidence, 1);
+  c.interval.n_cases = n;
+  c.detectable = n > 0 ? wilson_resolution(n, z) : 1.0;
+  if (c.detectable > s.limit && s.limit > 0 && s.limit < 1) c.cases_needed = cases_needed(s.limit, z);
+  if (n == 0) {
+    c.interval = {0, 0, 1, 0};
+    return c;
+  }
+  const Proportion w = wilson(p.lost, n, z);
+  c.interval = {w.estimate, w.lower, w.upper, n};
+  c.fail_lower = wilson(p.lost, n, z_for(t.bootstrap.confidence, n_checks)).lower;
+  return c;
+}
+
+Check bootstrap_check(const Scope& s, const std::vector<double>& values, const Thresholds& t, int n_checks) {
+  Check c{s.metric, s.name, s.limit};
+  c.interval = bootstrap_mean(values, t.bootstrap);
+  BootstrapOptions corrected = t.bootstrap;
+  corrected.confidence = 1.0 - (1.0 - t.bootstrap.confidence) / n_checks;
+  c.fail_lower = bootstrap_mean(values, corrected).lower;
+  c.detectable = c.interval.upper - c.interval.mean;
+  return c;
+}
+
+}  // namespace
 
 const char* verdict_name(Verdict v) {
   switch (v) {
@@ -12,7 +66,7 @@ const char* verdict_name(Verdict v) {
 }
 
 std::vector<double> metric_values(const SettingResult& r, const std::vector<Case>& cases, Metric m,
-                                  const std::function<bool(const Case&)>& keep) {
+                                  const Keep& keep) {
   std::vector<double> out;
   for (size_t i = 0; i < cases.size(); ++i) {
     if (!keep(cases[i])) continue;
@@ -21,33 +75,53 @@ std::vector<double> metric_values(const SettingResult& r, const std::vector<Case
   return out;
 }
 
-Verdict decide(const Interval& i, double limit, int min_cases) {
-  if (i.n_cases < min_cases) return Verdict::kInconclusive;
-  if (i.upper <= limit) return Verdict::kPass;
-  if (i.lower > limit) return Verdict::kFail;
+PairedCounts paired_counts(const SettingResult& r, const std::vector<Case>& cases, Metric m, const Keep& keep) {
+  PairedCounts p;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    if (!keep(cases[i])) continue;
+    const auto o = r.cases[i].outcomes(m);
+    if (!o) continue;
+    if (o->first) (o->second ? p.both : p.lost) += 1;
+    else (o->second ? p.gained : p.neither) += 1;
+  }
+  return p;
+}
+
+Verdict decide(const Check& c, int min_cases) {
+  // A pass/fail limit below what the set resolves cannot PASS (its upper bound is above the limit)
+  // but can still FAIL.
+  if (c.interval.n_cases < min_cases) return Verdict::kInconclusive;
+  if (c.interval.upper <= c.limit) return Verdict::kPass;
+  if (c.fail_lower > c.limit) return Verdict::kFail;
   return Verdict::kInconclusive;
 }
 
 SettingVerdict judge(const SettingResult& r, const std::vector<Case>& cases, const Thresholds& t) {
-  SettingVerdict sv;
-  auto add = [&](Metric m, const std::string& scope, double limit, const std::function<bool(const Case&)>& keep) {
-    const std::vector<double> values = metric_values(r, cases, m, keep);
-    if (values.empty()) return;  // nothing in the set measures this: no check
-    Check c{m, scope, limit, bootstrap_mean(values, t.bootstrap), Verdict::kInconclusive};
-    c.verdict = decide(c.interval, limit, t.min_cases);
-    sv.checks.push_back(c);
+  // Scopes nothing in the set measures make no check; the rest share the FAIL side's error.
+  struct Measured {
+    Scope scope;
+    std::vector<double> values;          // continuous metrics
+    std::optional<PairedCounts> paired;  // pass/fail metrics
   };
-  for (const auto& [m, lim] : t.limits) {
-    if (lim.max) add(m, "all", *lim.max, [](const Case&) { return true; });
-    for (const auto& [cat, limit] : lim.by_category)
-      add(m, "category=" + cat, limit, [&cat = cat](const Case& c) { return c.category == cat; });
-    for (const auto& [bucket, limit] : lim.by_bucket)
-      add(m, "bucket=" + bucket, limit, [&bucket = bucket](const Case& c) { return c.bucket == bucket; });
+  std::vector<Measured> measured;
+  for (const Scope& s : scopes_of(t)) {
+    if (metric_is_paired(s.metric)) {
+      const PairedCounts p = paired_counts(r, cases, s.metric, s.keep);
+      if (p.n() > 0) measured.push_back({s, {}, p});
+    } else if (std::vector<double> v = metric_values(r, cases, s.metric, s.keep); !v.empty()) {
+      measured.push_back({s, std::move(v), std::nullopt});
+    }
   }
-  bool any_fail = false, all_pass = !sv.checks.empty();
-  for (const Check& c : sv.checks) {
+  SettingVerdict sv;
+  sv.n_checks = int(measured.size());
+  bool any_fail = false, all_pass = !measured.empty();
+  for (const Measured& m : measured) {
+    Check c = m.paired ? paired_check(m.scope, *m.paired, t, sv.n_checks)
+                       : bootstrap_check(m.scope, m.values, t, sv.n_checks);
+    c.verdict = decide(c, t.min_cases);
     any_fail = any_fail || c.verdict == Verdict::kFail;
     all_pass = all_pass && c.verdict == Verdict::kPass;
+    sv.checks.push_back(std::move(c));
   }
   sv.verdict = any_fail ? Verdict::kFail : all_pass ? Verdict::kPass : Verdict::kInconclusive;
   return sv;

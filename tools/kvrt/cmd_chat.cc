@@ -135,7 +135,7 @@ int cmd_chat(int argc, char** argv) {
   so.n_threads = o.model.n_threads;
   so.kv = kv_config;
   model::Session session(*model, so);
-  o.gate.check(o.model.resolved_path(), session.kv_cache().config());
+  o.gate.check(o.model.resolved_path(), session.kv_cache().config(), session.n_ctx());
   model::Sampler sampler(o.sampling.sampler, model->config().n_vocab);
   model::Conversation chat(session, format, o.system, on_full);
   const auto t0 = std::chrono::steady_clock::now();

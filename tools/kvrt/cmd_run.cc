@@ -88,7 +88,7 @@ int cmd_run(int argc, char** argv) {
                     " tokens, more than the context of " + std::to_string(so.n_ctx) + " (raise -c)",
                 ErrorKind::kResource);
   model::Session session(*model, so);
-  o.gate.check(o.model.resolved_path(), session.kv_cache().config());
+  o.gate.check(o.model.resolved_path(), session.kv_cache().config(), session.n_ctx());
   model::Sampler sampler(o.sampling.sampler, model->config().n_vocab);
 
   auto t0 = Clock::now();

@@ -61,7 +61,8 @@ int cmd_validate(int argc, char** argv) {
   CommandLine cl("kvrt validate [-m MODEL] [options]",
                  "Replays the acceptance set (validation/) on the FP32 KV cache and on each candidate setting,\n"
                  "decides PASS / FAIL / INCONCLUSIVE on bootstrap intervals, and writes the record that\n"
-                 "`kvrt run` requires before it enables a compressed setting. Exit 0: all settings passed;\n"
+                 "`kvrt run` requires before it enables a compressed setting at a context up to the one\n"
+                 "validated (-c). Exit 0: all settings passed;\n"
                  "1: at least one refused; 2: usage or input error.");
   o.model.add_to(cl, false);
   o.kv.add_to(cl);
@@ -70,7 +71,9 @@ int cmd_validate(int argc, char** argv) {
   cl.add("--cases", "DIR", "more cases: DIR/manifest.toml in the acceptance-set format", &o.cases_dir);
   cl.add_flag("--only-cases", "use only the --cases directory, not the bundled set", &o.only_cases);
   cl.add("--config", "FILE", "thresholds (default validation/thresholds.toml in kvrt's data dir)", &o.config);
-  cl.add("--max-len", "N", "usable context the case lengths follow (default min(model context, 512); at most the model context)",
+  cl.add("-c,--max-len,--ctx", "N",
+         "context to validate at: case lengths follow it and the record binds it (default: the model's, at most "
+         "[context] max of the thresholds file and what memory holds)",
          &o.max_len, 16, 1 << 20);
   cl.add("--seed", "S", "bootstrap seed (default: the thresholds file's)", &o.seed);
   cl.add("--json", "FILE", "write the full results as JSON", &o.json);

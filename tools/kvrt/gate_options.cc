@@ -15,7 +15,7 @@ void GateOptions::add_to(CommandLine& cl) {
          &record);
 }
 
-void GateOptions::check(const std::string& model_path, const kv::KvConfig& kv) const {
+void GateOptions::check(const std::string& model_path, const kv::KvConfig& kv, int n_ctx) const {
   if (kv.is_f32()) return;
   if (allow_unvalidated) {
     std::fprintf(stderr, "kvrt: warning: KV setting %s is not checked against a validation record "
@@ -23,9 +23,10 @@ void GateOptions::check(const std::string& model_path, const kv::KvConfig& kv) c
                  kv.name().c_str());
     return;
   }
-  const validate::GateQuery q{model_path, kv.name(), record, simd::isa_name(), KVRT_VERSION};
+  const validate::GateQuery q{model_path, kv.name(), record, simd::isa_name(), KVRT_VERSION, n_ctx};
   const std::string path = validate::require_pass_record(q);
-  std::fprintf(stderr, "kvrt: KV setting %s validated (record %s)\n", kv.name().c_str(), path.c_str());
+  std::fprintf(stderr, "kvrt: KV setting %s validated for %d positions (record %s)\n", kv.name().c_str(), n_ctx,
+               path.c_str());
 }
 
 }  // namespace kvrt::cli
