@@ -3,6 +3,8 @@
 // kLayers layers of the cache, as a decode step does, so the data comes from DRAM once it
 // outgrows the L3 cache (one layer of f32 KV at 8k is 16 MB). Prints a table and writes JSON
 // (argv[1], default bench_attention.json). Numbers only; nothing here can fail.
+// Each row also shows the machine's streaming-read rate over a buffer of the same size at the same
+// thread count ("stream GB/s"), so the distance of every format to the memory limit is visible.
 //   kernel rows: the fused dot + accumulate kernels of each runnable ISA over the packed cache, 1 thread
 //   attention rows: ops::attention() for one decode token with this process's ISA, 2 threads
 #include <omp.h>
@@ -58,7 +60,23 @@ struct Row {
   std::string kind, isa, format;
   int ctx;
   double gbps, us;
+  double stream_gbps;  // streaming read of as many bytes, same threads
 };
+
+// GB/s of a plain read of `bytes` bytes (summing 64-bit words) on `threads` threads: the ceiling a
+// decode step that reads the cache once can reach from the memory level that holds it.
+double stream_read_gbps(size_t bytes, int threads) {
+  std::vector<uint64_t> buf(bytes / sizeof(uint64_t), 1);  // [bytes / 8]
+  const size_t n = buf.size();
+  volatile uint64_t sink = 0;
+  const double sec = best_seconds([&] {
+    uint64_t total = 0;
+#pragma omp parallel for num_threads(threads) reduction(+ : total) schedule(static)
+    for (size_t i = 0; i < n; ++i) total += buf[i];
+    sink = sink + total;
+  });
+  return static_cast<double>(n * sizeof(uint64_t)) / sec / 1e9;
+}
 
 }  // namespace
 
@@ -69,6 +87,7 @@ int main(int argc, char** argv) {
     for (kv::Format f : kFormats) {
       const auto cache = filled_cache(f, ctx);
       const double bytes = cache->bytes_per_token() * ctx;  // all layers, K and V
+      const double stream_1t = stream_read_gbps(static_cast<size_t>(bytes), 1);
       const int group = cache->layout().group;
       // queries as the decode path prepares them (int8 codes per group for quantized key tiles)
       std::vector<int8_t> qc(4 * kHeadDim);
@@ -93,7 +112,7 @@ int main(int argc, char** argv) {
             }
           }
         });
-        rows_out.push_back({"kernel", simd::isa_to_string(isa), kv::format_name(f), ctx, bytes / sec / 1e9, sec * 1e6});
+        rows_out.push_back({"kernel", simd::isa_to_string(isa), kv::format_name(f), ctx, bytes / sec / 1e9, sec * 1e6, stream_1t});
       }
       ops::AttentionScratch scratch(cache->shape(), kHeads, 1, kThreads);
       ops::AttentionArgs a;
@@ -101,17 +120,21 @@ int main(int argc, char** argv) {
       const double sec = best_seconds([&] {
         for (a.layer = 0; a.layer < kLayers; ++a.layer) ops::attention(*cache, a, scratch);
       });
-      rows_out.push_back({"attention", simd::isa_name(), kv::format_name(f), ctx, bytes / sec / 1e9, sec * 1e6});
+      rows_out.push_back({"attention", simd::isa_name(), kv::format_name(f), ctx, bytes / sec / 1e9, sec * 1e6,
+                          stream_read_gbps(static_cast<size_t>(bytes), kThreads)});
     }
   }
-  std::printf("%-10s %-7s %-4s %6s %10s %9s\n", "kind", "isa", "fmt", "ctx", "us", "GB/s");
-  for (const Row& r : rows_out) std::printf("%-10s %-7s %-4s %6d %10.1f %9.2f\n", r.kind.c_str(), r.isa.c_str(), r.format.c_str(), r.ctx, r.us, r.gbps);
+  std::printf("%-10s %-7s %-4s %6s %10s %9s %12s %8s\n", "kind", "isa", "fmt", "ctx", "us", "GB/s", "stream GB/s", "of max");
+  for (const Row& r : rows_out) {
+    std::printf("%-10s %-7s %-4s %6d %10.1f %9.2f %12.2f %7.0f%%\n", r.kind.c_str(), r.isa.c_str(), r.format.c_str(), r.ctx,
+                r.us, r.gbps, r.stream_gbps, 100 * r.gbps / r.stream_gbps);
+  }
   std::ofstream js(argc > 1 ? argv[1] : "bench_attention.json");
   js << "{\n  \"shape\": {\"n_heads\": 16, \"n_kv_heads\": 4, \"head_dim\": 64, \"n_layers\": " << kLayers << ", \"threads_attention\": " << kThreads << "},\n  \"rows\": [\n";
   for (size_t i = 0; i < rows_out.size(); ++i) {
     const Row& r = rows_out[i];
     js << "    {\"kind\": \"" << r.kind << "\", \"isa\": \"" << r.isa << "\", \"format\": \"" << r.format << "\", \"ctx\": " << r.ctx
-       << ", \"us\": " << r.us << ", \"gb_per_s\": " << r.gbps << "}" << (i + 1 < rows_out.size() ? "," : "") << "\n";
+       << ", \"us\": " << r.us << ", \"gb_per_s\": " << r.gbps << ", \"stream_gb_per_s\": " << r.stream_gbps << "}" << (i + 1 < rows_out.size() ? "," : "") << "\n";
   }
   js << "  ]\n}\n";
   return 0;
