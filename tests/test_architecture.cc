@@ -22,15 +22,16 @@ namespace {
 
 // x [n_heads][head_dim] rotated for position pos by the definition of RoPE, in double: pair p
 // (dims (2p, 2p+1) interleaved, (p, p + rope_dim/2) NEOX) is the complex number x_a + i x_b,
-// multiplied by exp(i pos base^(-2p / rope_dim)); dims from rope_dim on are not rotated.
+// multiplied by exp(i pos base^(-2p / rope_dim) / factors[p]) (factors null: 1); dims from
+// rope_dim on are not rotated.
 std::vector<double> rope_reference(const std::vector<float>& x, int n_heads, int head_dim, int rope_dim,
-                                   double base, int pos, bool neox) {
+                                   double base, int pos, bool neox, const float* factors = nullptr) {
   std::vector<double> y(x.begin(), x.end());
   for (int h = 0; h < n_heads; ++h) {
     for (int p = 0; p < rope_dim / 2; ++p) {
       const int a = h * head_dim + (neox ? p : 2 * p), b = h * head_dim + (neox ? p + rope_dim / 2 : 2 * p + 1);
       const std::complex<double> z = std::complex<double>(x[size_t(a)], x[size_t(b)]) *
-                                     std::polar(1.0, pos * std::pow(base, -2.0 * p / rope_dim));
+                                     std::polar(1.0, pos * std::pow(base, -2.0 * p / rope_dim) / (factors ? factors[p] : 1.0));
       y[size_t(a)] = z.real();
       y[size_t(b)] = z.imag();
     }
@@ -38,8 +39,9 @@ std::vector<double> rope_reference(const std::vector<float>& x, int n_heads, int
   return y;
 }
 
-std::vector<float> rope_op(std::vector<float> x, int n_heads, int head_dim, int rope_dim, float base, int pos, bool neox) {
-  const ops::RopeTable table(pos + 1, rope_dim, base);
+std::vector<float> rope_op(std::vector<float> x, int n_heads, int head_dim, int rope_dim, float base, int pos, bool neox,
+                          const float* factors = nullptr) {
+  const ops::RopeTable table(pos + 1, rope_dim, base, factors);
   ops::rope(table, {x.data(), 1, n_heads, head_dim, pos, neox});
   return x;
 }
@@ -69,9 +71,26 @@ TEST_CASE("RoPE: NEOX and interleaved pairings equal the direct formula, partial
         const std::vector<float> y = rope_op(x, n_heads, head_dim, rope_dim, 10000.0f, pos, neox);
         const std::vector<double> ref = rope_reference(x, n_heads, head_dim, rope_dim, 10000.0, pos, neox);
         INFO((neox ? "neox" : "interleaved") << " rope_dim " << rope_dim << " pos " << pos);
-        // The table holds float cos/sin of a double angle: per value |err| <= a few float ulps of |x|.
-        for (size_t i = 0; i < y.size(); ++i) CHECK(std::abs(y[i] - ref[i]) <= 4e-6 * (std::abs(ref[i]) + 1.0));
+        // The table holds float cos/sin of float angles (llama.cpp's recurrence): an angle is off by
+        // up to ~rope_dim float ulps of pos, which moves a value by that times its pair's size.
+        for (size_t i = 0; i < y.size(); ++i) CHECK(std::abs(y[i] - ref[i]) <= 4e-6 * (std::abs(ref[i]) + 1.0) + pos * rope_dim * 2e-7);
       }
+    }
+  }
+}
+
+TEST_CASE("RoPE: Llama 3 frequency factors divide each pair's angle") {
+  const int head_dim = 16;
+  const std::vector<float> factors = {1, 1, 1, 2.5f, 4, 8, 32, 32};  // [head_dim / 2], as rope_freqs.weight
+  for (bool neox : {false, true}) {
+    for (int pos : {1, 7, 300}) {
+      const std::vector<float> x = randn(head_dim, unsigned(pos));
+      const std::vector<float> y = rope_op(x, 1, head_dim, head_dim, 500000.0f, pos, neox, factors.data());
+      const std::vector<double> ref = rope_reference(x, 1, head_dim, head_dim, 500000.0, pos, neox, factors.data());
+      INFO((neox ? "neox" : "interleaved") << " pos " << pos);
+      for (size_t i = 0; i < y.size(); ++i) CHECK(std::abs(y[i] - ref[i]) <= 4e-6 * (std::abs(ref[i]) + 1.0) + pos * head_dim * 2e-7);
+      // Without the factors pair 3 turns 2.5 times as far: the op does not ignore them.
+      if (pos == 300) CHECK(std::abs(rope_op(x, 1, head_dim, head_dim, 500000.0f, pos, neox)[neox ? 3 : 6] - y[neox ? 3 : 6]) > 0.1);
     }
   }
 }

@@ -26,7 +26,7 @@ struct Fixture {
 constexpr Fixture kFixtures[] = {
     {"llama-hd48", "llama", ""},
     {"llama-hd128", "llama", ""},
-    {"llama3-hd64", "llama", "RoPE frequency factors (rope_freqs.weight)"},
+    {"llama3-hd64", "llama", ""},
     {"qwen2-hd64", "qwen2", "Q/K/V biases"},
     {"phi3-hd96", "phi3", "a fused Q/K/V projection (attn_qkv.weight)"},
     {"gemma2-hd128", "gemma2", "a GeGLU feed-forward"},

@@ -98,9 +98,10 @@ constexpr Architecture kArchitectures[] = {
 };
 
 // The tensors the forward pass (model/session.cc) uses; other roles are gaps.
-constexpr R kForwardRoles[] = {R::kTokenEmbd, R::kOutputNorm, R::kOutput,   R::kAttnNorm,
-                               R::kAttnQ,     R::kAttnK,      R::kAttnV,    R::kAttnOut,
-                               R::kFfnNorm,   R::kFfnGate,    R::kFfnUp,    R::kFfnDown};
+constexpr R kForwardRoles[] = {R::kTokenEmbd, R::kOutputNorm, R::kOutput, R::kRopeFreqs,
+                               R::kAttnNorm,  R::kAttnQ,      R::kAttnK,  R::kAttnV,
+                               R::kAttnOut,   R::kFfnNorm,    R::kFfnGate, R::kFfnUp,
+                               R::kFfnDown};
 
 bool forward_uses(R role) {
   for (R r : kForwardRoles) {

@@ -56,7 +56,7 @@ Session::Session(const Model& model, const SessionOptions& o)
       n_ctx_(resolve_ctx(model.config(), o.n_ctx)),
       n_threads_(resolve_threads(o.n_threads)),
       n_batch_(std::clamp(o.n_batch, 1, n_ctx_)),
-      rope_(n_ctx_, model.config().rope_dim, model.config().rope_base) {
+      rope_(n_ctx_, model.config().rope_dim, model.config().rope_base, model.weights().rope_freqs) {
   const ModelConfig& c = model.config();
   const kv::CacheShape shape{c.n_layers, c.n_kv_heads, c.head_dim, n_ctx_};
   kv_ = std::make_unique<kv::KvCache>(o.kv, shape);

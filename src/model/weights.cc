@@ -105,6 +105,13 @@ Weights::Weights(const io::GgufFile& file, const ModelConfig& c) {
   output_norm = load_vector(file, *b.model[size_t(TensorRole::kOutputNorm)]);
   const io::GgufTensor* out = b.model[size_t(TensorRole::kOutput)];
   output = out ? load_matrix(file, *out) : token_embd;
+  if (const io::GgufTensor* f = b.model[size_t(TensorRole::kRopeFreqs)]) {
+    rope_freqs = load_vector(file, *f);
+    for (int64_t i = 0; i < f->n_elements; ++i)
+      if (!(rope_freqs[i] > 0.0f))
+        file.fail("tensor '" + f->name + "' holds " + std::to_string(rope_freqs[i]) + " at element " +
+                  std::to_string(i) + "; RoPE frequency factors must be positive");
+  }
   layers.resize(size_t(c.n_layers));
   for (int i = 0; i < c.n_layers; ++i) load_layer(file, b.layers[size_t(i)], layers[size_t(i)]);
 }

@@ -39,6 +39,7 @@ class Weights {
   ops::WeightMatrix token_embd;       // [n_vocab][d_model]
   const float* output_norm = nullptr; // [d_model]
   ops::WeightMatrix output;           // [n_vocab][d_model] (token_embd when tied)
+  const float* rope_freqs = nullptr;  // [rope_dim / 2] divisor of each RoPE pair's angle (Llama 3); null: none
 
   // out[d_model] = token_embd row `token`, widened to FP32.
   void embedding(int32_t token, float* out) const;

@@ -10,10 +10,12 @@ namespace kvrt::ops {
 // y[r] = x[r] / sqrt(mean(x[r]²) + eps) * weight, for n_rows rows of n values.
 void rms_norm(const float* x, const float* weight, int n_rows, int n, float eps, float* y);
 
-// Precomputed rotation angles for positions [0, n_ctx): cos/sin [n_ctx][rope_dim / 2].
+// Precomputed rotation angles for positions [0, n_ctx): cos/sin [n_ctx][rope_dim / 2]. Pair i
+// turns by pos * base^(-2i / rope_dim) / freq_factors[i] (freq_factors [rope_dim / 2]: Llama 3's
+// rope_freqs.weight; null: all 1).
 class RopeTable {
  public:
-  RopeTable(int n_ctx, int rope_dim, float base);
+  RopeTable(int n_ctx, int rope_dim, float base, const float* freq_factors = nullptr);
   static size_t bytes_for(int n_ctx, int rope_dim) { return 2 * size_t(n_ctx) * size_t(rope_dim / 2) * sizeof(float); }
   size_t bytes_allocated() const { return (cos_.size() + sin_.size()) * sizeof(float); }
   const float* cos_at(int pos) const { return cos_.data() + size_t(pos) * size_t(half_); }
