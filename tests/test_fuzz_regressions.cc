@@ -57,3 +57,7 @@ TEST_CASE("the toml fuzz target handles its corpus and past crashes") {
   CHECK(r.settings.size() == 2);
   CHECK(r.case_dirs.at(1) == "/data/more \"cases\"\u00e9");
 }
+
+TEST_CASE("the weights fuzz target handles its corpus and past crashes") {
+  replay("weights", kvrt::fuzz::weights_one);
+}

@@ -192,8 +192,9 @@ TEST_CASE("synth refuses inconsistent shapes and a missing vocabulary") {
     CHECK(std::string(e.what()).find(c.vocab_path) != std::string::npos);
   }
   CHECK_FALSE(fs::exists(dir / "x.gguf"));
-  CHECK_THROWS_AS(kvrt::synth::parse_weight_type("q4_0"), kvrt::Error);
-  CHECK(kvrt::synth::parse_weight_type("bf16") == WeightType::kBF16);
+  CHECK_THROWS_AS(kvrt::synth::parse_weight_choice("q4_2"), kvrt::Error);
+  CHECK(kvrt::synth::parse_weight_choice("bf16").type == WeightType::kBF16);
+  CHECK(kvrt::synth::parse_weight_choice("q4_k_m").mix == kvrt::synth::WeightMix::kM);
 }
 
 TEST_CASE("synth --weights-from writes the tensors of raw f32 files; bad files are refused") {

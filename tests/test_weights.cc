@@ -121,6 +121,62 @@ TEST_CASE("F16, BF16 and Q8_0 weights give the logits of the FP32 weights they r
   }
 }
 
+TEST_CASE("every quantized type and llama-quantize mix runs packed and tracks the FP32 model's logits") {
+  // Rows of 256 so the K types apply to every matrix. The bound on the relative rms logit error is
+  // three times the bound on the type's relative rms rounding of N(0, 1) weights
+  // (test_weight_types.cc): a logit passes through three products in series (the two layers and
+  // the output matrix), each adding an error of that size. Q2_K's would exceed 1; its bound says
+  // the logits still carry the FP32 model's signal.
+  test::TempDir tmp;
+  auto config = [](simd::WeightType type, synth::WeightMix mix) {
+    synth::SynthConfig c = small_config(type);
+    c.d_model = 256, c.d_ff = 512, c.n_heads = 4, c.n_kv_heads = 2, c.head_dim = 64, c.mix = mix;
+    return c;
+  };
+  synth::write_synth_model(config(simd::WeightType::kF32, synth::WeightMix::kPure), tmp / "f32.gguf");
+  const auto reference = logits_of(tmp / "f32.gguf");
+  struct Case {
+    const char* name;
+    double bound;
+  } cases[] = {{"q8_0", 0.03}, {"q4_0", 0.45}, {"q4_1", 0.36}, {"q5_0", 0.225}, {"q5_1", 0.18}, {"iq4_nl", 0.39},
+               {"q2_k", 0.95}, {"q3_k", 0.75}, {"q4_k", 0.36}, {"q5_k", 0.18}, {"q6_k", 0.09},
+               {"q3_k_m", 0.75}, {"q4_k_m", 0.36}, {"q5_k_m", 0.18}};
+  for (const Case& c : cases) {
+    const synth::WeightChoice w = synth::parse_weight_choice(c.name);
+    const std::string path = tmp / (std::string(c.name) + ".gguf");
+    synth::write_synth_model(config(w.type, w.mix), path);
+    {
+      model::Model m(path);
+      CHECK(m.weights().bytes_converted() == 0);
+      CHECK(m.weights().layers[0].wq.type == w.type);
+      if (w.mix == synth::WeightMix::kM) CHECK(m.weights().output.type == simd::WeightType::kQ6_K);
+    }
+    const auto logits = logits_of(path);
+    double err = 0, ref = 0;
+    for (size_t i = 0; i < logits.size(); ++i) {
+      err += double(logits[i] - reference[i]) * double(logits[i] - reference[i]);
+      ref += double(reference[i]) * double(reference[i]);
+    }
+    const double rel = std::sqrt(err / ref);
+    INFO(std::string(c.name) << " relative rms logit error " << rel);
+    CHECK(rel < c.bound);
+    CHECK(rel > 0.0);
+  }
+}
+
+TEST_CASE("a NaN or infinite scale of a K block is refused at load, naming the tensor") {
+  test::TempDir tmp;
+  synth::SynthConfig c = small_config(simd::WeightType::kQ4_K);
+  c.d_model = 256, c.d_ff = 256, c.n_heads = 4, c.n_kv_heads = 2, c.head_dim = 64;
+  synth::write_synth_model(c, tmp / "q4k.gguf");
+  const uint16_t inf16 = 0x7c00;
+  patch_tensor(tmp / "q4k.gguf", "blk.1.ffn_up.weight", 144 * 5 + 2, &inf16, 2);  // dmin of block 5
+  const std::string err = error_of(tmp / "q4k.gguf");
+  INFO(err);
+  CHECK(err.find("tensor 'blk.1.ffn_up.weight' has a NaN or infinite scale in its Q4_K block at element 1280 (row 5)") !=
+        std::string::npos);
+}
+
 TEST_CASE("matrices of every computable type stay packed in the map; nothing is widened at load") {
   test::TempDir tmp;
   for (simd::WeightType type : {simd::WeightType::kF16, simd::WeightType::kBF16, simd::WeightType::kQ8_0}) {
@@ -156,8 +212,8 @@ TEST_CASE("a model without a required key is refused naming the key") {
 TEST_CASE("a tensor of an unsupported type is refused naming the tensor") {
   test::TempDir tmp;
   synth::write_synth_model(small_config(simd::WeightType::kF32), tmp / "m.gguf");
-  // Re-type blk.0.attn_q.weight as Q4_0 in place: its rows of 64 are whole Q4_0 blocks and the
-  // smaller Q4_0 data still lies inside the file, so only the type check can reject it.
+  // Re-type blk.0.attn_q.weight as I8 (a type GGUF files may hold, not a weight type) in place:
+  // the smaller I8 data still lies inside the file, so only the type check can reject it.
   std::string bytes = test::read_file(tmp / "m.gguf");
   const std::string name = "blk.0.attn_q.weight";
   size_t at = bytes.find(name);
@@ -165,12 +221,11 @@ TEST_CASE("a tensor of an unsupported type is refused naming the tensor") {
   at += name.size();
   uint32_t n_dims;
   std::memcpy(&n_dims, &bytes[at], 4);
-  const uint32_t q4_0 = 2;
-  std::memcpy(&bytes[at + 4 + 8 * n_dims], &q4_0, 4);
-  std::ofstream(tmp / "q4.gguf", std::ios::binary) << bytes;
-  const std::string err = error_of(tmp / "q4.gguf");
-  CHECK(err.find("blk.0.attn_q.weight") != std::string::npos);
-  CHECK(err.find("Q4_0") != std::string::npos);
+  const uint32_t i8 = 24;
+  std::memcpy(&bytes[at + 4 + 8 * n_dims], &i8, 4);
+  std::ofstream(tmp / "i8.gguf", std::ios::binary) << bytes;
+  const std::string err = error_of(tmp / "i8.gguf");
+  CHECK(err.find("tensor 'blk.0.attn_q.weight' has type I8, which kvrt does not compute") != std::string::npos);
 }
 
 TEST_CASE("an impossible block count is refused before anything is sized by it") {
@@ -238,5 +293,6 @@ TEST_CASE("NaN or infinity in a weight is refused at load, naming the tensor and
   const uint16_t nan16 = 0x7e00;
   patch_tensor(tmp / "q8.gguf", "token_embd.weight", 34 * 3, &nan16, 2);  // the scale of block 3
   err = error_of(tmp / "q8.gguf");
-  CHECK(err.find("tensor 'token_embd.weight' holds NaN at element 96") != std::string::npos);
+  CHECK(err.find("tensor 'token_embd.weight' has a NaN or infinite scale in its Q8_0 block at element 96 (row 1)") !=
+        std::string::npos);
 }

@@ -187,7 +187,7 @@ void GgufFile::parse() {
     ti.type = info->type;
     if (ti.dims[0] % info->block != 0)
       fail("tensor '" + ti.name + "' row of " + std::to_string(ti.dims[0]) +
-           " elements is not a multiple of the " + info->name + " block size");
+           " elements is not a multiple of the " + info->name + " block size (" + std::to_string(info->block) + ")");
     const uint64_t n_blocks = uint64_t(ti.n_elements / info->block);
     if (n_blocks > std::numeric_limits<uint64_t>::max() / uint64_t(info->block_bytes))
       fail("tensor '" + ti.name + "' is too large (" + std::to_string(ti.n_elements) +

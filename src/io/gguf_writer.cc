@@ -206,7 +206,7 @@ void GgufWriter::add_tensor(std::string_view name, std::vector<int64_t> dims, si
                             TensorFill fill) {
   const std::string n(name);
   const simd::WeightTypeTraits* t = simd::find_weight_type(static_cast<uint32_t>(type));
-  if (t == nullptr || t->from_float_ref == nullptr)
+  if (t == nullptr || !t->computable() || t->from_float_ref == nullptr)
     usage_error("tensor '" + n + "': the GGUF writer encodes only " + simd::computable_weight_type_names());
   if (dims.empty() || dims.size() > 4) usage_error("tensor '" + n + "' needs 1 to 4 dimensions");
   int64_t n_elements = 1;

@@ -19,16 +19,16 @@ const simd::WeightTypeTraits& computable_type(const io::GgufFile& file, const io
 }
 
 // A NaN or infinity in a weight turns every output it touches into garbage: refused at load by
-// one scan of the stored values (block scales for quantized types).
+// one scan of the stored values (the f16 scales and mins of block types, whose codes are finite).
 void check_finite(const io::GgufFile& file, const io::GgufTensor& t, const simd::WeightTypeTraits& type) {
   const int64_t at = type.find_non_finite(t.data, t.n_elements);
   if (at < 0) return;
-  float x[256];  // the block (or value) holding it, widened to name what it is
-  KVRT_ASSERT(type.block <= 256);
-  type.to_float_ref(t.data + at / type.block * type.block_bytes, type.block, x);
-  const float v = x[at % type.block];
-  file.fail("tensor '" + t.name + "' holds " + (std::isnan(v) ? "NaN" : "an infinity") + " at element " +
-            std::to_string(at) + " (row " + std::to_string(at / t.dims[0]) + ")");
+  const std::string where = " at element " + std::to_string(at) + " (row " + std::to_string(at / t.dims[0]) + ")";
+  if (type.block > 1)
+    file.fail("tensor '" + t.name + "' has a NaN or infinite scale in its " + type.name + " block" + where);
+  float v;
+  type.to_float_ref(t.data + at * type.block_bytes, 1, &v);
+  file.fail("tensor '" + t.name + "' holds " + (std::isnan(v) ? "NaN" : "an infinity") + where);
 }
 
 // The role's matrix or vector member of a layer; the forward pass uses no other roles in a layer

@@ -25,11 +25,11 @@ void install_matmul(Kernels& k) {
   [&]<int... I>(std::integer_sequence<int, I...>) {
     ((k.matmul.fn[I / kMaxTileCols][I % kMaxTileCols] = &tile<I / kMaxTileCols + 1, I % kMaxTileCols + 1>), ...);
   }(std::make_integer_sequence<int, kMaxTileRows * kMaxTileCols>{});
-  for (int t = 0; t < kNumWeightTypes; ++t) {  // the reference codec of every computable type
+  for (int t = 0; t < kNumWeightTypes; ++t) {  // the reference codec of every type that has one
     const WeightTypeTraits* row = find_weight_type(static_cast<uint32_t>(t));
-    if (row == nullptr || !row->computable()) continue;
-    k.weight[t].to_float = row->to_float_ref;
-    k.weight[t].from_float = row->from_float_ref;
+    if (row == nullptr) continue;
+    k.weight[t].to_float = row->to_float_ref;      // computable weight types
+    k.weight[t].from_float = row->from_float_ref;  // and the activation formats
   }
 }
 

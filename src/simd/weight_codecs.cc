@@ -87,12 +87,4 @@ int64_t f32_find_non_finite(const uint8_t* src, int64_t n) { return find_all_one
 int64_t f16_find_non_finite(const uint8_t* src, int64_t n) { return find_all_ones_exponent<uint16_t>(src, n, 0x7c00u); }
 int64_t bf16_find_non_finite(const uint8_t* src, int64_t n) { return find_all_ones_exponent<uint16_t>(src, n, 0x7f80u); }
 
-int64_t q8_0_find_non_finite(const uint8_t* src, int64_t n) {
-  for (int64_t b = 0; b < n / 32; ++b) {
-    const uint16_t d = load<uint16_t>(src + b * sizeof(BlockQ8_0) + offsetof(BlockQ8_0, d));
-    if ((d & 0x7c00u) == 0x7c00u) return b * 32;
-  }
-  return -1;
-}
-
 }  // namespace kvrt::simd::ref

@@ -8,30 +8,24 @@
 // codec (not computable) when a weight of it is loaded.
 //
 // Adding a type: its block struct (with a static_assert on its size), its row in weight_types.cc
-// with its reference codec (weight_codecs.cc), then its kernels per ISA.
+// with its reference codec (weight_codecs*.cc), then its kernels per ISA.
 #pragma once
 
 #include <cstdint>
+
+#include "simd/weight_blocks.h"  // the block structs of the quantized types
 
 namespace kvrt::simd {
 
 // Numbered as ggml's types, which are the GGUF tensor type ids.
 enum class WeightType : uint32_t {
   kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8, kQ8_1 = 9,
-  kQ2_K = 10, kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kQ8_K = 15,
+  kQ2_K = 10, kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kQ8_K = 15, kIQ4_NL = 20,
   kI8 = 24, kI16 = 25, kI32 = 26, kI64 = 27, kF64 = 28, kBF16 = 30,
 };
 constexpr int kNumWeightTypes = 31;  // type ids are below this: the size of the weight[] slots
 
 constexpr int weight_index(WeightType t) { return static_cast<int>(t); }
-
-// Q8_0: 32 values x = d * qs[i], d an IEEE binary16 scale (ggml's block_q8_0). Also the
-// activation format of Q8_0's integer decode product.
-struct BlockQ8_0 {
-  uint16_t d;      // f16 scale
-  int8_t qs[32];   // codes
-};
-static_assert(sizeof(BlockQ8_0) == 34);
 
 struct WeightTypeTraits {
   WeightType type;

@@ -1,4 +1,4 @@
-// Bodies of the fuzz targets (gguf, tokenizer, toml), shared by the libFuzzer entry points (fuzz_*.cc, built by
+// Bodies of the fuzz targets (gguf, tokenizer, toml, weights), shared by the libFuzzer entry points (fuzz_*.cc, built by
 // tools/fuzz.sh) and by tests/test_fuzz_regressions.cc, which replays the seed corpus and every
 // input that once crashed. A target returns normally or throws kvrt::Error for bad input;
 // anything else (a crash, a sanitizer report, another exception, an abort) is a bug.
@@ -7,19 +7,24 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/error.h"
 #include "common/sha256.h"
 #include "io/gguf.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
+#include "simd/dispatch.h"
+#include "simd/weight_types.h"
 #include "validate/record.h"
 #include "validate/settings.h"
 #include "validate/thresholds.h"
@@ -103,6 +108,35 @@ inline void toml_one(const uint8_t* data, size_t size) {
   const std::string body = "#\n" + std::string(text);
   const std::string record = "#\ncontent_sha256 = " + validate::toml_quote(sha256_hex(body)) + "\n" + std::string(text);
   attempt([&] { (void)validate::read_record(memory_file(record)); });
+}
+
+// Bytes as blocks of a weight type: byte 0 picks the type, the rest is cut to whole blocks (at
+// most 64 KiB of values). Every ISA's decoder must give the reference decoder's floats bit for bit
+// (NaN scales included), the finiteness scan must stay inside the blocks, and finite values must
+// encode and decode again.
+inline void weights_one(const uint8_t* data, size_t size) {
+  using W = simd::WeightType;
+  static constexpr W kTypes[] = {W::kQ8_0, W::kQ4_0, W::kQ4_1, W::kQ5_0, W::kQ5_1, W::kIQ4_NL,
+                                 W::kQ2_K, W::kQ3_K, W::kQ4_K, W::kQ5_K, W::kQ6_K};
+  if (size < 1) return;
+  const simd::WeightTypeTraits& t = simd::weight_type_traits(kTypes[data[0] % std::size(kTypes)]);
+  const int64_t n_blocks = std::min<int64_t>(int64_t(size - 1) / t.block_bytes, 65536 / t.block);
+  const int64_t n = n_blocks * t.block;
+  std::vector<uint8_t> blocks(data + 1, data + 1 + n_blocks * t.block_bytes);  // 2-byte aligned, as the loader's
+  std::vector<float> ref(static_cast<size_t>(n)), got(static_cast<size_t>(n));
+  t.to_float_ref(blocks.data(), n, ref.data());
+  for (simd::Isa isa : simd::runnable_isas()) {
+    simd::kernels_for(isa).weight[simd::weight_index(t.type)].to_float(blocks.data(), n, got.data());
+    if (std::memcmp(ref.data(), got.data(), ref.size() * sizeof(float)) != 0) {
+      std::fprintf(stderr, "%s to_float on %s differs from the reference\n", t.name, simd::isa_to_string(isa));
+      std::abort();
+    }
+  }
+  const int64_t bad = t.find_non_finite(blocks.data(), n);
+  if (bad < -1 || bad >= n || (bad >= 0 && bad % t.block != 0)) std::abort();
+  if (bad >= 0) return;
+  t.from_float_ref(ref.data(), n, blocks.data());
+  t.to_float_ref(blocks.data(), n, got.data());
 }
 
 }  // namespace kvrt::fuzz

@@ -6,6 +6,7 @@
 #include "command_line.h"
 #include "common/data_dir.h"
 #include "common/error.h"
+#include "common/resident_memory.h"
 #include "commands.h"
 #include "model/model.h"
 #include "model_options.h"
@@ -101,8 +102,11 @@ int cmd_info(int argc, char** argv) {
               model::rope_pairing_name(c.rope_pairing));
   std::printf("output matrix:  %s\n", c.tied_output ? "tied to token_embd" : "separate");
   print_tensors(model->file(), list_tensors);
-  std::printf("weights:        %zu bytes mapped in place, %zu bytes converted to FP32\n",
+  std::printf("weights:        %zu bytes mapped in place, %zu bytes converted to FP32 or copied aligned\n",
               model->weights().bytes_mapped(), model->weights().bytes_converted());
+  if (const auto rss = resident_bytes())
+    std::printf("resident:       %.1f MiB after loading (file %.1f MiB; a session adds its KV cache and scratch)\n",
+                double(*rss) / (1024.0 * 1024.0), double(model->file().file_size()) / (1024.0 * 1024.0));
   std::printf("tokenizer:      %s (pre-tokenizer %s%s), BOS %d, EOS %d\n",
               std::string(tok.model_name()).c_str(), std::string(tok.pre_name()).c_str(),
               tok.pre_tokenizer_supported() ? "" : ", NOT SUPPORTED", tok.bos_id(), tok.eos_id());

@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "common/error.h"
 #include "common/regular_file.h"
+#include "common/resident_memory.h"
 #include "gate_options.h"
 #include "kv_options.h"
 #include "model/sampler.h"
@@ -17,6 +18,8 @@
 
 namespace kvrt::cli {
 namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
 
 using Clock = std::chrono::steady_clock;
 
@@ -57,6 +60,9 @@ void report(const model::Session& s, int n_prompt, double t_prefill, int n_decod
   std::fprintf(stderr, "kvrt: KV cache %s: %.1f bytes/token, %zu bytes in use (%d positions), %zu allocated\n",
                kv.config().name().c_str(), kv.bytes_per_token(), kv.bytes_in_use(s.n_past()),
                s.n_past(), kv.bytes_allocated());
+  if (const auto rss = resident_bytes())
+    std::fprintf(stderr, "kvrt: resident memory %.1f MiB (model file %.1f MiB, session buffers %.1f MiB)\n",
+                 double(*rss) / kMiB, double(s.model().file().file_size()) / kMiB, double(s.bytes_allocated()) / kMiB);
 }
 
 }  // namespace

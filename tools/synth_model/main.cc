@@ -15,11 +15,14 @@ namespace {
 constexpr const char* kUsage =
     "usage: synth_model -o OUT.gguf [--d-model 1024] [--n-layers 8] [--n-heads 16]\n"
     "                   [--n-kv-heads 4] [--head-dim 64] [--d-ff 2816] [--ctx 16384]\n"
-    "                   [--type f16|bf16|f32|q8_0] [--vocab-from FILE.gguf] [--seed S] [--tied]\n"
+    "                   [--type TYPE] [--vocab-from FILE.gguf] [--seed S] [--tied]\n"
     "                   [--weights-from DIR] [--name NAME]\n"
     "Writes a llama GGUF with random weights (or, with --weights-from, each tensor from the raw\n"
     "little-endian f32 file DIR/<tensor name>.f32) and the tokenizer of --vocab-from\n"
-    "(default: the source tree's tests/data/vocab/ggml-vocab-llama-spm.gguf).\n"
+    "(default: the source tree's tests/data/vocab/ggml-vocab-llama-spm.gguf). TYPE (default f16):\n"
+    "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl (every\n"
+    "matrix of that type), or q3_k_m, q4_k_m, q5_k_m (llama-quantize's mixes: Q6_K output, more\n"
+    "bits in some attn_v / ffn_down layers). Row lengths must be whole blocks (32, or 256 for K).\n"
     "\n"
     "       synth_model -o OUT.gguf --chat-from BASE.gguf [--chat-format chatml|llama3|gemma|phi3]\n"
     "Writes a chat model made from a small trained F32 llama such as models/stories260K.gguf:\n"
@@ -65,7 +68,9 @@ bool apply_valued(Args& a, std::string_view flag, std::string_view v) {
   if (flag == "-o") {
     a.out_path = std::string(v);
   } else if (flag == "--type") {
-    a.config.type = kvrt::synth::parse_weight_type(v);
+    const kvrt::synth::WeightChoice w = kvrt::synth::parse_weight_choice(v);
+    a.config.type = w.type;
+    a.config.mix = w.mix;
   } else if (flag == "--vocab-from") {
     a.config.vocab_path = std::string(v);
   } else if (flag == "--chat-from") {

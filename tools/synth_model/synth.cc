@@ -68,16 +68,24 @@ io::TensorFill tensor_fill(const SynthConfig& c, const std::string& name, int64_
   return gaussian(c.seed, name, mean, stddev);
 }
 
-uint32_t file_type_code(simd::WeightType t) {  // llama.cpp's llama_ftype
-  switch (t) {
-    case simd::WeightType::kF32:
-      return 0;
-    case simd::WeightType::kF16:
-      return 1;
-    case simd::WeightType::kQ8_0:
-      return 7;
-    default:
-      return 32;  // MOSTLY_BF16
+uint32_t file_type_code(const SynthConfig& c) {  // llama.cpp's llama_ftype
+  using W = simd::WeightType;
+  const bool m = c.mix == WeightMix::kM;
+  switch (c.type) {
+    case W::kF32: return 0;
+    case W::kF16: return 1;
+    case W::kQ4_0: return 2;
+    case W::kQ4_1: return 3;
+    case W::kQ8_0: return 7;
+    case W::kQ5_0: return 8;
+    case W::kQ5_1: return 9;
+    case W::kQ2_K: return 10;
+    case W::kQ3_K: return m ? 12 : 11;  // Q3_K_M, Q3_K_S
+    case W::kQ4_K: return m ? 15 : 14;  // Q4_K_M, Q4_K_S
+    case W::kQ5_K: return m ? 17 : 16;  // Q5_K_M, Q5_K_S
+    case W::kQ6_K: return 18;
+    case W::kIQ4_NL: return 25;
+    default: return 32;  // MOSTLY_BF16
   }
 }
 
@@ -100,10 +108,8 @@ void check_config(const SynthConfig& c) {
                 ErrorKind::kUsage);
   if (c.head_dim % 2 != 0)
     throw Error("--head-dim must be even (RoPE rotates pairs)", ErrorKind::kUsage);
-  if (c.type == simd::WeightType::kQ8_0 &&
-      (c.d_model % 32 != 0 || c.n_heads * c.head_dim % 32 != 0 || c.d_ff % 32 != 0))
-    throw Error("q8_0 needs --d-model, --n-heads*--head-dim and --d-ff to be multiples of 32",
-                ErrorKind::kUsage);
+  // Row lengths that are not whole blocks of a matrix's type: the GGUF writer's error names the
+  // tensor and the block size.
 }
 
 void add_hparams(io::GgufWriter& w, const SynthConfig& c, int64_t n_vocab) {
@@ -111,8 +117,8 @@ void add_hparams(io::GgufWriter& w, const SynthConfig& c, int64_t n_vocab) {
   w.add_string("general.name", !c.name.empty() ? c.name
                                                 : "synth-llama-d" + std::to_string(c.d_model) + "-l" +
                                                       std::to_string(c.n_layers) + "-" +
-                                                      simd::weight_type_name(c.type));
-  w.add_u32("general.file_type", file_type_code(c.type));
+                                                      weight_choice_name({c.type, c.mix}));
+  w.add_u32("general.file_type", file_type_code(c));
   w.add_u32("llama.vocab_size", uint32_t(n_vocab));
   w.add_u32("llama.context_length", uint32_t(c.n_ctx));
   w.add_u32("llama.embedding_length", uint32_t(c.d_model));
@@ -143,9 +149,10 @@ void add_tokenizer(io::GgufWriter& w, const io::GgufFile& vocab) {
 }
 
 // A matrix [n_in, n_out] (GGUF order) with N(0, 1/sqrt(n_in)) entries: x·W keeps unit scale.
-void add_matrix(io::GgufWriter& w, const SynthConfig& c, const std::string& name, int64_t n_in,
-                int64_t n_out) {
-  w.add_tensor(name, {n_in, n_out}, c.type,
+// `role` and `layer` pick its type from the configuration's mix.
+void add_matrix(io::GgufWriter& w, const SynthConfig& c, const std::string& name, std::string_view role, int layer,
+                int64_t n_in, int64_t n_out) {
+  w.add_tensor(name, {n_in, n_out}, matrix_type({c.type, c.mix}, role, layer, c.n_layers),
                tensor_fill(c, name, n_in * n_out, 0.0f, float(1.0 / std::sqrt(double(n_in)))));
 }
 
@@ -158,20 +165,20 @@ void add_tensors(io::GgufWriter& w, const SynthConfig& c, int64_t n_vocab) {
                 kv_dim = int64_t(c.n_kv_heads) * c.head_dim;
   // Embedding rows have unit-scale dot products with a normalized state: logits stay O(1)
   // whether or not the output matrix is tied to it.
-  add_matrix(w, c, "token_embd.weight", d, n_vocab);
+  add_matrix(w, c, "token_embd.weight", "token_embd", 0, d, n_vocab);
   add_norm(w, c, "output_norm.weight");
-  if (!c.tied) add_matrix(w, c, "output.weight", d, n_vocab);
+  if (!c.tied) add_matrix(w, c, "output.weight", "output", 0, d, n_vocab);
   for (int i = 0; i < c.n_layers; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     add_norm(w, c, p + "attn_norm.weight");
-    add_matrix(w, c, p + "attn_q.weight", d, q_dim);
-    add_matrix(w, c, p + "attn_k.weight", d, kv_dim);
-    add_matrix(w, c, p + "attn_v.weight", d, kv_dim);
-    add_matrix(w, c, p + "attn_output.weight", q_dim, d);
+    add_matrix(w, c, p + "attn_q.weight", "attn_q", i, d, q_dim);
+    add_matrix(w, c, p + "attn_k.weight", "attn_k", i, d, kv_dim);
+    add_matrix(w, c, p + "attn_v.weight", "attn_v", i, d, kv_dim);
+    add_matrix(w, c, p + "attn_output.weight", "attn_output", i, q_dim, d);
     add_norm(w, c, p + "ffn_norm.weight");
-    add_matrix(w, c, p + "ffn_gate.weight", d, c.d_ff);
-    add_matrix(w, c, p + "ffn_up.weight", d, c.d_ff);
-    add_matrix(w, c, p + "ffn_down.weight", c.d_ff, d);
+    add_matrix(w, c, p + "ffn_gate.weight", "ffn_gate", i, d, c.d_ff);
+    add_matrix(w, c, p + "ffn_up.weight", "ffn_up", i, d, c.d_ff);
+    add_matrix(w, c, p + "ffn_down.weight", "ffn_down", i, c.d_ff, d);
   }
 }
 
@@ -183,15 +190,6 @@ int64_t param_count(const SynthConfig& c, int64_t n_vocab) {
 }
 
 }  // namespace
-
-simd::WeightType parse_weight_type(std::string_view name) {
-  if (name == "f32") return simd::WeightType::kF32;
-  if (name == "f16") return simd::WeightType::kF16;
-  if (name == "bf16") return simd::WeightType::kBF16;
-  if (name == "q8_0") return simd::WeightType::kQ8_0;
-  throw Error("unknown weight type '" + std::string(name) + "' (use f32, f16, bf16 or q8_0)",
-              ErrorKind::kUsage);
-}
 
 std::string default_vocab_path() { return KVRT_SYNTH_DEFAULT_VOCAB; }
 

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "io/gguf.h"
+#include "tools/synth_model/recipe.h"
 
 namespace kvrt::synth {
 
@@ -20,7 +21,8 @@ struct SynthConfig {
   int head_dim = 64;
   int d_ff = 2816;
   int n_ctx = 16384;                           // llama.context_length
-  simd::WeightType type = simd::WeightType::kF16;  // of every matrix; norm weights are F32
+  simd::WeightType type = simd::WeightType::kF16;  // of every matrix (the bulk type of a mix); norms are F32
+  WeightMix mix = WeightMix::kPure;                // kM: llama-quantize's _M recipe (recipe.h)
   std::string vocab_path;                      // GGUF to copy tokenizer.* from; "" = default
   uint64_t seed = 1;
   bool tied = false;  // omit output.weight (shares token_embd)
@@ -36,9 +38,6 @@ struct SynthSummary {
   int64_t n_params = 0;
   uint64_t n_bytes = 0;  // size of the written file
 };
-
-// "f32", "f16", "bf16" or "q8_0"; anything else is a kvrt::Error (usage).
-simd::WeightType parse_weight_type(std::string_view name);
 
 // The source tree's tests/data/vocab/ggml-vocab-llama-spm.gguf (a 32000-token llama SPM
 // vocabulary); synth_model is a build-tree tool for tests and benchmarks, never installed.
