@@ -29,7 +29,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int kHeads = 16, kKvHeads = 4, kHeadDim = 64, kThreads = 2, kLayers = 8;
 const int kContexts[] = {1024, 4096, 8192, 16384};
-const kv::Format kFormats[] = {kv::Format::kF32, kv::Format::kQ8, kv::Format::kQ4};
 
 template <class F>
 double best_seconds(F f, double min_total = 0.3) {
@@ -84,7 +83,8 @@ int main(int argc, char** argv) {
   std::vector<Row> rows_out;
   std::vector<float> q(kHeads * kHeadDim, 0.1f), out(kHeads * kHeadDim);
   for (int ctx : kContexts) {
-    for (kv::Format f : kFormats) {
+    for (int format_idx = 0; format_idx < kv::kNumFormats; ++format_idx) {  // every row of kv/formats.h
+      const auto f = static_cast<kv::Format>(format_idx);
       const auto cache = filled_cache(f, ctx);
       const double bytes = cache->bytes_per_token() * ctx;  // all layers, K and V
       const double stream_1t = stream_read_gbps(static_cast<size_t>(bytes), 1);
@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
       for (simd::Isa isa : simd::runnable_isas()) {
         const simd::Kernels& k = simd::kernels_for(isa);
         const bool tiled = kv::format_traits(f).quantized();
-        const auto dot = tiled ? k.format[static_cast<int>(f)].dot : k.dot[static_cast<int>(simd::RowCodec::kF32)];
+        const auto dot = tiled ? k.format[static_cast<int>(f)].dot : k.dot;
         const auto acc_fn = tiled ? k.format[static_cast<int>(f)].acc : k.acc;
         std::vector<float> s(4 * ctx, 1.0f / ctx), acc(4 * kHeadDim);
         if (isa == simd::Isa::kScalar && ctx > 1024) continue;  // minutes, and says nothing new

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "kv/formats.h"
 #include "kv/kv_cache.h"
 #include "ops/attention.h"
 #include "simd/kernels_scalar.h"
@@ -144,9 +145,10 @@ namespace {
 using kvrt::kv::Format;
 using kvrt::kv::KeyAxis;
 
-// Per-element bound of the stored error of one side, in the stored (maybe rotated) domain:
-// q8 d/2 = amax/254 and q4 d/2 = (max-min)/30 over each group (along head_dim, or along
-// G tokens per channel for channel-axis keys), with a little slack for float rounding.
+// Per-element bound of the stored error of one side, in the stored (maybe rotated) domain: d/2,
+// amax/(2 max code) for symmetric formats (q8: amax/254) and (max-min)/(2 max code) for asymmetric
+// ones (q4: (max-min)/30) over each group (along head_dim, or along G tokens per channel for
+// channel-axis keys), with a little slack for float rounding.
 std::vector<double> stored_error_bound(const std::vector<float>& x, int n, int nkv, int hd, Format f, bool per_channel,
                                        bool rotate, int group) {
   std::vector<float> y = x;  // [n][nkv][hd]
@@ -159,7 +161,10 @@ std::vector<double> stored_error_bound(const std::vector<float>& x, int n, int n
       const double v = y[index(i)];
       mn = std::min(mn, v), mx = std::max(mx, v), amax = std::max(amax, std::abs(v));
     }
-    const double b = (f == Format::kQ8 ? amax / 254 : (mx - mn) / 30) * (1 + 1e-5) + 1e-6 * amax;
+    const kvrt::kv::FormatTraits& t = kvrt::kv::format_traits(f);
+    const bool symmetric = t.planes == 1;
+    const double max_code = symmetric ? (1 << (t.bits - 1)) - 1 : (1 << t.bits) - 1;
+    const double b = (symmetric ? amax : mx - mn) / (2 * max_code) * (1 + 1e-5) + 1e-6 * amax;
     for (int i = 0; i < len; ++i) e[index(i)] = b;
   };
   for (int h = 0; h < nkv; ++h) {
@@ -221,8 +226,9 @@ TEST_CASE("quantized attention stays within the bound derived from the quantizat
     const int n = c.n_prompt + c.n_decode;
     const Data d = make_data(c, 99 + hd, 6.0f);
     const std::vector<double> ref = reference(c, d);
-    for (Format kf : {Format::kF32, Format::kQ8, Format::kQ4}) {
-      for (Format vf : {Format::kQ8, Format::kQ4, Format::kF32}) {
+    for (int ki = 0; ki < kvrt::kv::kNumFormats; ++ki) {  // every row of kv/formats.h
+      for (int vi = 0; vi < kvrt::kv::kNumFormats; ++vi) {
+        const auto kf = static_cast<Format>(ki), vf = static_cast<Format>(vi);
         for (KeyAxis axis : {KeyAxis::kToken, KeyAxis::kChannel}) {
           for (int variant = 0; variant < 3; ++variant) {  // plain, residual window, rotation
             KvConfig cfg;
@@ -232,6 +238,7 @@ TEST_CASE("quantized attention stays within the bound derived from the quantizat
             cfg.residual = variant == 1 ? 5 : 0;
             cfg.rotate = variant == 2;
             cfg.group_size = hd == 8 ? 8 : 16;
+            if (axis == KeyAxis::kToken && cfg.group_size % kvrt::kv::format_traits(kf).unit(kvrt::kv::TileRole::kKey)) continue;
             const bool per_channel = axis == KeyAxis::kChannel && kf != Format::kF32;
             const auto ek = stored_error_bound(d.k, n, 2, hd, kf, per_channel, cfg.rotate, cfg.group_size);
             const auto ev = stored_error_bound(d.v, n, 2, hd, vf, false, cfg.rotate, cfg.group_size);
@@ -362,4 +369,13 @@ TEST_CASE("invalid KV settings are clear errors") {
   cfg.rotate = true;  // 48 is not a power of two
   CHECK_THROWS_AS(KvCache(cfg, shape), kvrt::Error);
   CHECK_THROWS_AS(kvrt::kv::parse_format("q3"), kvrt::Error);
+  KvConfig odd;  // channel-axis q4 keys: a code row is two channels per byte
+  odd.k_format = Format::kQ4;
+  odd.k_axis = KeyAxis::kChannel;
+  odd.group_size = 4;
+  CHECK_THROWS_AS(KvCache(odd, CacheShape{1, 2, 7, 32}), kvrt::Error);
+  odd.group_size = 3;  // and a channel's G codes
+  CHECK_THROWS_AS(KvCache(odd, CacheShape{1, 2, 8, 32}), kvrt::Error);
+  odd.k_format = Format::kQ8;
+  CHECK_NOTHROW(KvCache(odd, CacheShape{1, 2, 7, 32}));
 }

@@ -31,27 +31,16 @@ std::vector<float> randn(size_t n, unsigned seed, float scale = 1.0f) {
   return x;
 }
 
-size_t row_bytes(RowCodec c, int n) {
-  switch (c) {
-    case RowCodec::kF32: return sizeof(float) * n;
-    case RowCodec::kRaw8: return n;
-    case RowCodec::kRaw4: return n / 2;
-  }
-  return 0;
-}
-
-// Rows of FP32 values or random codes (raw codecs).
-std::vector<uint8_t> make_rows(RowCodec c, int n, int n_rows, unsigned seed) {
-  const size_t rb = row_bytes(c, n);
+// Rows of codec C (simd/kernels.h): FP32 values, or random bare codes of a format.
+template <class C>
+std::vector<uint8_t> make_rows(int n, int n_rows, unsigned seed) {
+  const size_t rb = static_cast<size_t>(n) * C::kBits / 8;
   std::vector<uint8_t> rows(rb * n_rows);
   const std::vector<float> x = randn(static_cast<size_t>(n) * n_rows, seed);
   std::mt19937 rng(seed);
-  for (int t = 0; t < n_rows; ++t) {
-    uint8_t* r = rows.data() + t * rb;
-    if (c == RowCodec::kF32) std::memcpy(r, &x[t * n], rb);
-    else if (c == RowCodec::kRaw8) for (size_t i = 0; i < rb; ++i) r[i] = static_cast<uint8_t>(rng() % 255 + 1);  // never -128
-    else for (size_t i = 0; i < rb; ++i) r[i] = static_cast<uint8_t>(rng());
-  }
+  if constexpr (C::kBits == 32) std::memcpy(rows.data(), x.data(), rows.size());
+  else if constexpr (C::kBits == 8) for (uint8_t& r : rows) r = static_cast<uint8_t>(rng() % 255 + 1);  // never -128
+  else for (uint8_t& r : rows) r = static_cast<uint8_t>(rng());
   return rows;
 }
 
@@ -74,40 +63,53 @@ TEST_CASE("the kernel table is chosen and names its ISA") {
   MESSAGE("runnable SIMD ISAs besides scalar: " << simd_isas().size() << ", chosen " << std::string(isa_name()));
 }
 
-TEST_CASE("row dot and acc equal the scalar twin") {
+namespace {
+
+// k_dot (an ISA's slot for rows of codec C) equals scalar::dot<C> up to reordered sums.
+template <class C>
+void check_row_dot(Isa isa, void (*k_dot)(const DotArgs&), int n) {
+  const int n_rows = 37, n_q = 6;
+  const std::vector<uint8_t> rows = make_rows<C>(n, n_rows, n);
+  const size_t rb = static_cast<size_t>(n) * C::kBits / 8;
+  const std::vector<float> q = randn(static_cast<size_t>(n_q) * n, 3);
+  std::vector<float> s_simd(n_q * n_rows), s_ref(n_q * n_rows);
+  DotArgs d{q.data(), n_q, static_cast<size_t>(n), rows.data(), rb, n_rows, n, 0, s_simd.data(), static_cast<size_t>(n_rows)};
+  k_dot(d);
+  d.scores = s_ref.data();
+  scalar::dot<C>(d);
+  std::vector<float> x(n);
+  for (int t = 0; t < n_rows; ++t) {
+    scalar::dequantize_row<C>(rows.data() + t * rb, n, x.data());
+    for (int i = 0; i < n_q; ++i) {
+      double mag = 0;
+      for (int j = 0; j < n; ++j) mag += std::abs(q[i * n + j] * x[j]);
+      INFO(std::string(isa_to_string(isa)) << " bits " << C::kBits << " n " << n);
+      REQUIRE(std::abs(s_simd[i * n_rows + t] - s_ref[i * n_rows + t]) <= kSumTol * mag + 1e-6);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("row dot and acc equal the scalar twin, for FP32 rows and every format's code rows") {
   for (Isa isa : simd_isas()) {
     const Kernels& k = kernels_for(isa);
     for (int n : {8, 64, 128, 96}) {
-      for (int ci = 0; ci < kNumRowCodecs; ++ci) {
-        const auto c = static_cast<RowCodec>(ci);
-        const int n_rows = 37, n_q = 6;
-        const std::vector<uint8_t> rows = make_rows(c, n, n_rows, n);
-        const size_t rb = row_bytes(c, n);
-        const std::vector<float> q = randn(static_cast<size_t>(n_q) * n, 3);
-        std::vector<float> s_simd(n_q * n_rows), s_ref(n_q * n_rows);
-        DotArgs d{q.data(), n_q, static_cast<size_t>(n), rows.data(), rb, n_rows, n, 0, s_simd.data(), static_cast<size_t>(n_rows)};
-        k.dot[static_cast<int>(c)](d);
-        d.scores = s_ref.data();
-        scalar::dot(c, d);
-        std::vector<float> x(n);
-        for (int t = 0; t < n_rows; ++t) {
-          scalar::dequantize(c, rows.data() + t * rb, n, x.data());
-          for (int i = 0; i < n_q; ++i) {
-            double mag = 0;
-            for (int j = 0; j < n; ++j) mag += std::abs(q[i * n + j] * x[j]);
-            INFO(std::string(isa_to_string(isa)) << " codec " << int(c) << " n " << n);
-            REQUIRE(std::abs(s_simd[i * n_rows + t] - s_ref[i * n_rows + t]) <= kSumTol * mag + 1e-6);
-          }
-        }
-        if (c != RowCodec::kF32) continue;
-        const std::vector<float> p = randn(static_cast<size_t>(n_q) * n_rows, 5);
-        std::vector<float> a_simd = randn(static_cast<size_t>(n_q) * n, 6), a_ref = a_simd;
-        AccArgs a{p.data(), n_q, static_cast<size_t>(n_rows), rows.data(), rb, n_rows, n, 0, a_simd.data(), static_cast<size_t>(n)};
-        k.acc(a);
-        a.acc = a_ref.data();
-        scalar::acc(a);
-        for (size_t i = 0; i < a_ref.size(); ++i) REQUIRE(std::abs(a_simd[i] - a_ref[i]) <= kSumTol * (std::abs(a_ref[i]) + 40.0) + 1e-5);
-      }
+      check_row_dot<F32Rows>(isa, k.dot, n);
+      kvrt::kv::for_each_quant_format([&](auto f) {
+        using F = decltype(f);
+        if (n % F::kPerByte == 0) check_row_dot<F>(isa, k.format[static_cast<int>(F::kFormat)].dot_codes, n);
+      });
+      const int n_rows = 37, n_q = 6;
+      const std::vector<uint8_t> rows = make_rows<F32Rows>(n, n_rows, n);
+      const size_t rb = sizeof(float) * n;
+      const std::vector<float> p = randn(static_cast<size_t>(n_q) * n_rows, 5);
+      std::vector<float> a_simd = randn(static_cast<size_t>(n_q) * n, 6), a_ref = a_simd;
+      AccArgs a{p.data(), n_q, static_cast<size_t>(n_rows), rows.data(), rb, n_rows, n, 0, a_simd.data(), static_cast<size_t>(n)};
+      k.acc(a);
+      a.acc = a_ref.data();
+      scalar::acc(a);
+      for (size_t i = 0; i < a_ref.size(); ++i) REQUIRE(std::abs(a_simd[i] - a_ref[i]) <= kSumTol * (std::abs(a_ref[i]) + 40.0) + 1e-5);
     }
   }
 }

@@ -47,6 +47,12 @@ int default_group(const KvConfig& c, int head_dim) {
 void check_group(const KvConfig& c, int head_dim, int group) {
   if (group < 1 || group > kMaxGroup)
     throw Error("KV group size " + std::to_string(group) + " is outside 1.." + std::to_string(kMaxGroup), ErrorKind::kUsage);
+  // Channel-axis key tiles pack a token's channels, and a channel's G tokens, in whole bytes.
+  const FormatTraits& k = format_traits(c.k_format);
+  if (k.quantized() && c.k_axis == KeyAxis::kChannel && (head_dim * k.bits % 8 != 0 || group * k.bits % 8 != 0))
+    throw Error(std::string(k.name) + " channel-axis keys pack " + std::to_string(8 / k.bits) + " codes per byte: head_dim " +
+                    std::to_string(head_dim) + " and the group " + std::to_string(group) + " must be multiples of that",
+                ErrorKind::kUsage);
   const TokenTiled t = token_tiled(c);
   for (TileRole role : {TileRole::kKey, TileRole::kValue}) {
     const FormatTraits* f = t.format[static_cast<int>(role)];

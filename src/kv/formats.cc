@@ -11,13 +11,6 @@ namespace kvrt::kv {
 
 namespace {
 
-// Bare codes of F's width: the rows of its channel-axis tiles.
-template <class F>
-constexpr simd::RowCodec raw_codec() {
-  static_assert(F::kBits == 8 || F::kBits == 4, "no row kernels for this code width");
-  return F::kBits == 8 ? simd::RowCodec::kRaw8 : simd::RowCodec::kRaw4;
-}
-
 template <class F>
 constexpr FormatTraits quant_row() {
   static_assert(std::is_same_v<typename F::Scale, float>, "scale type not in ScaleType");
@@ -26,7 +19,6 @@ constexpr FormatTraits quant_row() {
           F::kBits,
           F::kPlanes,
           ScaleType::kF32,
-          raw_codec<F>(),
           kKeyLaneDims * F::kPerByte,
           simd::kAccColumnDims,
           quantize_group<F>,
@@ -38,7 +30,7 @@ constexpr FormatTraits quant_row() {
 
 // Indexed by Format. f32 "blocks" are the values themselves.
 constexpr FormatTraits kTraits[] = {
-    {Format::kF32, "f32", 32, 0, ScaleType::kNone, simd::RowCodec::kF32, 1, 1, nullptr, nullptr, nullptr, nullptr, nullptr},
+    {Format::kF32, "f32", 32, 0, ScaleType::kNone, 1, 1, nullptr, nullptr, nullptr, nullptr, nullptr},
     quant_row<Q8>(),
     quant_row<Q4>(),
 };

@@ -1,6 +1,6 @@
 // One row per KV format, consulted by every caller (cache, attention, settings, memory plans):
-// its name, code geometry, scale type, reference codec, the codec of its channel-tile code rows
-// and its kernel slot. The rows are built from the descriptors of kv/blocks.h (kv/formats.cc).
+// its name, code geometry, scale type, reference codec and its kernel slot (whose dot_codes
+// reads the code rows of its channel tiles). The rows are built from the descriptors of kv/blocks.h (kv/formats.cc).
 #pragma once
 
 #include <cstddef>
@@ -22,7 +22,6 @@ struct FormatTraits {
   int bits;                // bits per stored value (32 for f32)
   int planes;              // scale planes per group: 0 (f32), 1 (scale), 2 (scale, minimum)
   ScaleType scale_type;
-  simd::RowCodec row_codec;  // f32 rows, or the bare codes of a channel-tile row (kv/channel_tile.h)
   // Token tiles need head_dim and the group to be multiples of these (kv/tiles.h key runs are
   // 4 dims per slot of a byte; the value kernels take 8 dims at a time). 1 for f32.
   int key_unit, value_unit;

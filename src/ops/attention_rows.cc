@@ -45,7 +45,7 @@ void channel_scores(const kv::HeadView& v, const float* q, int n_q, int j0, int 
   }
   const size_t row = f.code_bytes(hd);  // one token's codes
   const uint8_t* codes = tile + f.channel_codes_offset(hd) + (j0 % g) * row;
-  simd::kernels().dot[static_cast<int>(f.row_codec)]({ts.qd.data(), n_q, static_cast<size_t>(hd), codes, row, j1 - j0, hd, g, scores, stride});
+  simd::kernels().format[static_cast<int>(f.format)].dot_codes({ts.qd.data(), n_q, static_cast<size_t>(hd), codes, row, j1 - j0, hd, g, scores, stride});
   for (int i = 0; i < n_q; ++i) {
     for (int j = 0; j < j1 - j0; ++j) scores[i * stride + j] += ts.bias[i];
   }
@@ -66,14 +66,14 @@ void k_scores(const kv::HeadView& v, const float* q, int n_q, int j0, int j1, fl
       channel_scores(v, q, n_q, j, end, scores + (j - j0), stride, ts);
     }
   } else if (j0 < p1 && s.packing() == Packing::kRows) {
-    k.dot[static_cast<int>(simd::RowCodec::kF32)]({q, n_q, static_cast<size_t>(hd), s.tile_of(j0), s.tile_stride, p1 - j0, hd, v.group, scores, stride});
+    k.dot({q, n_q, static_cast<size_t>(hd), s.tile_of(j0), s.tile_stride, p1 - j0, hd, v.group, scores, stride});
   } else if (j0 < p1) {
     KVRT_ASSERT(j0 % kv::kTileTokens == 0);
     k.format[static_cast<int>(s.format().format)].dot({q, n_q, static_cast<size_t>(hd), s.tile_of(j0), s.tile_stride, p1 - j0, hd, v.group, scores, stride, &ts.codes});
   }
   if (std::max(j0, s.n_packed) < j1) {
     for_ring_runs(s, std::max(j0, s.n_packed), j1, [&](int j, int n, const uint8_t* rows, size_t rs) {
-      k.dot[static_cast<int>(simd::RowCodec::kF32)]({q, n_q, static_cast<size_t>(hd), rows, rs, n, hd, 0, scores + (j - j0), stride});
+      k.dot({q, n_q, static_cast<size_t>(hd), rows, rs, n, hd, 0, scores + (j - j0), stride});
     });
   }
 }

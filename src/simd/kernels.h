@@ -14,11 +14,13 @@
 
 namespace kvrt::simd {
 
-// How a row of keys or values is stored for the row kernels: FP32 values, or bare codes without
-// scales (the code rows of a channel-axis tile, kv/channel_tile.h) whose value is the code itself:
-// int8, or the 4-bit code packed as in kv/blocks.h.
-enum class RowCodec : uint8_t { kF32, kRaw8, kRaw4 };
-constexpr int kNumRowCodecs = 3;
+// How a row of keys or values is stored for the row kernels, as a template argument: F32Rows
+// (FP32 values), or the descriptor F of a format of kv/blocks.h for bare codes without scales (the
+// code rows of its channel-axis tiles, kv/channel_tile.h) whose value is the code itself: int8 for
+// 8-bit codes, else 0..2^bits-1 packed as kv/blocks.h packs a run of codes.
+struct F32Rows {
+  static constexpr int kBits = 32;
+};
 constexpr int kAccColumnDims = 8;  // the value-tile kernels take head_dim 8 dims at a time
 constexpr int kMaxQueries = 8;  // queries per dot/acc call (query heads sharing one kv head)
 
@@ -82,6 +84,7 @@ constexpr int kGemmCols = 32;
 // The kernels of one quantized KV format (kv/blocks.h descriptor F, tiles of kv/tiles.h).
 struct FormatKernels {
   void (*dot)(const DotArgs&);                                 // q·k over key tiles
+  void (*dot_codes)(const DotArgs&);                           // q·codes over bare code rows (channel tiles)
   void (*acc)(const AccArgs&);                                 // p·V over value tiles
   void (*quantize)(const float* x, int n, int group, uint8_t* row);  // a row of blocks
   // [kv::TileRole]: the 16 tokens of a tile as FP32 rows, x [16][n].
@@ -137,7 +140,7 @@ struct WeightKernels {
 
 struct Kernels {
   const char* isa;  // the top rung of the ladder this table reached, e.g. "avx512-vnni"
-  void (*dot[kNumRowCodecs])(const DotArgs&);    // rows of any RowCodec
+  void (*dot)(const DotArgs&);                   // FP32 rows
   void (*acc)(const AccArgs&);                   // FP32 rows
   FormatKernels format[kv::kNumFormats];         // slot = kv::Format; the f32 slot is empty
   float (*exp_sum)(float* x, int n, float max);  // x = exp(x - max) in place; returns the sum
@@ -152,13 +155,13 @@ struct Kernels {
 // a slot added to Kernels gets its name here.
 template <class K, class F>
 void for_each_slot(K& k, F&& f) {
-  static constexpr const char* kRowCodecNames[kNumRowCodecs] = {"f32", "raw8", "raw4"};
-  for (int c = 0; c < kNumRowCodecs; ++c) f((std::string("attention.dot.") + kRowCodecNames[c]).c_str(), k.dot[c]);
+  f("attention.dot.f32", k.dot);
   f("attention.acc.f32", k.acc);
   kv::for_each_quant_format([&](auto fmt) {
     const std::string name = decltype(fmt)::kName;
     auto& slots = k.format[static_cast<int>(decltype(fmt)::kFormat)];
     f(("attention.dot." + name).c_str(), slots.dot);
+    f(("attention.dot_codes." + name).c_str(), slots.dot_codes);
     f(("attention.acc." + name).c_str(), slots.acc);
     f(("quantize." + name).c_str(), slots.quantize);
     f(("prefill.dequantize_k." + name).c_str(), slots.dequantize_tile[0]);

@@ -22,13 +22,7 @@ namespace kvrt::simd::avx2::tiles {
 
 namespace {
 
-// The tag of this file's kernels (tile_loops.h): 8 tokens (dot) or 8 dims (acc) per vector.
-struct Avx2 {
-  static constexpr int kColumnDims = kAccColumnDims;
-};
-
-template <int NQ>
-using Weights = RunWeights<NQ, Avx2::kColumnDims>;
+struct Avx2 : ColumnDims<kAccColumnDims> {};  // this file's tag (tile_loops.h): 8 tokens (dot) or 8 dims (acc) per vector
 
 inline __m256i bcast32(const void* p) { return _mm256_set1_epi32(load32(p)); }
 
@@ -112,7 +106,7 @@ void dot_nq(Avx2, const DotArgs& a, int i0) {
 }
 
 template <int NQ, class F>
-void run_weights(Avx2, const AccArgs& a, int i0, int t0, int t1, const TileRun& run, Weights<NQ>& r) {
+void run_weights(Avx2, const AccArgs& a, int i0, int t0, int t1, const TileRun& run, RunWeights<NQ, Avx2::kColumnDims>& r) {
   constexpr size_t ss = kv::kScaleStride<typename F::Scale>;
   const int ng = a.n / a.group;
   float pmax[NQ];
@@ -146,7 +140,7 @@ void run_weights(Avx2, const AccArgs& a, int i0, int t0, int t1, const TileRun& 
 // Adds the value codes of 8 dims (column col) of one tile to acc, a pair of tokens at a time:
 // vpmaddwd of the codes of 2 tokens (int16 lanes) with their 2 weights.
 template <int NQ, class F>
-inline void acc_tile(const uint8_t* codes, int n, int col, const Weights<NQ>& r, int b, int k_tile, __m256i* acc) {
+inline void acc_tile(const uint8_t* codes, int n, int col, const RunWeights<NQ, Avx2::kColumnDims>& r, int b, int k_tile, __m256i* acc) {
   if constexpr (F::kBits == 8) {  // dims interleaved with the other token of the pair
     for (int pair = 0; pair < kT / 2; ++pair) {
       const __m256i v = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + pair * 2 * n + col * 16)));
@@ -168,7 +162,7 @@ inline void acc_tile(const uint8_t* codes, int n, int col, const Weights<NQ>& r,
 // Column col (8 dims) of a kAccChunk run: the int32 sums over its tiles, then
 // o = fma(sum, sw, o) (+ Σ p m for asymmetric formats).
 template <int NQ, class F>
-void acc_column(Avx2, const AccArgs& a, int i0, const TileRun& run, const Weights<NQ>& r, int col) {
+void acc_column(Avx2, const AccArgs& a, int i0, const TileRun& run, const RunWeights<NQ, Avx2::kColumnDims>& r, int col) {
   const size_t header = kv::TileFormat::of<F>(kv::TileRole::kValue, a.n, a.group).header_bytes();
   const int b = col * 8 / a.group;
   __m256i acc[NQ];
@@ -213,20 +207,15 @@ inline __m256 rounded(__m256 v) {
   return v;
 }
 
-// x [16][n] = d * code (symmetric) or m + d * code, as kv::tile_load_row (no fused multiply-add).
+// Token t, dims [8 col, 8 col + 8) of a tile: d * code (symmetric) or m + d * code, as
+// kv::tile_load_row (no fused multiply-add).
 template <class F, kv::TileRole R>
-void dequantize_tile(Avx2, const uint8_t* tile, int n, int group, float* x) {
-  const auto f = kv::TileFormat::of<F>(R, n, group);
-  const uint8_t* codes = tile + f.header_bytes();
-  for (int t = 0; t < kT; ++t) {
-    for (int col = 0; col < n / 8; ++col) {
-      const int b = col * 8 / group;
-      const __m256 c = _mm256_cvtepi32_ps(token_codes<R, F>(codes, n, t, col));
-      __m256 v = _mm256_mul_ps(_mm256_set1_ps(kv::tile_scale(f, tile, b, t)), c);
-      if constexpr (!F::kSymmetric) v = _mm256_add_ps(_mm256_set1_ps(kv::tile_min(f, tile, b, t)), rounded(v));
-      _mm256_storeu_ps(x + t * n + col * 8, v);
-    }
-  }
+void dequantize_column(Avx2, const kv::TileFormat& f, const uint8_t* tile, int t, int col, float* x) {
+  const int b = col * 8 / f.group;
+  const __m256 c = _mm256_cvtepi32_ps(token_codes<R, F>(tile + f.header_bytes(), f.n, t, col));
+  __m256 v = _mm256_mul_ps(_mm256_set1_ps(kv::tile_scale(f, tile, b, t)), c);
+  if constexpr (!F::kSymmetric) v = _mm256_add_ps(_mm256_set1_ps(kv::tile_min(f, tile, b, t)), rounded(v));
+  _mm256_storeu_ps(x, v);
 }
 
 }  // namespace

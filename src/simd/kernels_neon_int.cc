@@ -22,13 +22,7 @@ namespace kvrt::simd::neon::tiles {
 
 namespace {
 
-// The tag of this file's kernels (tile_loops.h): 4 tokens (dot) or 8 dims (acc) per step.
-struct Neon {
-  static constexpr int kColumnDims = kAccColumnDims;
-};
-
-template <int NQ>
-using Weights = RunWeights<NQ, Neon::kColumnDims>;
+struct Neon : ColumnDims<kAccColumnDims> {};  // this file's tag (tile_loops.h): 4 tokens (dot) or 8 dims (acc) per step
 
 // The query's 4 codes at p, twice: one per token of a vmull_s8.
 inline int8x8_t query4(const int8_t* p) {
@@ -107,7 +101,7 @@ void dot_nq(Neon, const DotArgs& a, int i0) {
 // w[i][b][t] = round(p d / sw), zero past the run's tokens; sw the weight scale, msum = Σ p m
 // (asymmetric formats).
 template <int NQ, class F>
-void run_weights(Neon, const AccArgs& a, int i0, int t0, int t1, const TileRun& run, Weights<NQ>& r) {
+void run_weights(Neon, const AccArgs& a, int i0, int t0, int t1, const TileRun& run, RunWeights<NQ, Neon::kColumnDims>& r) {
   const auto f = kv::TileFormat::of<F>(kv::TileRole::kValue, a.n, a.group);
   const auto tile_of = [&](int t) { return a.rows + (t / kT) * a.row_stride; };
   for (int b = 0; b < f.n_groups(); ++b) {
@@ -131,7 +125,7 @@ void run_weights(Neon, const AccArgs& a, int i0, int t0, int t1, const TileRun& 
 
 // Adds the value codes of 8 dims (column col) of one tile, times each token's weight, to acc.
 template <int NQ, class F>
-inline void acc_tile(const uint8_t* codes, int n, int col, const Weights<NQ>& r, int b, int k_tile, int32x4_t (*acc)[2]) {
+inline void acc_tile(const uint8_t* codes, int n, int col, const RunWeights<NQ, Neon::kColumnDims>& r, int b, int k_tile, int32x4_t (*acc)[2]) {
   const auto add = [&](int16x8_t v, int token) {
     for (int i = 0; i < NQ; ++i) {
       const int16_t w = r.tile(i, b, k_tile)[token];
@@ -160,7 +154,7 @@ inline void acc_tile(const uint8_t* codes, int n, int col, const Weights<NQ>& r,
 // Column col (8 dims) of a kAccChunk run: the int32 sums over its tiles, then
 // o = fma(sum, sw, o) (+ Σ p m for asymmetric formats).
 template <int NQ, class F>
-void acc_column(Neon, const AccArgs& a, int i0, const TileRun& run, const Weights<NQ>& r, int col) {
+void acc_column(Neon, const AccArgs& a, int i0, const TileRun& run, const RunWeights<NQ, Neon::kColumnDims>& r, int col) {
   const size_t header = kv::TileFormat::of<F>(kv::TileRole::kValue, a.n, a.group).header_bytes();
   const int b = col * 8 / a.group;
   int32x4_t acc[NQ][2];
@@ -200,23 +194,16 @@ inline int16x8_t token_codes(const uint8_t* codes, int n, int t, int col) {
   }
 }
 
-// x [16][n] = d * code (symmetric) or m + d * code as kv::tile_load_row, which GCC compiles to a
-// fused multiply-add on aarch64 (-ffp-contract=fast), as here.
+// Token t, dims [8 col, 8 col + 8) of a tile: d * code (symmetric) or m + d * code as
+// kv::tile_load_row, which GCC compiles to a fused multiply-add on aarch64 (-ffp-contract=fast), as here.
 template <class F, kv::TileRole R>
-void dequantize_tile(Neon, const uint8_t* tile, int n, int group, float* x) {
-  const auto f = kv::TileFormat::of<F>(R, n, group);
-  const uint8_t* codes = tile + f.header_bytes();
-  for (int t = 0; t < kT; ++t) {
-    for (int col = 0; col < n / 8; ++col) {
-      const int b = col * 8 / group;
-      const int16x8_t c = token_codes<R, F>(codes, n, t, col);
-      const float d = kv::tile_scale(f, tile, b, t);
-      for (int h = 0; h < 2; ++h) {
-        const float32x4_t cf = vcvtq_f32_s32(vmovl_s16(h ? vget_high_s16(c) : vget_low_s16(c)));
-        const float32x4_t v = F::kSymmetric ? vmulq_n_f32(cf, d) : vfmaq_n_f32(vdupq_n_f32(kv::tile_min(f, tile, b, t)), cf, d);
-        vst1q_f32(x + t * n + col * 8 + 4 * h, v);
-      }
-    }
+void dequantize_column(Neon, const kv::TileFormat& f, const uint8_t* tile, int t, int col, float* x) {
+  const int b = col * 8 / f.group;
+  const int16x8_t c = token_codes<R, F>(tile + f.header_bytes(), f.n, t, col);
+  const float d = kv::tile_scale(f, tile, b, t);
+  for (int h = 0; h < 2; ++h) {
+    const float32x4_t cf = vcvtq_f32_s32(vmovl_s16(h ? vget_high_s16(c) : vget_low_s16(c)));
+    vst1q_f32(x + 4 * h, F::kSymmetric ? vmulq_n_f32(cf, d) : vfmaq_n_f32(vdupq_n_f32(kv::tile_min(f, tile, b, t)), cf, d));
   }
 }
 

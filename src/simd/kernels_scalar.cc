@@ -5,19 +5,10 @@
 #include <cmath>
 #include <cstring>
 
-#include "common/error.h"
 #include "kv/blocks.h"
 #include "kv/tiles.h"
 
 namespace kvrt::simd::scalar {
-
-void dequantize(RowCodec codec, const uint8_t* row, int n, float* x) {
-  switch (codec) {
-    case RowCodec::kF32: std::memcpy(x, row, sizeof(float) * n); return;
-    case RowCodec::kRaw8: for (int i = 0; i < n; ++i) x[i] = static_cast<float>(kv::get_code<kv::Q8>(row, n, i)); return;
-    case RowCodec::kRaw4: for (int i = 0; i < n; ++i) x[i] = static_cast<float>(kv::get_code<kv::Q4>(row, n, i)); return;
-  }
-}
 
 void dequantize_tile(const kv::TileFormat& f, const uint8_t* tile, float* x) {
   for (int t = 0; t < kv::kTileTokens; ++t) kv::tile_load_row(f, tile, t, x + t * f.n);
@@ -98,20 +89,6 @@ void quantize_queries(const float* q, int n_q, size_t q_stride, int n, int group
   }
 }
 
-void dot(RowCodec codec, const DotArgs& a) {
-  float x[kMaxRow];  // one dequantized row
-  KVRT_ASSERT(a.n <= kMaxRow);
-  for (int t = 0; t < a.n_rows; ++t) {
-    dequantize(codec, a.rows + t * a.row_stride, a.n, x);
-    for (int i = 0; i < a.n_q; ++i) {
-      const float* q = a.q + i * a.q_stride;
-      float s = 0;
-      for (int d = 0; d < a.n; ++d) s += q[d] * x[d];
-      a.scores[i * a.scores_stride + t] = s;
-    }
-  }
-}
-
 void acc(const AccArgs& a) {
   for (int t = 0; t < a.n_rows; ++t) {
     const auto* x = reinterpret_cast<const float*>(a.rows + t * a.row_stride);
@@ -162,16 +139,8 @@ void gemm_pv(const GemmArgs& g) {
   }
 }
 
-namespace {
-
-template <RowCodec C> void dot_of(const DotArgs& a) { dot(C, a); }
-
-}  // namespace
-
 void install(Kernels& k) {
-  k.dot[static_cast<int>(RowCodec::kF32)] = dot_of<RowCodec::kF32>;
-  k.dot[static_cast<int>(RowCodec::kRaw8)] = dot_of<RowCodec::kRaw8>;
-  k.dot[static_cast<int>(RowCodec::kRaw4)] = dot_of<RowCodec::kRaw4>;
+  k.dot = dot<F32Rows>;
   k.acc = acc;
   kv::for_each_quant_format([&](auto f) { k.format[static_cast<int>(decltype(f)::kFormat)] = format_kernels<decltype(f)>(); });
   k.exp_sum = exp_sum;

@@ -2,6 +2,9 @@
 // shapes their vector width cannot cover (e.g. a row shorter than one vector).
 #pragma once
 
+#include <cstring>
+
+#include "common/error.h"
 #include "kv/blocks.h"
 #include "kv/tiles.h"
 #include "simd/kernels.h"
@@ -19,10 +22,29 @@ struct QueryBuffers {
   QueryCodes view() const { return {c, d, sum, csum}; }
 };
 
-void dequantize(RowCodec codec, const uint8_t* row, int n, float* x);
+// A row of codec C (simd/kernels.h: F32Rows, or a format's bare codes) as FP32 values.
+template <class C>
+void dequantize_row(const uint8_t* row, int n, float* x) {
+  if constexpr (C::kBits == 32) std::memcpy(x, row, sizeof(float) * n);
+  else for (int i = 0; i < n; ++i) x[i] = static_cast<float>(kv::get_code<C>(row, n, i));
+}
 // q rows [n_q][q_stride] as int8 codes per group with the q8 codec of kv/blocks.h.
 void quantize_queries(const float* q, int n_q, size_t q_stride, int n, int group, QueryBuffers& out);
-void dot(RowCodec codec, const DotArgs& a);
+// scores = q · row for rows of codec C, each row dequantized, then summed in order.
+template <class C>
+void dot(const DotArgs& a) {
+  float x[kMaxRow];  // one dequantized row
+  KVRT_ASSERT(a.n <= kMaxRow);
+  for (int t = 0; t < a.n_rows; ++t) {
+    dequantize_row<C>(a.rows + t * a.row_stride, a.n, x);
+    for (int i = 0; i < a.n_q; ++i) {
+      const float* q = a.q + i * a.q_stride;
+      float s = 0;
+      for (int d = 0; d < a.n; ++d) s += q[d] * x[d];
+      a.scores[i * a.scores_stride + t] = s;
+    }
+  }
+}
 void acc(const AccArgs& a);  // FP32 rows
 // Tile kernels of any format, given its geometry (f.n and f.group equal a.n and a.group).
 void dot_tiles(const kv::TileFormat& f, const DotArgs& a);
@@ -53,7 +75,7 @@ void dequantize_tile_of(const uint8_t* tile, int n, int group, float* x) {
 // The scalar twins of format F's kernels.
 template <class F>
 FormatKernels format_kernels() {
-  return {dot_of<F>, acc_of<F>, quantize<F>,
+  return {dot_of<F>, dot<F>, acc_of<F>, quantize<F>,
           {dequantize_tile_of<F, kv::TileRole::kKey>, dequantize_tile_of<F, kv::TileRole::kValue>}};
 }
 

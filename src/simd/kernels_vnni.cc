@@ -23,9 +23,7 @@ namespace {
 // The tags of this file's kernels (tile_loops.h): 16 tokens per vector (dot), and W = 16 dims
 // per column of zmm or, for rows and groups of 8, W = 8 dims per column of ymm (AVX512-VL) (acc).
 template <int W>
-struct Vnni {
-  static constexpr int kColumnDims = W;
-};
+struct Vnni : ColumnDims<W> {};
 
 template <int W>
 struct LaneVector;

@@ -90,12 +90,19 @@ inline void for_each_format_slot(Kernels& t, Set&& set) {
   kv::for_each_quant_format([&](auto f) { set(f, t.format[static_cast<int>(decltype(f)::kFormat)]); });
 }
 
+// The tag type of an ISA's tile kernels derives from this: W value dims per column of acc.
+template <int W>
+struct ColumnDims {
+  static constexpr int kColumnDims = W;
+};
+
 // The kernels of format F from an ISA's inner kernels. Each kernels_<isa>_int.cc defines, for its
-// tag type Isa (with kColumnDims, the value dims per column), found by argument-dependent lookup:
+// tag type Isa (a ColumnDims), found by argument-dependent lookup:
 //   template <int NQ, class F> void dot_nq(Isa, const DotArgs&, int i0);  queries [i0, i0 + NQ)
 //   template <int NQ, class F> void run_weights(Isa, const AccArgs&, int i0, int t0, int t1, const TileRun&, RunWeights<NQ, Isa::kColumnDims>&);
 //   template <int NQ, class F> void acc_column(Isa, const AccArgs&, int i0, const TileRun&, const RunWeights<...>&, int col);
-//   template <class F, kv::TileRole R> void dequantize_tile(Isa, const uint8_t* tile, int n, int group, float* x);
+//   template <class F, kv::TileRole R> void dequantize_column(Isa, const kv::TileFormat&, const uint8_t* tile, int t, int col, float* x);
+//     (optional: prefill) x [8] = dims [8 col, 8 col + 8) of token t
 template <class Isa, class F>
 void dot_tiles(const DotArgs& a) {
   for_query_groups(a.n_q, [&](auto nq, int i0) { dot_nq<nq(), F>(Isa{}, a, i0); });
@@ -112,9 +119,13 @@ void acc_tiles(const AccArgs& a) {
   });
 }
 
+// x [16][n]: the tile as FP32 rows, kAccColumnDims dims of one token at a time.
 template <class Isa, class F, kv::TileRole R>
 void dequantize_tile_of(const uint8_t* tile, int n, int group, float* x) {
-  dequantize_tile<F, R>(Isa{}, tile, n, group, x);
+  const auto f = kv::TileFormat::of<F>(R, n, group);
+  for (int t = 0; t < kT; ++t) {
+    for (int col = 0; col < n / kAccColumnDims; ++col) dequantize_column<F, R>(Isa{}, f, tile, t, col, x + t * n + col * kAccColumnDims);
+  }
 }
 
 // dot, acc and the tile dequantization of every quantized format.
@@ -122,8 +133,10 @@ template <class Isa>
 void install_tiles(Kernels& t) {
   for_each_format_slot(t, [](auto f, FormatKernels& k) {
     using F = decltype(f);
-    k = {dot_tiles<Isa, F>, acc_tiles<Isa, F>, k.quantize,
-         {dequantize_tile_of<Isa, F, kv::TileRole::kKey>, dequantize_tile_of<Isa, F, kv::TileRole::kValue>}};
+    k.dot = dot_tiles<Isa, F>;
+    k.acc = acc_tiles<Isa, F>;
+    k.dequantize_tile[static_cast<int>(kv::TileRole::kKey)] = dequantize_tile_of<Isa, F, kv::TileRole::kKey>;
+    k.dequantize_tile[static_cast<int>(kv::TileRole::kValue)] = dequantize_tile_of<Isa, F, kv::TileRole::kValue>;
   });
 }
 
