@@ -311,6 +311,9 @@ TEST_CASE("byte accounting equals the layout prediction") {
   // channel-axis keys, G = 32: per channel scale (+ min) once per 32 tokens, then the codes.
   CHECK(per_token(Format::kQ8, Format::kF32, KeyAxis::kChannel, 32) == heads_layers * ((64 * 4 + 32 * 64) / 32.0 + 256));
   CHECK(per_token(Format::kQ4, Format::kF32, KeyAxis::kChannel, 32) == heads_layers * ((64 * 8 + 32 * 32) / 32.0 + 256));
+  // q2 as KIVI: channel-axis keys, 2-bit codes (a scale and a minimum per channel per 32 tokens);
+  // values 64/32 blocks of (8 + 8) bytes.
+  CHECK(per_token(Format::kQ2, Format::kQ2, KeyAxis::kChannel, 32) == heads_layers * ((64 * 8 + 32 * 16) / 32.0 + 32));
   KvConfig q4;
   q4.k_format = q4.v_format = Format::kQ4;
   q4.residual = 16;

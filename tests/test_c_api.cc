@@ -117,6 +117,9 @@ TEST_CASE("KV settings parse from names and the canonical form") {
   CHECK(c.k_axis == KVRT_KEY_AXIS_CHANNEL);
   CHECK(c.residual == 32);
   CHECK(c.rotate == 1);
+  REQUIRE(kvrt_kv_config_parse("q2,axis=channel,r=128", &c) == KVRT_OK);
+  CHECK(c.k_format == KVRT_KV_Q2);
+  CHECK(c.v_format == KVRT_KV_Q2);
   CHECK(kvrt_kv_config_parse("q3", &c) == KVRT_ERR_INVALID_ARGUMENT);
   CHECK(std::string(kvrt_last_error()).find("q3") != std::string::npos);
   CHECK(kvrt_kv_config_parse("k=q8,g=-4", &c) == KVRT_ERR_INVALID_ARGUMENT);
@@ -125,7 +128,7 @@ TEST_CASE("KV settings parse from names and the canonical form") {
 
 TEST_CASE("the memory cap is decided before allocation and matches the allocation") {
   ModelFixture f;
-  for (const char* kv : {"f32", "q8", "q4", "k=q8,v=q4,g=8", "k=q4,v=q4,axis=channel,r=32", "q8,r=16", "q4,rot=1"}) {
+  for (const char* kv : {"f32", "q8", "q4", "k=q8,v=q4,g=8", "k=q4,v=q4,axis=channel,r=32", "q8,r=16", "q4,rot=1", "q2,axis=channel,r=128"}) {
     CAPTURE(kv);
     kvrt_session_options o;
     kvrt_session_options_default(&o);

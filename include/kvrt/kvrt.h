@@ -140,7 +140,7 @@ KVRT_EXPORT int kvrt_token_is_end_of_generation(const kvrt_model* model, int32_t
 
 /* ---- KV-cache setting --------------------------------------------------------------------- */
 
-typedef enum kvrt_kv_format { KVRT_KV_F32 = 0, KVRT_KV_Q8 = 1, KVRT_KV_Q4 = 2 } kvrt_kv_format;
+typedef enum kvrt_kv_format { KVRT_KV_F32 = 0, KVRT_KV_Q8 = 1, KVRT_KV_Q4 = 2, KVRT_KV_Q2 = 3 } kvrt_kv_format;
 typedef enum kvrt_key_axis { KVRT_KEY_AXIS_TOKEN = 0, KVRT_KEY_AXIS_CHANNEL = 1 } kvrt_key_axis;
 
 typedef struct kvrt_kv_config {
@@ -156,7 +156,7 @@ typedef struct kvrt_kv_config {
 KVRT_EXPORT void kvrt_kv_config_default(kvrt_kv_config* out_config);
 
 /* Parses a setting, as `kvrt run --kv` and validation/settings.toml do: a format name for both
- * sides ("f32", "q8", "q4"), then key=value fields, or the canonical form used in reports and
+ * sides ("f32", "q8", "q4", "q2"), then key=value fields, or the canonical form used in reports and
  * validation records, "k=q4,v=q8,g=32,axis=token,r=0,rot=0" (any subset, any order, applied left
  * to right; e.g. "q4,axis=channel,r=32"). Unknown names and empty text are
  * KVRT_ERR_INVALID_ARGUMENT. */

@@ -6,7 +6,7 @@
 // holds its scale planes first (the scale d; asymmetric formats also the minimum m), then the
 // codes, kBits each:
 //   symmetric  (q8): x = d * q,      q in [-max, max], d = max|x| / max     |x - x̂| <= d/2
-//   asymmetric (q4): x = m + d * q, q in [0, 2^bits - 1], d = (max - min) / (2^bits - 1)
+//   asymmetric (q4, q2): x = m + d * q, q in [0, 2^bits - 1], d = (max - min) / (2^bits - 1)
 // Codes narrower than a byte: byte i of a run of n codes holds code i + s * (n / k) in bits
 // [s * bits, (s + 1) * bits) for s < k = 8 / bits, so one load of bytes yields k contiguous runs.
 //
@@ -30,8 +30,9 @@ enum class Format : uint8_t {
   kF32,  // reference path: exact FP32 rows
   kQ8,   // int8, symmetric, one scale per group of G values
   kQ4,   // 4-bit, asymmetric (scale and minimum) per group of G values
+  kQ2,   // 2-bit, asymmetric (scale and minimum) per group of G values (KIVI's codes)
 };
-constexpr int kNumFormats = 3;
+constexpr int kNumFormats = 4;
 constexpr int kMaxGroup = 128;  // largest group G of any format
 
 // Compile-time constants of a quantized format, derived from its code width and symmetry.
@@ -62,6 +63,13 @@ struct Q4Block {
   uint8_t qs[G / 2];   // two codes per byte, see above
 };
 
+template <int G>
+struct __attribute__((packed)) Q2Block {  // packed: G = 8 takes 10 bytes
+  float d;             // scale
+  float m;             // minimum
+  uint8_t qs[G / 4];   // four codes per byte, see above
+};
+
 struct Q8 : QuantFormat<Format::kQ8, 8, true, float> {
   static constexpr const char* kName = "q8";
   template <int G> using Block = Q8Block<G>;
@@ -70,12 +78,17 @@ struct Q4 : QuantFormat<Format::kQ4, 4, false, float> {
   static constexpr const char* kName = "q4";
   template <int G> using Block = Q4Block<G>;
 };
+struct Q2 : QuantFormat<Format::kQ2, 2, false, float> {
+  static constexpr const char* kName = "q2";
+  template <int G> using Block = Q2Block<G>;
+};
 
 static_assert(sizeof(Q8::Block<8>) == 12 && sizeof(Q8::Block<32>) == Q8::block_bytes(32) && sizeof(Q8::Block<128>) == 132);
 static_assert(sizeof(Q4::Block<8>) == 12 && sizeof(Q4::Block<32>) == Q4::block_bytes(32) && sizeof(Q4::Block<128>) == 72);
+static_assert(sizeof(Q2::Block<8>) == Q2::block_bytes(8) && sizeof(Q2::Block<32>) == 16 && sizeof(Q2::Block<128>) == 40);
 
 // The quantized formats, for code that instantiates something per format (kernel tables).
-using QuantFormats = std::tuple<Q8, Q4>;
+using QuantFormats = std::tuple<Q8, Q4, Q2>;
 
 template <class Fn>
 void for_each_quant_format(Fn&& fn) {

@@ -33,6 +33,7 @@ constexpr FormatTraits kTraits[] = {
     {Format::kF32, "f32", 32, 0, ScaleType::kNone, 1, 1, nullptr, nullptr, nullptr, nullptr, nullptr},
     quant_row<Q8>(),
     quant_row<Q4>(),
+    quant_row<Q2>(),
 };
 static_assert(std::size(kTraits) == kNumFormats);
 

@@ -14,7 +14,8 @@
 // so a 64-byte vector of key codes is one 32-bit lane per token (4 dims per slot), and value codes
 // widened to int16 are one 32-bit lane per dim (2 tokens each). For q8 (k = 1) that is
 //   key c[n/4][16][4] (dim 4j+e of token t), value c[8][n][2] (dim i of token 2u+e);
-// for q4 (k = 2) the high nibble of a key byte is dim 4 further, of a value byte the next token.
+// for q4 (k = 2) the high nibble of a key byte is dim 4 further, of a value byte the next token;
+// for q2 (k = 4) slot s of a key byte is dim 4 s further, of a value byte token s further.
 #pragma once
 
 #include <cstddef>
