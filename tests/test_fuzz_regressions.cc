@@ -54,7 +54,8 @@ TEST_CASE("the toml fuzz target handles its corpus and past crashes") {
   const std::string body = kvrt::test::read_file(std::string(KVRT_SOURCE_DIR) + "/tests/fuzz/corpus/toml/record_body.toml");
   const std::string text = "#\ncontent_sha256 = " + kvrt::validate::toml_quote(kvrt::sha256_hex("#\n" + body)) + "\n" + body;
   const kvrt::validate::Record r = kvrt::validate::read_record(kvrt::fuzz::memory_file(text));
-  CHECK(r.settings.size() == 2);
+  REQUIRE(r.settings.size() == 2);
+  CHECK(r.settings[1].n_ctx == 256);
   CHECK(r.case_dirs.at(1) == "/data/more \"cases\"\u00e9");
 }
 
