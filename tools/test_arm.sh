@@ -25,9 +25,9 @@ if ((${#missing[@]})); then
   echo "kvrt test_arm: installing ${missing[*]}" >&2
   need_update=1
 fi
-if ((need_update)); then "${sudo_cmd[@]}" apt-get update -qq >&2; fi
+if ((need_update)); then "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 update -qq >&2; fi
 if ((${#missing[@]})); then
-  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends \
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends \
     "${missing[@]}" >&2
 fi
 
