@@ -37,6 +37,8 @@ constexpr Fixture kFixtures[] = {
     {"llama-hd48", 2.5e-4f},
     {"llama-hd128", 2.5e-4f},
     {"llama3-hd64", 2.5e-4f},
+    {"qwen2-hd64", 2.5e-4f},
+    {"phi3-hd96", 2.5e-4f},
 };
 constexpr int kPositions = 200, kPrompt = 16, kGreedy = 32;
 

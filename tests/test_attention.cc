@@ -23,6 +23,9 @@ struct Case {
   int n_heads = 0;
   int n_prompt = 0;  // tokens written and attended in one call, then decode one at a time
   int n_decode = 0;
+  float q_scale = 0.0f;  // as AttentionArgs: 0 is 1/sqrt(head_dim)
+  float softcap = 0.0f;
+  int window = 0;
 };
 
 struct Data {
@@ -56,16 +59,18 @@ std::vector<double> reference(const Case& c, const Data& d) {
     for (int h = 0; h < c.n_heads; ++h) {
       const float* q = &d.q[(static_cast<size_t>(t) * c.n_heads + h) * hd];
       double mx = -INFINITY, sum = 0;
-      for (int j = 0; j <= t; ++j) {
+      const int lo = c.window > 0 ? std::max(0, t - c.window + 1) : 0;
+      for (int j = lo; j <= t; ++j) {
         const float* k = &d.k[(static_cast<size_t>(j) * nkv + h / group) * hd];
         double dot = 0;
         for (int i = 0; i < hd; ++i) dot += static_cast<double>(q[i]) * k[i];
-        s[j] = dot / std::sqrt(static_cast<double>(hd));
+        s[j] = dot * (c.q_scale > 0 ? c.q_scale : 1.0 / std::sqrt(static_cast<double>(hd)));
+        if (c.softcap > 0) s[j] = c.softcap * std::tanh(s[j] / c.softcap);
         mx = std::max(mx, s[j]);
       }
-      for (int j = 0; j <= t; ++j) sum += (s[j] = std::exp(s[j] - mx));
+      for (int j = lo; j <= t; ++j) sum += (s[j] = std::exp(s[j] - mx));
       double* o = &out[(static_cast<size_t>(t) * c.n_heads + h) * hd];
-      for (int j = 0; j <= t; ++j) {
+      for (int j = lo; j <= t; ++j) {
         const float* v = &d.v[(static_cast<size_t>(j) * nkv + h / group) * hd];
         for (int i = 0; i < hd; ++i) o[i] += s[j] / sum * v[i];
       }
@@ -90,6 +95,9 @@ std::vector<float> run_cache(const KvConfig& cfg, const Case& c, const Data& d, 
     a.n_tokens = n;
     a.pos0 = pos;
     a.n_heads = c.n_heads;
+    a.q_scale = c.q_scale;
+    a.softcap = c.softcap;
+    a.window = c.window;
     a.out = &out[pos * q_tok];
     kvrt::ops::attention(cache, a, scratch);
     pos += n;
@@ -121,6 +129,34 @@ TEST_CASE("f32 attention equals the naive reference (GQA, prefill then decode)")
       const double err = max_error(KvConfig{}, c, d, n_threads);
       INFO("head_dim " << hd << " threads " << n_threads);
       CHECK(err < 2e-5);
+    }
+  }
+}
+
+TEST_CASE("sliding window, soft-cap and query scale equal the reference (prefill then decode)") {
+  for (int hd : {96, 128}) {
+    for (int window : {1, 64, 100}) {
+      Case c;
+      c.shape = CacheShape{1, 1, hd, 300};
+      c.n_heads = 2;
+      c.n_prompt = 150;  // prefill blocks start inside, before and beyond the window
+      c.n_decode = 30;
+      c.q_scale = 0.2f;
+      c.softcap = 2.0f;  // small enough to bite on scores of N(0, 1) data
+      c.window = window;
+      const Data d = make_data(c, unsigned(hd + window), 1.0f);
+      INFO("head_dim " << hd << " window " << window);
+      CHECK(max_error(KvConfig{}, c, d, 2) < 2e-5);
+      c.window = 0;  // the window and the cap change the result: the test sees them
+      c.softcap = 0.0f;
+      CHECK(max_error(KvConfig{}, c, d, 2) < 2e-5);
+      const std::vector<float> unwindowed = run_cache(KvConfig{}, c, d, 2);
+      c.window = window;
+      c.softcap = 2.0f;
+      const std::vector<float> windowed = run_cache(KvConfig{}, c, d, 2);
+      double diff = 0;
+      for (size_t i = 0; i < windowed.size(); ++i) diff = std::max(diff, double(std::abs(windowed[i] - unwindowed[i])));
+      CHECK(diff > 0.1);
     }
   }
 }

@@ -98,10 +98,11 @@ constexpr Architecture kArchitectures[] = {
 };
 
 // The tensors the forward pass (model/session.cc) uses; other roles are gaps.
-constexpr R kForwardRoles[] = {R::kTokenEmbd, R::kOutputNorm, R::kOutput, R::kRopeFreqs,
-                               R::kAttnNorm,  R::kAttnQ,      R::kAttnK,  R::kAttnV,
-                               R::kAttnOut,   R::kFfnNorm,    R::kFfnGate, R::kFfnUp,
-                               R::kFfnDown};
+constexpr R kForwardRoles[] = {R::kTokenEmbd, R::kOutputNorm, R::kOutput,    R::kRopeFreqs,
+                               R::kAttnNorm,  R::kAttnQ,      R::kAttnK,     R::kAttnV,
+                               R::kAttnQBias, R::kAttnKBias,  R::kAttnVBias, R::kAttnOut,
+                               R::kAttnQkv,   R::kFfnNorm,    R::kFfnGate,   R::kFfnUp,
+                               R::kFfnGateUp, R::kFfnDown};
 
 bool forward_uses(R role) {
   for (R r : kForwardRoles) {
@@ -113,14 +114,8 @@ bool forward_uses(R role) {
 // What a tensor the forward pass does not use stands for, in messages.
 const char* feature_of(R role) {
   switch (role) {
-    case R::kRopeFreqs: return "RoPE frequency factors (rope_freqs.weight)";
-    case R::kAttnQkv: return "a fused Q/K/V projection (attn_qkv.weight)";
-    case R::kAttnQBias:
-    case R::kAttnKBias:
-    case R::kAttnVBias: return "Q/K/V biases";
     case R::kPostAttnNorm:
     case R::kPostFfnNorm: return "post-attention and post-FFN norms";
-    case R::kFfnGateUp: return "a fused gate/up projection (ffn_up.weight)";
     default: return "an unused tensor role";
   }
 }
@@ -151,7 +146,6 @@ std::vector<std::string> forward_gaps(const Architecture& arch, const bool (&pre
   if (arch.activation != Activation::kSilu) gaps.push_back("a GeGLU feed-forward");
   if (arch.scale_embeddings) gaps.push_back("embedding scaling");
   if (arch.attn_softcap_key || arch.final_softcap_key) gaps.push_back("logit soft-caps");
-  if (arch.sliding_window_key) gaps.push_back("sliding-window attention");
   for (const auto& tensors : {arch.model_tensors, arch.layer_tensors}) {
     for (const TensorDesc& t : tensors) {
       const std::string gap = feature_of(t.role);

@@ -53,6 +53,15 @@ void read_features(const io::GgufFile& f, const std::string& p, ModelConfig& c) 
 
 }  // namespace
 
+int ModelConfig::window_of(int layer) const {
+  switch (architecture->window_layers) {
+    case WindowLayers::kAll: return sliding_window;
+    case WindowLayers::kEven: return layer % 2 == 0 ? sliding_window : 0;
+    case WindowLayers::kNone: return 0;
+  }
+  return 0;
+}
+
 ModelConfig ModelConfig::from_gguf(const io::GgufFile& f) {
   ModelConfig c;
   c.arch = std::string(f.get_string("general.architecture"));

@@ -30,6 +30,9 @@ struct ModelConfig {
   float final_softcap = 0.0f;  // final logit soft-cap (0: none)
   int sliding_window = 0;      // positions a windowed layer attends to (0: no window)
 
+  // The window of a layer: sliding_window where the architecture's window_layers include it, else 0.
+  int window_of(int layer) const;
+
   // Reads and checks every field; a missing key or an inconsistent shape is a kvrt::Error.
   static ModelConfig from_gguf(const io::GgufFile& file);
 };

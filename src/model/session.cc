@@ -130,15 +130,21 @@ void Session::forward_chunk(const int32_t* tokens, int n, float* logits) {
   }
 }
 
-// x += Wo · attention(rope(Wq·xn), rope(Wk·xn), Wv·xn) for the n tokens of the chunk.
+// y[n][w.n_out] = xn · Wᵀ (+ bias, where the layer has one).
+void Session::project(const ops::WeightMatrix& w, const float* bias, int n, float* y) {
+  matmul_->run(xn_.data(), n, w, y);
+  if (bias) ops::add_bias(y, bias, n, int(w.n_out));
+}
+
+// x += Wo · attention(rope(Wq·xn + bq), rope(Wk·xn + bk), Wv·xn + bv) for the n tokens of the chunk.
 void Session::attention_block(int layer, int n) {
   const ModelConfig& c = model_.config();
   const LayerWeights& lw = model_.weights().layers[size_t(layer)];
   const int pos0 = n_past_;
   ops::rms_norm(x_.data(), lw.attn_norm, n, c.d_model, c.rms_eps, xn_.data());
-  matmul_->run(xn_.data(), n, lw.wq, q_.data());
-  matmul_->run(xn_.data(), n, lw.wk, k_.data());
-  matmul_->run(xn_.data(), n, lw.wv, v_.data());
+  project(lw.wq, lw.bq, n, q_.data());
+  project(lw.wk, lw.bk, n, k_.data());
+  project(lw.wv, lw.bv, n, v_.data());
   const bool neox = c.rope_pairing == RopePairing::kNeox;
   ops::rope(rope_, {q_.data(), n, c.n_heads, c.head_dim, pos0, neox});
   ops::rope(rope_, {k_.data(), n, c.n_kv_heads, c.head_dim, pos0, neox});
@@ -150,6 +156,8 @@ void Session::attention_block(int layer, int n) {
   args.n_tokens = n;
   args.pos0 = pos0;
   args.n_heads = c.n_heads;
+  args.softcap = c.attn_softcap;
+  args.window = c.window_of(layer);
   args.out = attn_.data();
   ops::attention(*kv_, args, *attn_scratch_);
   matmul_->run(attn_.data(), n, lw.wo, xn_.data());

@@ -58,6 +58,7 @@ class Session {
 
  private:
   void forward_chunk(const int32_t* tokens, int n, float* logits);
+  void project(const ops::WeightMatrix& w, const float* bias, int n, float* y);
   void attention_block(int layer, int n);
   void ffn_block(int layer, int n);
 

@@ -46,8 +46,13 @@ ops::WeightMatrix& layer_matrix(LayerWeights& l, TensorRole role) {
 }
 
 const float*& layer_vector(LayerWeights& l, TensorRole role) {
-  KVRT_ASSERT(role == TensorRole::kAttnNorm || role == TensorRole::kFfnNorm);
-  return role == TensorRole::kAttnNorm ? l.attn_norm : l.ffn_norm;
+  switch (role) {
+    case TensorRole::kAttnNorm: return l.attn_norm;
+    case TensorRole::kAttnQBias: return l.bq;
+    case TensorRole::kAttnKBias: return l.bk;
+    case TensorRole::kAttnVBias: return l.bv;
+    default: KVRT_ASSERT(role == TensorRole::kFfnNorm); return l.ffn_norm;
+  }
 }
 
 }  // namespace
@@ -80,12 +85,25 @@ ops::WeightMatrix Weights::load_matrix(const io::GgufFile& file, const io::GgufT
   return {aligned_data(t), t.type, t.dims[1], t.dims[0]};
 }
 
-void Weights::load_layer(const io::GgufFile& file, const RoleTensors& roles, LayerWeights& l) {
+void Weights::load_layer(const io::GgufFile& file, const ModelConfig& c, const RoleTensors& roles, LayerWeights& l) {
+  const int64_t q_dim = int64_t(c.n_heads) * c.head_dim, kv_dim = int64_t(c.n_kv_heads) * c.head_dim;
   for (int r = 0; r < kNumTensorRoles; ++r) {
     const io::GgufTensor* t = roles[size_t(r)];
     if (t == nullptr) continue;
-    if (t->dims.size() == 2) layer_matrix(l, TensorRole(r)) = load_matrix(file, *t);
-    else layer_vector(l, TensorRole(r)) = load_vector(file, *t);
+    if (t->dims.size() == 1) {
+      layer_vector(l, TensorRole(r)) = load_vector(file, *t);
+    } else if (TensorRole(r) == TensorRole::kAttnQkv) {  // rows: Q, then K, then V
+      const ops::WeightMatrix m = load_matrix(file, *t);
+      l.wq = m.rows(0, q_dim);
+      l.wk = m.rows(q_dim, kv_dim);
+      l.wv = m.rows(q_dim + kv_dim, kv_dim);
+    } else if (TensorRole(r) == TensorRole::kFfnGateUp) {  // rows: gate, then up
+      const ops::WeightMatrix m = load_matrix(file, *t);
+      l.w_gate = m.rows(0, c.d_ff);
+      l.w_up = m.rows(c.d_ff, c.d_ff);
+    } else {
+      layer_matrix(l, TensorRole(r)) = load_matrix(file, *t);
+    }
   }
 }
 
@@ -113,7 +131,7 @@ Weights::Weights(const io::GgufFile& file, const ModelConfig& c) {
                   std::to_string(i) + "; RoPE frequency factors must be positive");
   }
   layers.resize(size_t(c.n_layers));
-  for (int i = 0; i < c.n_layers; ++i) load_layer(file, b.layers[size_t(i)], layers[size_t(i)]);
+  for (int i = 0; i < c.n_layers; ++i) load_layer(file, c, b.layers[size_t(i)], layers[size_t(i)]);
 }
 
 }  // namespace kvrt::model

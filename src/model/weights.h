@@ -22,6 +22,9 @@ struct LayerWeights {
   ops::WeightMatrix wq;              // [n_heads * head_dim][d_model]
   ops::WeightMatrix wk;              // [n_kv_heads * head_dim][d_model]
   ops::WeightMatrix wv;              // [n_kv_heads * head_dim][d_model]
+  const float* bq = nullptr;         // [n_heads * head_dim] added to Wq·x (qwen2); null: none
+  const float* bk = nullptr;         // [n_kv_heads * head_dim]
+  const float* bv = nullptr;         // [n_kv_heads * head_dim]
   ops::WeightMatrix wo;              // [d_model][n_heads * head_dim]
   const float* ffn_norm = nullptr;   // [d_model]
   ops::WeightMatrix w_gate;          // [d_ff][d_model]
@@ -52,7 +55,7 @@ class Weights {
   const uint8_t* aligned_data(const io::GgufTensor& t);  // t's data, copied if misaligned for its type
   const float* load_vector(const io::GgufFile& file, const io::GgufTensor& t);
   ops::WeightMatrix load_matrix(const io::GgufFile& file, const io::GgufTensor& t);
-  void load_layer(const io::GgufFile& file, const RoleTensors& roles, LayerWeights& l);
+  void load_layer(const io::GgufFile& file, const ModelConfig& c, const RoleTensors& roles, LayerWeights& l);
 
   std::vector<std::unique_ptr<float[]>> owned_;  // FP32 vectors and aligned copies
   size_t bytes_mapped_ = 0;

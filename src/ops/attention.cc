@@ -116,16 +116,18 @@ void softmax_step(ThreadScratch& ts, int n_q, int n, int hd) {
 void decode_item(const kv::KvCache& cache, const AttentionArgs& a, int kv_head, int t, ThreadScratch& ts) {
   const kv::HeadView view = cache.view(a.layer, kv_head);
   const int hd = view.head_dim, group = a.n_heads / cache.shape().n_kv_heads;
-  const int n_pos = a.pos0 + t + 1;
+  const int pos = a.pos0 + t, n_pos = pos + 1;
   const size_t q_off = (static_cast<size_t>(t) * a.n_heads + kv_head * group) * hd;
-  for (int i = 0; i < group; ++i) prepare_query(view, a.q + q_off + i * hd, ts.q.data() + i * hd);
+  const float scale = query_scale(a, hd);
+  for (int i = 0; i < group; ++i) prepare_query(view, scale, a.q + q_off + i * hd, ts.q.data() + i * hd);
   prepare_query_codes(view, ts.q.data(), group, ts);
   std::fill(ts.m.begin(), ts.m.begin() + group, -INFINITY);
   std::fill(ts.l.begin(), ts.l.begin() + group, 0.0f);
   std::fill(ts.o.begin(), ts.o.begin() + static_cast<size_t>(group) * hd, 0.0f);
-  for (int j0 = 0; j0 < n_pos; j0 += kTile) {
+  for (int j0 = first_key(a, pos) / kTile * kTile; j0 < n_pos; j0 += kTile) {
     const int j1 = std::min(n_pos, j0 + kTile);
     k_scores(view, ts.q.data(), group, j0, j1, ts.s.data(), ts);
+    for (int i = 0; i < group; ++i) finish_scores(a, pos, j0, ts.s.data() + i * kTile, j1 - j0);
     softmax_step(ts, group, j1 - j0, hd);
     v_accumulate(view, ts.s.data(), group, j0, j1, ts.o.data());
   }
@@ -135,6 +137,22 @@ void decode_item(const kv::KvCache& cache, const AttentionArgs& a, int kv_head, 
 }  // namespace
 
 void online_softmax_step(ThreadScratch& ts, int n_rows, int n, int hd) { softmax_step(ts, n_rows, n, hd); }
+
+float query_scale(const AttentionArgs& a, int head_dim) {
+  return a.q_scale > 0.0f ? a.q_scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
+}
+
+int first_key(const AttentionArgs& a, int pos) { return a.window > 0 ? std::max(0, pos - a.window + 1) : 0; }
+
+void finish_scores(const AttentionArgs& a, int pos, int j0, float* s, int n) {
+  const int lo = std::clamp(first_key(a, pos) - j0, 0, n), hi = std::clamp(pos + 1 - j0, 0, n);
+  if (a.softcap > 0.0f) {  // as llama.cpp: scale by 1/cap, tanh, scale by cap
+    const float inv = 1.0f / a.softcap;
+    for (int j = lo; j < hi; ++j) s[j] = a.softcap * std::tanh(s[j] * inv);
+  }
+  std::fill(s, s + lo, -INFINITY);
+  std::fill(s + hi, s + n, -INFINITY);
+}
 
 void attention(const kv::KvCache& cache, const AttentionArgs& args, AttentionScratch& scratch) {
   AttentionScratch::Impl& s = scratch.impl();

@@ -29,10 +29,14 @@ struct AttentionArgs {
   int n_tokens = 0;
   int pos0 = 0;              // position of q[0]; the cache already holds [0, pos0 + n_tokens)
   int n_heads = 0;           // query heads; head h reads kv head h / (n_heads / n_kv_heads)
+  float q_scale = 0.0f;      // multiplies every query; 0: 1/sqrt(head_dim)
+  float softcap = 0.0f;      // scores s become softcap * tanh(s / softcap) (Gemma 2); 0: none
+  int window = 0;            // the query at pos sees keys (pos - window, pos] only; 0: every key
   float* out = nullptr;      // [n_tokens][n_heads][head_dim]
 };
 
-// out[t][h] = softmax(q[t][h] · K[0 .. pos0+t]ᵀ / sqrt(head_dim)) · V[0 .. pos0+t]
+// out[t][h] = softmax(cap(q_scale · q[t][h] · K[lo .. pos]ᵀ)) · V[lo .. pos] with pos = pos0 + t,
+// lo = 0 or pos - window + 1
 void attention(const kv::KvCache& cache, const AttentionArgs& args, AttentionScratch& scratch);
 
 }  // namespace kvrt::ops

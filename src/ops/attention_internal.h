@@ -43,8 +43,15 @@ void load_rows(const kv::HeadView& v, const kv::SideView& s, int j0, int j1, flo
 
 // Quantizes the n_q prepared query rows q [n_q][head_dim] for key token tiles (no-op otherwise).
 void prepare_query_codes(const kv::HeadView& v, const float* q, int n_q, ThreadScratch& ts);
-// Copies query rows, scales by 1/sqrt(head_dim) and rotates them like the stored keys.
-void prepare_query(const kv::HeadView& v, const float* q, float* dst);
+// Copies a query row, multiplies it by `scale` and rotates it like the stored keys.
+void prepare_query(const kv::HeadView& v, float scale, const float* q, float* dst);
+// What multiplies the queries: a.q_scale, or 1/sqrt(head_dim) when that is 0.
+float query_scale(const AttentionArgs& a, int head_dim);
+// The first key position the query at position pos sees (the window's start).
+int first_key(const AttentionArgs& a, int pos);
+// One row of scores s[0, n) of key positions [j0, j0 + n) for the query at position pos:
+// soft-capped, and -inf at the keys it does not see (after pos, or before the window).
+void finish_scores(const AttentionArgs& a, int pos, int j0, float* s, int n);
 // out = o / l, rotated back if V is stored rotated.
 void finish_row(const kv::HeadView& v, const float* o, float l, float* out);
 

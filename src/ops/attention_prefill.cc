@@ -32,23 +32,21 @@ void prefill_block(const kv::KvCache& cache, const AttentionArgs& a, int kv_head
   const int n_rows = (t1 - t0) * group;
   const int padded = (n_rows + simd::kGemmRows - 1) / simd::kGemmRows * simd::kGemmRows;
   const simd::Kernels& k = simd::kernels();
+  const float scale = query_scale(a, hd);
   for (int r = 0; r < n_rows; ++r) {
     const int t = t0 + r / group, h = kv_head * group + r % group;
-    prepare_query(view, a.q + (static_cast<size_t>(t) * a.n_heads + h) * hd, ts.q.data() + r * hd);
+    prepare_query(view, scale, a.q + (static_cast<size_t>(t) * a.n_heads + h) * hd, ts.q.data() + r * hd);
   }
   std::fill(ts.q.begin() + static_cast<size_t>(n_rows) * hd, ts.q.begin() + static_cast<size_t>(padded) * hd, 0.0f);
   std::fill(ts.m.begin(), ts.m.begin() + padded, -INFINITY);
   std::fill(ts.l.begin(), ts.l.begin() + padded, 0.0f);
   std::fill(ts.o.begin(), ts.o.begin() + static_cast<size_t>(padded) * hd, 0.0f);
-  const int n_pos = a.pos0 + t1;  // the last query token sees [0, n_pos)
-  for (int j0 = 0; j0 < n_pos; j0 += kTile) {
+  const int n_pos = a.pos0 + t1;  // the last query token sees keys before n_pos
+  for (int j0 = first_key(a, a.pos0 + t0) / kTile * kTile; j0 < n_pos; j0 += kTile) {
     const int j1 = std::min(n_pos, j0 + kTile);
     load_k_tile(view, j0, j1, ts);
     k.gemm_qk({ts.q.data(), ts.kt.data(), ts.s.data(), padded, hd, kTile});
-    for (int r = 0; r < n_rows; ++r) {  // causal mask: row r sees positions <= pos0 + t
-      const int visible = std::clamp(a.pos0 + t0 + r / group + 1 - j0, 0, j1 - j0);
-      std::fill(ts.s.begin() + r * kTile + visible, ts.s.begin() + (r + 1) * kTile, -INFINITY);
-    }
+    for (int r = 0; r < n_rows; ++r) finish_scores(a, a.pos0 + t0 + r / group, j0, ts.s.data() + r * kTile, kTile);
     online_softmax_step(ts, n_rows, kTile, hd);
     std::fill(ts.s.begin() + static_cast<size_t>(n_rows) * kTile, ts.s.begin() + static_cast<size_t>(padded) * kTile, 0.0f);
     load_rows(view, view.v, j0, j1, ts.x.data());

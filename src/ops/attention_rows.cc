@@ -125,9 +125,8 @@ void prepare_query_codes(const kv::HeadView& v, const float* q, int n_q, ThreadS
   ts.codes = b.view();
 }
 
-void prepare_query(const kv::HeadView& v, const float* q, float* dst) {
+void prepare_query(const kv::HeadView& v, float scale, const float* q, float* dst) {
   const int hd = v.head_dim;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   for (int d = 0; d < hd; ++d) dst[d] = q[d] * scale;
   if (v.k.rotated()) simd::kernels().hadamard(dst, hd);
 }

@@ -28,6 +28,8 @@ struct WeightMatrix {
     return size_t(n_in / t.block * t.block_bytes);
   }
   const uint8_t* row(int64_t j) const { return static_cast<const uint8_t*>(data) + size_t(j) * row_bytes(); }
+  // Rows [first, first + n) as a matrix of their own (one part of a fused projection).
+  WeightMatrix rows(int64_t first, int64_t n) const { return {row(first), type, n, n_in}; }
 };
 
 // y[m][n_out] = x[m][n_in] · W^T. Primitives are cached per (shape, type), so calling this for

@@ -58,4 +58,8 @@ void add_inplace(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }
 
+void add_bias(float* y, const float* bias, int n_rows, int n) {
+  for (int r = 0; r < n_rows; ++r) add_inplace(y + size_t(r) * size_t(n), bias, n);
+}
+
 }  // namespace kvrt::ops

@@ -1,4 +1,4 @@
-// Element-wise and per-row operations of the llama block: RMSNorm, RoPE, SwiGLU.
+// Element-wise and per-row operations of the transformer block: RMSNorm, RoPE, SwiGLU, biases.
 #pragma once
 
 #include <cstddef>
@@ -42,5 +42,8 @@ void swiglu(float* gate, const float* up, int64_t n);
 
 // y[i] += x[i]
 void add_inplace(float* y, const float* x, int64_t n);
+
+// y[r][i] += bias[i] for n_rows rows of n values.
+void add_bias(float* y, const float* bias, int n_rows, int n);
 
 }  // namespace kvrt::ops
