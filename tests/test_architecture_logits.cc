@@ -39,6 +39,7 @@ constexpr Fixture kFixtures[] = {
     {"llama3-hd64", 2.5e-4f},
     {"qwen2-hd64", 2.5e-4f},
     {"phi3-hd96", 2.5e-4f},
+    {"gemma2-hd128", 0.02f},
 };
 constexpr int kPositions = 200, kPrompt = 16, kGreedy = 32;
 

@@ -1,7 +1,5 @@
 #include "model/architecture.h"
 
-#include <algorithm>
-
 #include "common/error.h"
 
 namespace kvrt::model {
@@ -83,53 +81,28 @@ constexpr TensorDesc kGemma2Layer[] = {
 using P = RopePairing;
 using A = Activation;
 using WL = WindowLayers;
+using QS = QueryScale;
 
 constexpr Architecture kArchitectures[] = {
-    // name     model tensors    layer tensors  RoPE        norm            FFN      emb. scale
+    // name     model tensors    layer tensors  RoPE        norm            FFN      emb. scale  query scale
     //          attn soft-cap              final soft-cap             sliding window                          pre-tokenizer
-    {"llama", kLlamaModel, kLlamaLayer, P::kInterleaved, NormKind::kRms, A::kSilu, false,
+    {"llama", kLlamaModel, kLlamaLayer, P::kInterleaved, NormKind::kRms, A::kSilu, false, QS::kHeadDim,
      nullptr, nullptr, nullptr, WL::kNone, "default"},
-    {"qwen2", kTiedOutput, kQwen2Layer, P::kNeox, NormKind::kRms, A::kSilu, false,
+    {"qwen2", kTiedOutput, kQwen2Layer, P::kNeox, NormKind::kRms, A::kSilu, false, QS::kHeadDim,
      nullptr, nullptr, nullptr, WL::kNone, "qwen2"},
-    {"phi3", kSeparateOutput, kPhi3Layer, P::kNeox, NormKind::kRms, A::kSilu, false,
+    {"phi3", kSeparateOutput, kPhi3Layer, P::kNeox, NormKind::kRms, A::kSilu, false, QS::kHeadDim,
      nullptr, nullptr, "attention.sliding_window", WL::kAll, "default"},
-    {"gemma2", kTiedOutput, kGemma2Layer, P::kNeox, NormKind::kRms, A::kGeluTanh, true,
+    {"gemma2", kTiedOutput, kGemma2Layer, P::kNeox, NormKind::kRms, A::kGeluTanh, true, QS::kGemma2,
      "attn_logit_softcapping", "final_logit_softcapping", "attention.sliding_window", WL::kEven, "default"},
 };
-
-// The tensors the forward pass (model/session.cc) uses; other roles are gaps.
-constexpr R kForwardRoles[] = {R::kTokenEmbd, R::kOutputNorm, R::kOutput,    R::kRopeFreqs,
-                               R::kAttnNorm,  R::kAttnQ,      R::kAttnK,     R::kAttnV,
-                               R::kAttnQBias, R::kAttnKBias,  R::kAttnVBias, R::kAttnOut,
-                               R::kAttnQkv,   R::kFfnNorm,    R::kFfnGate,   R::kFfnUp,
-                               R::kFfnGateUp, R::kFfnDown};
-
-bool forward_uses(R role) {
-  for (R r : kForwardRoles) {
-    if (r == role) return true;
-  }
-  return false;
-}
-
-// What a tensor the forward pass does not use stands for, in messages.
-const char* feature_of(R role) {
-  switch (role) {
-    case R::kPostAttnNorm:
-    case R::kPostFfnNorm: return "post-attention and post-FFN norms";
-    default: return "an unused tensor role";
-  }
-}
 
 }  // namespace
 
 std::span<const Architecture> architectures() { return kArchitectures; }
 
-std::string runnable_architecture_names() {
+std::string architecture_names() {
   std::string names;
-  for (const Architecture& a : kArchitectures) {
-    const bool none[kNumTensorRoles] = {};
-    if (forward_gaps(a, none).empty()) names += (names.empty() ? "" : ", ") + std::string(a.name);
-  }
+  for (const Architecture& a : kArchitectures) names += (names.empty() ? "" : ", ") + std::string(a.name);
   return names;
 }
 
@@ -137,23 +110,7 @@ const Architecture& find_architecture(std::string_view name) {
   for (const Architecture& a : kArchitectures) {
     if (name == a.name) return a;
   }
-  throw Error("architecture '" + std::string(name) + "' is not supported (kvrt runs: " +
-              runnable_architecture_names() + ")");
-}
-
-std::vector<std::string> forward_gaps(const Architecture& arch, const bool (&present)[kNumTensorRoles]) {
-  std::vector<std::string> gaps;
-  if (arch.activation != Activation::kSilu) gaps.push_back("a GeGLU feed-forward");
-  if (arch.scale_embeddings) gaps.push_back("embedding scaling");
-  if (arch.attn_softcap_key || arch.final_softcap_key) gaps.push_back("logit soft-caps");
-  for (const auto& tensors : {arch.model_tensors, arch.layer_tensors}) {
-    for (const TensorDesc& t : tensors) {
-      const std::string gap = feature_of(t.role);
-      if (forward_uses(t.role) || !(t.required || present[static_cast<int>(t.role)])) continue;
-      if (std::find(gaps.begin(), gaps.end(), gap) == gaps.end()) gaps.push_back(gap);
-    }
-  }
-  return gaps;
+  throw Error("architecture '" + std::string(name) + "' is not supported (kvrt runs: " + architecture_names() + ")");
 }
 
 const char* rope_pairing_name(RopePairing p) { return p == RopePairing::kNeox ? "neox" : "interleaved"; }

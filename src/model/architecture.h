@@ -1,16 +1,14 @@
 // An architecture is one description that the loader (model/config.cc, model/tensors.cc,
 // model/weights.cc) and the forward pass (model/session.cc) consult: its tensors (required and
 // optional, model-level and per layer, with their shapes), RoPE pairing, norm, FFN activation,
-// soft-caps, sliding window, embedding scale and pre-tokenizer. Adding one is a row in
-// architecture.cc plus any op its forward pass needs: forward_gaps() names what a row asks for
-// that the forward pass does not do yet, and such a model is refused with that list.
+// soft-caps, sliding window, embedding and query scales and pre-tokenizer. Adding one is a row in
+// architecture.cc plus any op its forward pass needs.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
-#include <vector>
 
 namespace kvrt::model {
 
@@ -26,6 +24,13 @@ enum class NormKind : uint8_t { kRms };  // y = x / sqrt(mean(x²) + eps) * w
 enum class Activation : uint8_t {
   kSilu,      // SwiGLU (llama, qwen2, phi3)
   kGeluTanh,  // GeGLU with the tanh approximation (gemma2)
+};
+
+// What multiplies the queries before q·k.
+enum class QueryScale : uint8_t {
+  kHeadDim,  // 1/sqrt(head_dim)
+  kGemma2,   // 1/sqrt(head_dim), but 1/sqrt(d_model / n_heads) in the 46-layer model: Gemma 2 27B's
+             // query_pre_attn_scalar (144), which GGUF does not store; llama.cpp picks it by layer count
 };
 
 // Which layers attend only within the sliding window.
@@ -70,6 +75,7 @@ struct Architecture {
   NormKind norm;
   Activation activation;
   bool scale_embeddings;           // x = token_embd[token] * sqrt(d_model)
+  QueryScale query_scale;
   const char* attn_softcap_key;    // key after "<name>." of the attention logit soft-cap; null: none
   const char* final_softcap_key;   // key of the final logit soft-cap; null: none
   const char* sliding_window_key;  // key of the window length; null: no sliding window
@@ -81,12 +87,8 @@ struct Architecture {
 std::span<const Architecture> architectures();
 // The row named `name`; kvrt::Error naming the architectures kvrt runs otherwise.
 const Architecture& find_architecture(std::string_view name);
-// Names of the architectures whose forward pass kvrt implements ("llama"), for messages.
-std::string runnable_architecture_names();
-
-// What the row, with the tensors a file holds (present[role]), asks of the forward pass that it
-// does not do yet: empty when kvrt runs the model.
-std::vector<std::string> forward_gaps(const Architecture& arch, const bool (&present)[kNumTensorRoles]);
+// Names of every architecture ("llama, qwen2, ..."), for messages.
+std::string architecture_names();
 
 const char* rope_pairing_name(RopePairing p);
 

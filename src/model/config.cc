@@ -1,5 +1,7 @@
 #include "model/config.h"
 
+#include <cmath>
+
 #include "common/error.h"
 
 namespace kvrt::model {
@@ -42,9 +44,12 @@ void read_rope(const io::GgufFile& f, const std::string& p, ModelConfig& c) {
            " must be even and at most the head size " + std::to_string(c.head_dim));
 }
 
-// Soft-caps and the sliding window, read where the architecture names their keys.
+// Soft-caps and the sliding window, read where the architecture names their keys; the scales.
 void read_features(const io::GgufFile& f, const std::string& p, ModelConfig& c) {
   const Architecture& a = *c.architecture;
+  c.embedding_scale = a.scale_embeddings ? std::sqrt(float(c.d_model)) : 1.0f;
+  const bool gemma2_27b = a.query_scale == QueryScale::kGemma2 && c.n_layers == 46;
+  c.query_scale = 1.0f / std::sqrt(float(gemma2_27b ? c.d_model / c.n_heads : c.head_dim));
   if (a.attn_softcap_key) c.attn_softcap = static_cast<float>(f.get_float(p + a.attn_softcap_key));
   if (a.final_softcap_key) c.final_softcap = static_cast<float>(f.get_float(p + a.final_softcap_key));
   if (a.sliding_window_key) c.sliding_window = get_dim(f, p + a.sliding_window_key);

@@ -29,6 +29,8 @@ struct ModelConfig {
   float attn_softcap = 0.0f;   // attention logit soft-cap (0: none), where the architecture has one
   float final_softcap = 0.0f;  // final logit soft-cap (0: none)
   int sliding_window = 0;      // positions a windowed layer attends to (0: no window)
+  float embedding_scale = 1.0f;  // x = token_embd[token] * embedding_scale
+  float query_scale = 0.0f;      // multiplies the queries (the architecture's QueryScale)
 
   // The window of a layer: sliding_window where the architecture's window_layers include it, else 0.
   int window_of(int layer) const;

@@ -113,6 +113,7 @@ void Session::forward_chunk(const int32_t* tokens, int n, float* logits) {
   const ModelConfig& c = model_.config();
   const Weights& w = model_.weights();
   for (int t = 0; t < n; ++t) w.embedding(tokens[t], &x_[size_t(t) * c.d_model]);
+  ops::scale(x_.data(), int64_t(n) * c.d_model, c.embedding_scale);
   for (int layer = 0; layer < c.n_layers; ++layer) {
     attention_block(layer, n);
     ffn_block(layer, n);
@@ -121,12 +122,14 @@ void Session::forward_chunk(const int32_t* tokens, int n, float* logits) {
   if (logits) {
     ops::rms_norm(x_.data(), w.output_norm, n, c.d_model, c.rms_eps, xn_.data());
     matmul_->run(xn_.data(), n, w.output, logits);
+    if (c.final_softcap > 0.0f) ops::softcap(logits, int64_t(n) * c.n_vocab, c.final_softcap);
     std::memcpy(last_logits_.data(), logits + size_t(n - 1) * c.n_vocab,
                 sizeof(float) * c.n_vocab);
   } else {
     const float* last = &x_[size_t(n - 1) * c.d_model];
     ops::rms_norm(last, w.output_norm, 1, c.d_model, c.rms_eps, xn_.data());
     matmul_->run(xn_.data(), 1, w.output, last_logits_.data());
+    if (c.final_softcap > 0.0f) ops::softcap(last_logits_.data(), c.n_vocab, c.final_softcap);
   }
 }
 
@@ -136,7 +139,8 @@ void Session::project(const ops::WeightMatrix& w, const float* bias, int n, floa
   if (bias) ops::add_bias(y, bias, n, int(w.n_out));
 }
 
-// x += Wo · attention(rope(Wq·xn + bq), rope(Wk·xn + bk), Wv·xn + bv) for the n tokens of the chunk.
+// x += Wo · attention(rope(Wq·xn + bq), rope(Wk·xn + bk), Wv·xn + bv) for the n tokens of the chunk,
+// post-normed where the layer says.
 void Session::attention_block(int layer, int n) {
   const ModelConfig& c = model_.config();
   const LayerWeights& lw = model_.weights().layers[size_t(layer)];
@@ -156,23 +160,29 @@ void Session::attention_block(int layer, int n) {
   args.n_tokens = n;
   args.pos0 = pos0;
   args.n_heads = c.n_heads;
+  args.q_scale = c.query_scale;
   args.softcap = c.attn_softcap;
   args.window = c.window_of(layer);
   args.out = attn_.data();
   ops::attention(*kv_, args, *attn_scratch_);
   matmul_->run(attn_.data(), n, lw.wo, xn_.data());
+  if (lw.post_attn_norm) ops::rms_norm(xn_.data(), lw.post_attn_norm, n, c.d_model, c.rms_eps, xn_.data());
   ops::add_inplace(x_.data(), xn_.data(), int64_t(n) * c.d_model);
 }
 
-// x += W_down · (silu(W_gate·xn) ⊙ W_up·xn)
+// x += W_down · (act(W_gate·xn) ⊙ W_up·xn), act = silu or tanh-GELU, post-normed where the layer says.
 void Session::ffn_block(int layer, int n) {
   const ModelConfig& c = model_.config();
   const LayerWeights& lw = model_.weights().layers[size_t(layer)];
   ops::rms_norm(x_.data(), lw.ffn_norm, n, c.d_model, c.rms_eps, xn_.data());
   matmul_->run(xn_.data(), n, lw.w_gate, gate_.data());
   matmul_->run(xn_.data(), n, lw.w_up, up_.data());
-  ops::swiglu(gate_.data(), up_.data(), int64_t(n) * c.d_ff);
+  switch (c.architecture->activation) {
+    case Activation::kSilu: ops::swiglu(gate_.data(), up_.data(), int64_t(n) * c.d_ff); break;
+    case Activation::kGeluTanh: ops::geglu(gate_.data(), up_.data(), int64_t(n) * c.d_ff); break;
+  }
   matmul_->run(gate_.data(), n, lw.w_down, xn_.data());
+  if (lw.post_ffn_norm) ops::rms_norm(xn_.data(), lw.post_ffn_norm, n, c.d_model, c.rms_eps, xn_.data());
   ops::add_inplace(x_.data(), xn_.data(), int64_t(n) * c.d_model);
 }
 

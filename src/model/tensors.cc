@@ -70,10 +70,6 @@ BoundTensors bind_tensors(const io::GgufFile& f, const ModelConfig& c) {
     for (const TensorDesc& d : arch.layer_tensors) b.layers[size_t(i)][size_t(d.role)] = bind(f, d, prefix + d.name, c, used);
   }
   check_all_used(f, c, used);
-  for (const RoleTensors& roles : b.layers) {
-    for (int r = 0; r < kNumTensorRoles; ++r) b.present[r] |= roles[size_t(r)] != nullptr;
-  }
-  for (int r = 0; r < kNumTensorRoles; ++r) b.present[r] |= b.model[size_t(r)] != nullptr;
   return b;
 }
 

@@ -16,7 +16,6 @@ using RoleTensors = std::array<const io::GgufTensor*, kNumTensorRoles>;  // [rol
 struct BoundTensors {
   RoleTensors model{};                 // model-level roles
   std::vector<RoleTensors> layers;     // [n_layers], layer roles
-  bool present[kNumTensorRoles] = {};  // the file holds a tensor of the role (model or any layer)
 };
 
 // Binds the file's tensors to config.architecture. Errors name the file and the tensor: a

@@ -31,8 +31,7 @@ void check_finite(const io::GgufFile& file, const io::GgufTensor& t, const simd:
   file.fail("tensor '" + t.name + "' holds " + (std::isnan(v) ? "NaN" : "an infinity") + where);
 }
 
-// The role's matrix or vector member of a layer; the forward pass uses no other roles in a layer
-// (forward_gaps refuses a model that has them).
+// The role's matrix or vector member of a layer (fused matrices are split by load_layer).
 ops::WeightMatrix& layer_matrix(LayerWeights& l, TensorRole role) {
   switch (role) {
     case TensorRole::kAttnQ: return l.wq;
@@ -51,6 +50,8 @@ const float*& layer_vector(LayerWeights& l, TensorRole role) {
     case TensorRole::kAttnQBias: return l.bq;
     case TensorRole::kAttnKBias: return l.bk;
     case TensorRole::kAttnVBias: return l.bv;
+    case TensorRole::kPostAttnNorm: return l.post_attn_norm;
+    case TensorRole::kPostFfnNorm: return l.post_ffn_norm;
     default: KVRT_ASSERT(role == TensorRole::kFfnNorm); return l.ffn_norm;
   }
 }
@@ -113,12 +114,6 @@ void Weights::embedding(int32_t token, float* out) const {
 
 Weights::Weights(const io::GgufFile& file, const ModelConfig& c) {
   const BoundTensors b = bind_tensors(file, c);
-  if (const std::vector<std::string> gaps = forward_gaps(*c.architecture, b.present); !gaps.empty()) {
-    std::string list;
-    for (const std::string& g : gaps) list += (list.empty() ? "" : ", ") + g;
-    throw Error("'" + file.path() + "': architecture '" + c.arch + "' needs " + list +
-                ", which kvrt's forward pass does not implement yet (kvrt runs: " + runnable_architecture_names() + ")");
-  }
   token_embd = load_matrix(file, *b.model[size_t(TensorRole::kTokenEmbd)]);
   output_norm = load_vector(file, *b.model[size_t(TensorRole::kOutputNorm)]);
   const io::GgufTensor* out = b.model[size_t(TensorRole::kOutput)];

@@ -26,17 +26,18 @@ struct LayerWeights {
   const float* bk = nullptr;         // [n_kv_heads * head_dim]
   const float* bv = nullptr;         // [n_kv_heads * head_dim]
   ops::WeightMatrix wo;              // [d_model][n_heads * head_dim]
+  const float* post_attn_norm = nullptr;  // [d_model] on the attention output (gemma2); null: none
   const float* ffn_norm = nullptr;   // [d_model]
   ops::WeightMatrix w_gate;          // [d_ff][d_model]
   ops::WeightMatrix w_up;            // [d_ff][d_model]
   ops::WeightMatrix w_down;          // [d_model][d_ff]
+  const float* post_ffn_norm = nullptr;   // [d_model] on the FFN output (gemma2); null: none
 };
 
 class Weights {
  public:
   // Checks every tensor's presence, shape, type, alignment and values (NaN or infinity is an
-  // error), and that the forward pass implements what the architecture asks for; errors name the
-  // file and the tensor.
+  // error); errors name the file and the tensor.
   Weights(const io::GgufFile& file, const ModelConfig& config);
 
   ops::WeightMatrix token_embd;       // [n_vocab][d_model]

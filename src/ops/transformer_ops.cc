@@ -54,6 +54,23 @@ void swiglu(float* gate, const float* up, int64_t n) {
   for (int64_t i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
+void geglu(float* gate, const float* up, int64_t n) {
+  constexpr float kSqrt2OverPi = 0.79788456080286535588f, kCoef = 0.044715f;  // ggml's constants
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = gate[i];
+    gate[i] = 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoef * x * x))) * up[i];
+  }
+}
+
+void scale(float* x, int64_t n, float s) {
+  for (int64_t i = 0; i < n; ++i) x[i] *= s;
+}
+
+void softcap(float* x, int64_t n, float cap) {
+  const float inv = 1.0f / cap;  // as llama.cpp: scale by 1/cap, tanh, scale by cap
+  for (int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] * inv);
+}
+
 void add_inplace(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }

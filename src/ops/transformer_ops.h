@@ -1,4 +1,5 @@
-// Element-wise and per-row operations of the transformer block: RMSNorm, RoPE, SwiGLU, biases.
+// Element-wise and per-row operations of the transformer block: RMSNorm, RoPE, SwiGLU and GeGLU,
+// biases, scales and soft-caps.
 #pragma once
 
 #include <cstddef>
@@ -39,6 +40,15 @@ void rope(const RopeTable& table, const RopeArgs& args);
 
 // gate[i] = silu(gate[i]) * up[i] for n values (in place in gate).
 void swiglu(float* gate, const float* up, int64_t n);
+
+// gate[i] = gelu(gate[i]) * up[i] for n values, GELU in its tanh approximation (Gemma 2).
+void geglu(float* gate, const float* up, int64_t n);
+
+// x[i] *= s for n values.
+void scale(float* x, int64_t n, float s);
+
+// x[i] = cap * tanh(x[i] / cap) for n values (Gemma 2's logit soft-cap).
+void softcap(float* x, int64_t n, float cap);
 
 // y[i] += x[i]
 void add_inplace(float* y, const float* x, int64_t n);
