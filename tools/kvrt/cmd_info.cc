@@ -71,6 +71,36 @@ void print_dispatch() {
   }
 }
 
+std::string num(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", v);
+  return b;
+}
+
+// What the architecture's row and the file add to a plain llama block, in one line.
+std::string features(const model::Model& m) {
+  const model::ModelConfig& c = m.config();
+  const model::Architecture& a = *c.architecture;
+  const model::LayerWeights& l = m.weights().layers.front();
+  std::string f = a.activation == model::Activation::kSilu ? "SwiGLU" : "GeGLU (tanh GELU)";
+  const auto add = [&f](const std::string& s) { f += ", " + s; };
+  for (const model::TensorDesc& t : a.layer_tensors) {
+    if (t.role == model::TensorRole::kAttnQkv) add("fused QKV");
+    if (t.role == model::TensorRole::kFfnGateUp) add("fused gate/up");
+  }
+  if (l.bq) add("Q/K/V biases");
+  if (m.weights().rope_freqs) add("RoPE frequency factors");
+  if (c.embedding_scale != 1.0f) add("embeddings x " + num(c.embedding_scale));
+  if (c.attn_softcap > 0.0f) add("attention soft-cap " + num(c.attn_softcap));
+  if (c.final_softcap > 0.0f) add("final soft-cap " + num(c.final_softcap));
+  if (l.post_attn_norm) add("post-attention and post-FFN norms");
+  if (c.sliding_window > 0)
+    add("sliding window " + std::to_string(c.sliding_window) +
+        (a.window_layers == model::WindowLayers::kEven ? " on even layers" : " on every layer"));
+  if (c.head_dim * c.n_heads != c.d_model) add("attention width " + std::to_string(c.head_dim * c.n_heads) + " != d_model");
+  return f;
+}
+
 }  // namespace
 
 int cmd_info(int argc, char** argv) {
@@ -101,6 +131,7 @@ int cmd_info(int argc, char** argv) {
   std::printf("rope:           base %g, %d dims, %s pairs\n", double(c.rope_base), c.rope_dim,
               model::rope_pairing_name(c.rope_pairing));
   std::printf("output matrix:  %s\n", c.tied_output ? "tied to token_embd" : "separate");
+  std::printf("features:       %s\n", features(*model).c_str());
   print_tensors(model->file(), list_tensors);
   std::printf("weights:        %zu bytes mapped in place, %zu bytes converted to FP32 or copied aligned\n",
               model->weights().bytes_mapped(), model->weights().bytes_converted());
