@@ -44,11 +44,13 @@ inline void lane_sums(const Vec<A>* v, float* out) {
 #include "simd/kernels_table.inc"
 #include "simd/matmul_tiles.inc"
 
-// The neon rung: the row kernels, the tile kernels of every quantized format (kernels_neon_int.cc) and the matmul
-// tiles (32 registers: 16 accumulators plus the loaded rows).
+// The neon rung: the row kernels, the tile kernels of every quantized format (kernels_neon_int.cc), the decode
+// products of the weight types (weight_dot_neon.cc) and the matmul tiles (32 registers: 16 accumulators plus the
+// loaded rows).
 void install(Kernels& t) {
   install_rows<xsimd::neon64>(t);
   tiles::install(t);
+  weights::install(t);
   install_matmul<xsimd::neon64, 4, 4>(t, "neon");
 }
 

@@ -211,6 +211,7 @@ void acc_columns(const AccArgs& a) {
 }  // namespace
 
 void install(Kernels& t) {
+  weights::install(t);  // weight_dot_vnni.cc
   for_each_format_slot(t, [](auto f, FormatKernels& k) {
     k.dot = dot_tiles<Vnni<16>, decltype(f)>;
     k.acc = acc_columns<decltype(f)>;

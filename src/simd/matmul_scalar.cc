@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "simd/kernels_scalar.h"
+#include "simd/weight_dot.h"
 
 namespace kvrt::simd::scalar {
 namespace {
@@ -31,6 +32,7 @@ void install_matmul(Kernels& k) {
     k.weight[t].to_float = row->to_float_ref;      // computable weight types
     k.weight[t].from_float = row->from_float_ref;  // and the activation formats
   }
+  install_weight_dots(k);
 }
 
 }  // namespace kvrt::simd::scalar

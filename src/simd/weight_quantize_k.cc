@@ -222,8 +222,9 @@ void q6_k_from_float(const float* x, int64_t n, uint8_t* dst) {
   }
 }
 
-// Q8_K (activations): d = max / -128 so the largest magnitude gets code -128 or 127 (as ggml),
-// codes round(x / d) clamped to 127, and the sums of each 16 codes.
+// Q8_K (activations), as ggml's quantize_row_q8_K_ref: d = max / -127 for the signed value of
+// largest magnitude, codes round(x / d) to nearest even (ggml's nearest_int) capped at 127, and the
+// sums of each 16 codes.
 void q8_k_from_float(const float* x, int64_t n, uint8_t* dst) {
   for (int64_t i = 0; i < n / kQK_K; ++i, x += kQK_K) {
     BlockQ8_K b{};
@@ -232,8 +233,8 @@ void q8_k_from_float(const float* x, int64_t n, uint8_t* dst) {
       if (std::fabs(x[v]) > amax) amax = std::fabs(x[v]), max = x[v];
     }
     if (amax != 0.0f) {
-      const float iscale = -128.0f / max;
-      for (int v = 0; v < kQK_K; ++v) b.qs[v] = int8_t(std::min(127, nearest(iscale * x[v])));
+      const float iscale = -127.0f / max;
+      for (int v = 0; v < kQK_K; ++v) b.qs[v] = int8_t(std::min(127, int(std::nearbyint(iscale * x[v]))));
       b.d = 1.0f / iscale;
     }
     for (int g = 0; g < kQK_K / 16; ++g) {

@@ -1,0 +1,16 @@
+// Decode products on packed weight blocks for the avx2 rung: weight_dot_x86.inc with vpmaddubsw.
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "common/half.h"
+#include "simd/kernels_isa.h"
+#include "simd/weight_blocks.h"
+#include "simd/weight_dot.h"
+
+namespace kvrt::simd::avx2::weights {
+
+#include "simd/weight_dot_x86.inc"
+
+}  // namespace kvrt::simd::avx2::weights
