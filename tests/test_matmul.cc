@@ -3,6 +3,7 @@
 // bf16 weights.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -181,4 +182,49 @@ TEST_CASE("matmul: a cached shape reused with new data gives new results") {
   check_against_reference(a, run(mm, a));
   check_against_reference(b, run(mm, b));
   CHECK(std::string(mm.implementation()) != "none");
+}
+
+TEST_CASE("matmul: decode-sized products on quantized weights run on the packed blocks") {
+  // x is quantized to int8 blocks of 32 (or 256) values with a step d <= max|x_block| / 127 and
+  // each code within one step of x / d (the f16 rounding of d and of Q8_1's sums included), so
+  // |y - x · w| <= Σ_k |w_k| max|x_block(k)| / 127 plus f32 rounding; threads split W's rows and
+  // each row's product is one kernel call, so 1 and 2 threads agree bit for bit.
+  Matmul one(1), two(2);
+  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_1, WeightType::kQ5_0, WeightType::kQ5_1,
+                          WeightType::kIQ4_NL, WeightType::kQ2_K, WeightType::kQ3_K, WeightType::kQ4_K,
+                          WeightType::kQ5_K, WeightType::kQ6_K}) {
+    const kvrt::simd::WeightTypeTraits& t = kvrt::simd::weight_type_traits(type);
+    const int64_t act_block = kvrt::simd::weight_type_traits(t.act).block;
+    for (int64_t m : {1, 4}) {
+      INFO(t.name << ", m " << m);
+      Problem p = make_problem(m, 67, 512, WeightType::kF32, 21);
+      std::vector<uint8_t> packed(size_t(t.row_bytes(p.n_out * p.n_in)));
+      t.from_float_ref(p.w.data(), p.n_out * p.n_in, packed.data());
+      t.to_float_ref(packed.data(), p.n_out * p.n_in, p.w.data());  // the reference sees the decoded weights
+      const WeightMatrix w{packed.data(), type, p.n_out, p.n_in};
+      std::vector<float> y1(size_t(m * p.n_out)), y2(y1.size());
+      one.run(p.x.data(), m, w, y1.data());
+      two.run(p.x.data(), m, w, y2.data());
+      CHECK(y1 == y2);
+      CHECK(std::string(two.implementation()).find("gemv kvrt-packed:") != std::string::npos);
+      int64_t n_bad = 0;
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < p.n_out; ++j) {
+          double exact = 0, abs_sum = 0, bound = 0;
+          for (int64_t k0 = 0; k0 < p.n_in; k0 += act_block) {
+            float amax = 0;
+            for (int64_t k = k0; k < k0 + act_block; ++k) amax = std::max(amax, std::fabs(p.x[size_t(i * p.n_in + k)]));
+            for (int64_t k = k0; k < k0 + act_block; ++k) {
+              const double wk = p.w[size_t(j * p.n_in + k)], xk = p.x[size_t(i * p.n_in + k)];
+              exact += wk * xk;
+              abs_sum += std::fabs(wk * xk);
+              bound += std::fabs(wk) * amax / 127.0;
+            }
+          }
+          n_bad += std::fabs(y1[size_t(i * p.n_out + j)] - exact) > bound + 1e-5 * abs_sum;
+        }
+      }
+      CHECK(n_bad == 0);
+    }
+  }
 }

@@ -3,7 +3,8 @@
 // this CPU runs), and each mixed file llama-quantize wrote gives llama.cpp's logits on the
 // 200-token sequence within the README's tolerance (mean KL <= 0.01, argmax agreement >= 0.85;
 // llama.cpp quantizes its activations to 8 bits, kvrt's FP32 path on decoded weights lands at
-// mean KL <= 0.0054 by the README's measurement).
+// mean KL <= 0.0054 by the README's measurement); decoding token by token, the products are
+// integer dot products on the packed blocks with activations quantized as llama.cpp's are.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -85,7 +86,10 @@ void compare_logits(const std::vector<float>& ref, const std::vector<float>& got
   }
 }
 
-std::vector<float> kvrt_logits(const std::string& path, const kv::KvConfig& kv, std::vector<int32_t>& tokens) {
+// The logits of every position: one eval of the whole sequence (prefill products), or one eval
+// per token (decode products, on the packed blocks: `gemv` names the kernels used).
+std::vector<float> kvrt_logits(const std::string& path, const kv::KvConfig& kv, std::vector<int32_t>& tokens,
+                               bool per_token = false, std::string* gemv = nullptr) {
   model::Model m(path);
   model::SessionOptions o;
   o.n_ctx = 256;
@@ -93,8 +97,20 @@ std::vector<float> kvrt_logits(const std::string& path, const kv::KvConfig& kv, 
   o.kv = kv;
   model::Session s(m, o);
   std::vector<float> out(tokens.size() * kVocab);
-  s.eval(tokens.data(), int(tokens.size()), out.data());
+  if (per_token) {
+    for (size_t p = 0; p < tokens.size(); ++p) s.eval(&tokens[p], 1, out.data() + p * kVocab);
+  } else {
+    s.eval(tokens.data(), int(tokens.size()), out.data());
+  }
+  if (gemv) *gemv = s.matmul_implementation();
   return out;
+}
+
+std::vector<int32_t> fixture_tokens(const std::string& base) {
+  std::vector<int32_t> tokens;
+  std::istringstream in(test::read_file(base + ".tokens.txt"));
+  for (int32_t id; in >> id;) tokens.push_back(id);
+  return tokens;
 }
 
 }  // namespace
@@ -131,9 +147,7 @@ TEST_CASE("llama-quantize's files run in place and give llama.cpp's logits withi
   for (const char* file_type : kFiles) {
     const std::string base = quant_dir() + kModel + "." + file_type;
     INFO(base);
-    std::vector<int32_t> tokens;
-    std::istringstream in(test::read_file(base + ".tokens.txt"));
-    for (int32_t id; in >> id;) tokens.push_back(id);
+    std::vector<int32_t> tokens = fixture_tokens(base);
     REQUIRE(tokens.size() == 200);
     const std::vector<float> ref = read_floats(base + ".logits.kvf32.f32");
     REQUIRE(ref.size() == tokens.size() * kVocab);
@@ -152,5 +166,22 @@ TEST_CASE("llama-quantize's files run in place and give llama.cpp's logits withi
     compare_logits(ref, kvrt_logits(base + ".gguf", kv::parse_setting("q8"), tokens), kl, top1);
     MESSAGE(std::string(file_type) << ": q8 KV mean KL " << kl << ", argmax agreement " << top1);
     CHECK(kl <= 0.02);
+  }
+}
+
+TEST_CASE("decoding token by token, on integer products of the packed blocks, gives llama.cpp's logits") {
+  for (const char* file_type : kFiles) {
+    const std::string base = quant_dir() + kModel + "." + file_type;
+    INFO(base);
+    std::vector<int32_t> tokens = fixture_tokens(base);
+    const std::vector<float> ref = read_floats(base + ".logits.kvf32.f32");
+    REQUIRE(ref.size() == tokens.size() * kVocab);
+    std::string gemv;
+    double kl, top1;
+    compare_logits(ref, kvrt_logits(base + ".gguf", kv::KvConfig{}, tokens, true, &gemv), kl, top1);
+    MESSAGE(std::string(file_type) << ": per token, mean KL " << kl << ", argmax agreement " << top1 << " (" << gemv << ")");
+    CHECK(gemv.find("gemv kvrt-packed:") != std::string::npos);
+    CHECK(kl <= 0.01);
+    CHECK(top1 >= 0.85);
   }
 }

@@ -1,8 +1,9 @@
-// Matrix products for the forward pass. Decode-sized products (ops/decode_size.h) run on kvrt's
-// blocked GEMM, which reads W once in its stored type (packed types widened a tile at a time by
-// the type's to_float kernel, within cache reach); prefill-sized products go to oneDNN
+// Matrix products for the forward pass. Decode-sized products (ops/decode_size.h) on quantized W
+// are integer dot products on its packed blocks against x quantized to int8 blocks
+// (matmul_packed.h); other decode-sized products run on kvrt's blocked GEMM, which reads W once in
+// its stored type; prefill-sized products go to oneDNN
 // (matmul_dnnl.cc, the only door to it), with W other than F32 widened a block of rows at a time.
-// Builds without oneDNN use the blocked GEMM for everything. Every kernel comes from the weight
+// Builds without oneDNN use the blocked GEMM for everything else. Every kernel comes from the weight
 // type's slots of the one dispatch table (simd/kernels.h).
 #pragma once
 
@@ -45,8 +46,8 @@ class Matmul {
   void reserve(int64_t n_in);
   static size_t scratch_bytes(int n_threads, int64_t n_in);
   size_t bytes_allocated() const;  // kvrt's scratch as now allocated
-  // The kernels used so far, e.g. "gemm brg:avx512_core, gemv kvrt-blocked:avx512"; the
-  // pointer stays valid until the next run().
+  // The kernels of the last products, e.g. "gemm brg:avx512_core, gemv kvrt-packed:avx512-vnni";
+  // the pointer stays valid until the next call.
   const char* implementation() const;
 
  private:

@@ -1,0 +1,37 @@
+// Decode products on packed weight blocks (simd/weight_dot.h) for matmul.cc: the rows of x are
+// quantized once per product into the weight type's activation blocks (Q8_0, Q8_1 or Q8_K, by the
+// from_float slot of that format), then threads split the rows of W, each running the type's
+// decode kernel over a contiguous range: W is read once, packed, straight from the map.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ops/matmul.h"
+#include "simd/kernels.h"
+
+namespace kvrt::ops {
+
+class PackedDecode {
+ public:
+  explicit PackedDecode(int n_threads);
+  // Whether run() computes y = x · Wᵀ for these m rows of x: a decode-sized m
+  // (ops/decode_size.h) and a weight type with a decode kernel.
+  bool handles(int64_t m, const WeightMatrix& w) const;
+  void run(const float* x, int64_t m, const WeightMatrix& w, float* y);
+  // The activation blocks of decode-sized products with rows of up to n_in values, allocated now.
+  void reserve(int64_t n_in);
+  static size_t scratch_bytes(int64_t n_in);
+  size_t bytes_allocated() const { return act_.size(); }
+  const char* name() const { return name_.c_str(); }  // "kvrt-packed:<isa of the decode kernels>"
+
+ private:
+  int n_threads_;
+  const simd::Kernels* kernels_;
+  std::string name_;
+  std::vector<uint8_t> act_;  // [kDecodeMaxTokens][activation row bytes]: x quantized
+};
+
+}  // namespace kvrt::ops
