@@ -1,6 +1,7 @@
 // Nothing is allocated inside a decode step: malloc (and so operator new) is counted around
 // Session::eval of one token, for the f32 cache and every KV setting of validation/settings.toml,
-// plus a residual window on token tiles, on stories260K.
+// plus a residual window on token tiles, on stories260K; and on quantized weights (the packed
+// products and their activation blocks), on synthetic models of every activation format.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -12,6 +13,8 @@
 #include "model/sampler.h"
 #include "model/session.h"
 #include "test_util.h"
+#include "tools/synth_model/recipe.h"
+#include "tools/synth_model/synth.h"
 #include "validate/settings.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -61,8 +64,9 @@ namespace {
 
 using namespace kvrt;
 
-// Allocations per decode step over `steps` greedy steps after a prompt and a warm-up.
-double mallocs_per_step(const model::Model& m, const kv::KvConfig& kv, int steps) {
+// Allocations per decode step over `steps` greedy steps after a prompt and a warm-up; `kernels`
+// gets the matrix-product kernels the steps ran.
+double mallocs_per_step(const model::Model& m, const kv::KvConfig& kv, int steps, std::string* kernels = nullptr) {
   model::SessionOptions so;
   so.n_ctx = 512;
   so.n_threads = 2;
@@ -86,6 +90,7 @@ double mallocs_per_step(const model::Model& m, const kv::KvConfig& kv, int steps
   }
 #if KVRT_COUNT_MALLOC
   g_counting = false;
+  if (kernels) *kernels = s.matmul_implementation();
   return double(g_allocations.load()) / steps;
 #else
   return 0;
@@ -114,6 +119,38 @@ TEST_CASE("a decode step allocates nothing, for every KV setting of validation/s
   for (const auto& s : settings) {
     const double per_step = mallocs_per_step(m, s.kv, 72);
     MESSAGE(s.label << " (" << s.kv.name() << "): " << per_step << " mallocs per decode step");
+    CHECK(per_step == 0.0);
+  }
+#endif
+}
+
+TEST_CASE("a decode step on quantized weights allocates nothing") {
+#if !KVRT_COUNT_MALLOC
+  MESSAGE("skipped under a sanitizer, which owns malloc");
+  return;
+#else
+  test::TempDir tmp;
+  // q8_0: Q8_0 activations; q4_1: Q8_1; q4_k_m: Q8_K (Q4_K and Q6_K)
+  for (const char* type : {"q8_0", "q4_1", "q4_k_m"}) {
+    synth::SynthConfig c;
+    c.d_model = 256;
+    c.n_layers = 2;
+    c.n_heads = 4;
+    c.n_kv_heads = 2;
+    c.head_dim = 64;
+    c.d_ff = 512;
+    c.n_ctx = 512;
+    const synth::WeightChoice w = synth::parse_weight_choice(type);
+    c.type = w.type;
+    c.mix = w.mix;
+    c.vocab_path = test::stories_path();
+    const std::string path = tmp / (std::string(type) + ".gguf");
+    synth::write_synth_model(c, path);
+    const model::Model m(path);
+    std::string kernels;
+    const double per_step = mallocs_per_step(m, kv::KvConfig{}, 16, &kernels);
+    MESSAGE(std::string(type) << ": " << per_step << " mallocs per decode step (" << kernels << ")");
+    CHECK(kernels.find("gemv kvrt-packed:") != std::string::npos);
     CHECK(per_step == 0.0);
   }
 #endif
