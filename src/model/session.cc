@@ -23,14 +23,19 @@ int resolve_threads(int n_threads) {
   return n_threads > 0 ? n_threads : std::min(omp_get_num_procs(), kMaxThreads);
 }
 
-// The longest row of the weight matrices that are widened to FP32 for the products (0: all F32).
-int64_t widened_n_in(const Weights& w) {
-  int64_t n = 0;
-  const auto take = [&](const ops::WeightMatrix& m) { if (m.type != simd::WeightType::kF32) n = std::max(n, m.n_in); };
+// The products of one chunk of n_batch tokens: the longest W row, and the longest one widened to
+// FP32 (stored in another type).
+ops::MatmulPlan matmul_plan(const Weights& w, int n_batch) {
+  ops::MatmulPlan p;
+  p.n_rows = n_batch;
+  const auto take = [&](const ops::WeightMatrix& m) {
+    p.n_in = std::max(p.n_in, m.n_in);
+    if (m.type != simd::WeightType::kF32) p.n_in_widened = std::max(p.n_in_widened, m.n_in);
+  };
   for (const LayerWeights& l : w.layers)
     for (const ops::WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) take(*m);
   take(w.output);
-  return n;
+  return p;
 }
 
 // Floats of the per-chunk activations of n_batch tokens (x_ .. up_) and last_logits_.
@@ -47,7 +52,7 @@ size_t Session::planned_bytes(const Model& model, const SessionOptions& o) {
   const int n_batch = std::clamp(o.n_batch, 1, n_ctx);
   const kv::CacheShape shape{c.n_layers, c.n_kv_heads, c.head_dim, n_ctx};
   return kv::plan_cache(o.kv, shape).bytes() + ops::AttentionScratch::bytes_for(shape, c.n_heads, n_threads) +
-         ops::Matmul::scratch_bytes(n_threads, widened_n_in(model.weights())) +
+         ops::Matmul::scratch_bytes(n_threads, o.matmul, matmul_plan(model.weights(), n_batch)) +
          ops::RopeTable::bytes_for(n_ctx, c.rope_dim) + activation_floats(c, n_batch) * sizeof(float);
 }
 
@@ -62,8 +67,8 @@ Session::Session(const Model& model, const SessionOptions& o)
   kv_ = std::make_unique<kv::KvCache>(o.kv, shape);
   after_cache_write_ = o.after_cache_write;
   attn_scratch_ = std::make_unique<ops::AttentionScratch>(shape, c.n_heads, n_batch_, n_threads_);
-  matmul_ = std::make_unique<ops::Matmul>(n_threads_);
-  matmul_->reserve(widened_n_in(model.weights()));
+  matmul_ = std::make_unique<ops::Matmul>(n_threads_, o.matmul);
+  matmul_->reserve(matmul_plan(model.weights(), n_batch_));
   const size_t b = size_t(n_batch_);
   x_.resize(b * c.d_model);
   xn_.resize(b * c.d_model);

@@ -24,6 +24,7 @@ struct SessionOptions {
   int n_threads = 0;  // 0 = all cores (at most kMaxThreads); else 1..kMaxThreads
   int n_batch = 256;  // tokens per forward chunk during prefill
   kv::KvConfig kv;
+  ops::MatmulPrecision matmul = ops::MatmulPrecision::kF32;  // of prefill-sized products (ops/matmul.h)
   // Test harnesses only (validate's negative control): called after each layer's cache write of
   // positions [pos0, pos0 + n_tokens), before attention reads them, with the cache writable.
   // Empty in the product.
@@ -55,6 +56,7 @@ class Session {
   size_t bytes_allocated() const;
   static size_t planned_bytes(const Model& model, const SessionOptions& options);
   const char* matmul_implementation() const { return matmul_->implementation(); }
+  ops::MatmulPrecision matmul_precision() const { return matmul_->precision(); }
 
  private:
   void forward_chunk(const int32_t* tokens, int n, float* logits);

@@ -3,12 +3,20 @@
 // decode-sized products stream W once through the blocked tiles, in W's stored type; larger
 // products go to oneDNN, with W other than F32 widened kWidenRows rows at a time (the type's
 // to_float kernel) into an L2-sized buffer.
+// At bf16 precision, x is rounded to bf16 once per call and W kWidenRows rows at a time (to_float,
+// then the BF16 type's from_float), except W stored as BF16, which oneDNN reads in place.
+//
+// W is rounded per call rather than once at load: a bf16 copy of the weights would cost 2 bytes
+// per parameter for the life of the model (for an F16 model, as much again as the file; for a
+// 4-bit one, 3.5 times the file), while rounding costs about 8% of bf16 prefill on the realistic
+// F16 shape (README: "Matrix-product precision").
 #include <omp.h>
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
+#include "common/error.h"
 #include "kvrt_config.h"
 #include "ops/decode_size.h"
 #include "ops/matmul.h"
@@ -21,19 +29,54 @@
 
 namespace kvrt::ops {
 namespace {
-constexpr int64_t kWidenRows = 256;  // W rows widened per oneDNN call
+constexpr int64_t kWidenRows = 256;  // W rows widened (or rounded to bf16) per oneDNN call
+
+#if KVRT_HAVE_DNNL
+const simd::WeightKernels& weight_kernels(simd::WeightType t) { return simd::kernels().weight[simd::weight_index(t)]; }
+#endif
 }  // namespace
+
+const char* matmul_precision_name(MatmulPrecision p) { return p == MatmulPrecision::kBf16 ? "bf16" : "f32"; }
+
+MatmulPrecision parse_matmul_precision(std::string_view name) {
+  for (MatmulPrecision p : {MatmulPrecision::kF32, MatmulPrecision::kBf16})
+    if (name == matmul_precision_name(p)) return p;
+  throw Error("unknown matmul precision '" + std::string(name) + "' (valid: f32, bf16)", ErrorKind::kUsage);
+}
+
+std::string bf16_unavailable(const simd::CpuFeatures& f, simd::Isa isa) {
+  if (!KVRT_HAVE_DNNL) return "this kvrt was built without oneDNN, which runs the bf16 products";
+  if (!f.avx512bf16 && !f.amx_bf16)
+    return "this CPU has neither AVX512-BF16 nor AMX-BF16 (it has: " + simd::cpu_features_string(f) + ")";
+  if (isa != simd::Isa::kAvx512 && isa != simd::Isa::kAvx512Vnni)
+    return std::string("this process runs the ") + simd::isa_to_string(isa) +
+           " kernels (KVRT_ISA), below the AVX-512 that bf16 products need";
+  return "";
+}
+
+void require_matmul_precision(MatmulPrecision p) {
+  if (p == MatmulPrecision::kF32) return;
+  std::string why = bf16_unavailable(simd::cpu_features(), simd::process_isa());
+#if KVRT_HAVE_DNNL
+  if (why.empty()) {
+    const DnnlBf16Kernel k = dnnl_bf16_kernel();
+    if (!k.native) why = "oneDNN offers no native bf16 kernel on this CPU (it picked " + k.name + ", which emulates bf16)";
+  }
+#endif
+  if (!why.empty()) throw Error("--matmul bf16 cannot run here: " + why + "; use --matmul f32", ErrorKind::kUsage);
+}
 
 struct Matmul::Impl {
   int n_threads;
+  MatmulPrecision precision;
   BlockedMatmul blocked;
   PackedDecode packed;
   const char* gemm_name = "none";  // the kernels of the last product of each kind
   const char* gemv_name;
   std::string description;         // built by implementation(): run() allocates nothing
 
-  explicit Impl(int n_threads)
-      : n_threads(n_threads), blocked(n_threads), packed(n_threads)
+  Impl(int n_threads, MatmulPrecision precision)
+      : n_threads(n_threads), precision(precision), blocked(n_threads), packed(n_threads)
 #if KVRT_HAVE_DNNL
         , gemm(n_threads)
 #endif
@@ -45,13 +88,13 @@ struct Matmul::Impl {
 #if KVRT_HAVE_DNNL
   // y = x · Wᵀ through oneDNN; W other than F32 is widened block by block (rows j0..j0+nb of W
   // give columns j0..j0+nb of y).
-  void gemm_run(const float* x, int64_t m, const WeightMatrix& w, float* y) {
+  void gemm_f32(const float* x, int64_t m, const WeightMatrix& w, float* y) {
     if (w.type == simd::WeightType::kF32) {
       gemm.run(x, m, static_cast<const float*>(w.data), w.n_out, w.n_in, y, w.n_out);
       return;
     }
-    const auto to_float = simd::kernels().weight[simd::weight_index(w.type)].to_float;
-    widened.resize(std::max(widened.size(), size_t(kWidenRows * w.n_in)));
+    const auto to_float = weight_kernels(w.type).to_float;
+    grow(widened, kWidenRows * w.n_in);
     for (int64_t j0 = 0; j0 < w.n_out; j0 += kWidenRows) {
       const int64_t nb = std::min(kWidenRows, w.n_out - j0);
 #pragma omp parallel for num_threads(n_threads) schedule(static)
@@ -59,18 +102,70 @@ struct Matmul::Impl {
       gemm.run(x, m, widened.data(), nb, w.n_in, y + j0, w.n_out);
     }
   }
+
+  // The same with x and W rounded to bf16; W rows other than F32 pass through FP32 first (one row
+  // per thread, in L1), which rounds exactly as rounding the stored value would. oneDNN 2.6 has
+  // native bf16 kernels only for a dense y, so a block of columns is written to y_block [m][nb]
+  // and copied into y.
+  void gemm_bf16(const float* x, int64_t m, const WeightMatrix& w, float* y) {
+    const auto to_bf16 = weight_kernels(simd::WeightType::kBF16).from_float;
+    grow(x_bf16, m * w.n_in);
+    to_bf16(x, m * w.n_in, reinterpret_cast<uint8_t*>(x_bf16.data()));
+    if (w.type == simd::WeightType::kBF16) {
+      gemm.run_bf16(x_bf16.data(), m, static_cast<const uint16_t*>(w.data), w.n_out, w.n_in, y, w.n_out);
+      return;
+    }
+    const auto to_float = w.type == simd::WeightType::kF32 ? nullptr : weight_kernels(w.type).to_float;
+    grow(w_bf16, kWidenRows * w.n_in);
+    if (to_float) grow(widened, n_threads * w.n_in);
+    if (w.n_out > kWidenRows) grow(y_block, m * kWidenRows);
+    for (int64_t j0 = 0; j0 < w.n_out; j0 += kWidenRows) {
+      const int64_t nb = std::min(kWidenRows, w.n_out - j0);
+#pragma omp parallel for num_threads(n_threads) schedule(static)
+      for (int64_t r = 0; r < nb; ++r) {
+        const float* row = reinterpret_cast<const float*>(w.row(j0 + r));
+        if (to_float) {
+          float* f = widened.data() + omp_get_thread_num() * w.n_in;
+          to_float(w.row(j0 + r), w.n_in, f);
+          row = f;
+        }
+        to_bf16(row, w.n_in, reinterpret_cast<uint8_t*>(w_bf16.data() + r * w.n_in));
+      }
+      if (nb == w.n_out) {
+        gemm.run_bf16(x_bf16.data(), m, w_bf16.data(), nb, w.n_in, y, w.n_out);
+        continue;
+      }
+      gemm.run_bf16(x_bf16.data(), m, w_bf16.data(), nb, w.n_in, y_block.data(), nb);
+#pragma omp parallel for num_threads(n_threads) schedule(static)
+      for (int64_t i = 0; i < m; ++i)
+        std::copy_n(y_block.data() + i * nb, nb, y + i * w.n_out + j0);
+    }
+  }
+
+  template <class T>
+  static void grow(std::vector<T>& v, int64_t n) { v.resize(std::max(v.size(), size_t(n))); }
+
   DnnlGemm gemm;
-  std::vector<float> widened;  // [kWidenRows][n_in]
+  std::vector<float> widened;    // f32: [kWidenRows][n_in]; bf16: [n_threads][n_in]
+  std::vector<uint16_t> x_bf16;  // [n_rows][n_in]
+  std::vector<uint16_t> w_bf16;  // [kWidenRows][n_in]
+  std::vector<float> y_block;    // [n_rows][kWidenRows]
 #endif
 };
 
-Matmul::Matmul(int n_threads) : impl_(std::make_unique<Impl>(std::max(1, n_threads))) {}
+Matmul::Matmul(int n_threads, MatmulPrecision precision) {
+  require_matmul_precision(precision);
+  impl_ = std::make_unique<Impl>(std::max(1, n_threads), precision);
+}
 Matmul::~Matmul() = default;
+
+MatmulPrecision Matmul::precision() const { return impl_->precision; }
 
 void Matmul::run(const float* x, int64_t m, const WeightMatrix& w, float* y) {
 #if KVRT_HAVE_DNNL
   if (m > kDecodeMaxTokens) {
-    impl_->gemm_run(x, m, w, y);
+    if (impl_->precision == MatmulPrecision::kBf16) impl_->gemm_bf16(x, m, w, y);
+    else impl_->gemm_f32(x, m, w, y);
     impl_->gemm_name = impl_->gemm.implementation();
     return;
   }
@@ -84,27 +179,43 @@ void Matmul::run(const float* x, int64_t m, const WeightMatrix& w, float* y) {
   if (m <= kDecodeMaxTokens) impl_->gemv_name = impl_->blocked.name();
 }
 
-size_t Matmul::scratch_bytes(int n_threads, int64_t n_in) {
-  size_t floats = BlockedMatmul::scratch_floats(n_threads, n_in);
+size_t Matmul::scratch_bytes(int n_threads, MatmulPrecision precision, const MatmulPlan& plan) {
+  size_t bytes = BlockedMatmul::scratch_floats(n_threads, plan.n_in_widened) * sizeof(float);
 #if KVRT_HAVE_DNNL
-  floats += size_t(kWidenRows * n_in);
+  if (precision == MatmulPrecision::kBf16) {
+    bytes += size_t(std::max(1, n_threads) * plan.n_in_widened) * sizeof(float);
+    bytes += size_t((plan.n_rows + kWidenRows) * plan.n_in) * sizeof(uint16_t);
+    bytes += size_t(plan.n_rows * kWidenRows) * sizeof(float);
+  } else {
+    bytes += size_t(kWidenRows * plan.n_in_widened) * sizeof(float);
+  }
+#else
+  (void)precision;
 #endif
-  return floats * sizeof(float) + PackedDecode::scratch_bytes(n_in);
+  return bytes + PackedDecode::scratch_bytes(plan.n_in_widened);
 }
 
 size_t Matmul::bytes_allocated() const {
-  size_t floats = impl_->blocked.scratch_floats_allocated();
+  size_t bytes = impl_->blocked.scratch_floats_allocated() * sizeof(float);
 #if KVRT_HAVE_DNNL
-  floats += impl_->widened.size();
+  bytes += (impl_->widened.size() + impl_->y_block.size()) * sizeof(float) +
+           (impl_->x_bf16.size() + impl_->w_bf16.size()) * sizeof(uint16_t);
 #endif
-  return floats * sizeof(float) + impl_->packed.bytes_allocated();
+  return bytes + impl_->packed.bytes_allocated();
 }
 
-void Matmul::reserve(int64_t n_in) {
-  impl_->blocked.reserve(n_in);
-  impl_->packed.reserve(n_in);
+void Matmul::reserve(const MatmulPlan& plan) {
+  impl_->blocked.reserve(plan.n_in_widened);
+  impl_->packed.reserve(plan.n_in_widened);
 #if KVRT_HAVE_DNNL
-  impl_->widened.resize(std::max(impl_->widened.size(), size_t(kWidenRows * n_in)));
+  if (impl_->precision == MatmulPrecision::kBf16) {
+    Impl::grow(impl_->widened, impl_->n_threads * plan.n_in_widened);
+    Impl::grow(impl_->x_bf16, plan.n_rows * plan.n_in);
+    Impl::grow(impl_->w_bf16, kWidenRows * plan.n_in);
+    Impl::grow(impl_->y_block, plan.n_rows * kWidenRows);
+  } else {
+    Impl::grow(impl_->widened, kWidenRows * plan.n_in_widened);
+  }
 #endif
 }
 

@@ -2,19 +2,41 @@
 // are integer dot products on its packed blocks against x quantized to int8 blocks
 // (matmul_packed.h); other decode-sized products run on kvrt's blocked GEMM, which reads W once in
 // its stored type; prefill-sized products go to oneDNN
-// (matmul_dnnl.cc, the only door to it), with W other than F32 widened a block of rows at a time.
-// Builds without oneDNN use the blocked GEMM for everything else. Every kernel comes from the weight
-// type's slots of the one dispatch table (simd/kernels.h).
+// (matmul_dnnl.cc, the only door to it), with W other than F32 widened a block of rows at a time,
+// in f32 or, as a precision setting, in bf16. Builds without oneDNN use the blocked GEMM for
+// everything else. Every kernel comes from the weight type's slots of the one dispatch table
+// (simd/kernels.h).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
+#include "simd/cpu_features.h"
+#include "simd/dispatch.h"
 #include "simd/weight_types.h"
 
 namespace kvrt::ops {
+
+// The arithmetic of prefill-sized products; decode-sized ones always run the blocked f32 tiles.
+//   f32:  the baseline.
+//   bf16: x and W rounded to bfloat16 (nearest, ties to even; relative error <= 2^-8 each), the
+//         products summed in f32, through oneDNN on CPUs with AVX512-BF16 or AMX-BF16. It changes
+//         the numbers, so it is a setting that `kvrt validate` measures and `kvrt run` gates.
+enum class MatmulPrecision : uint8_t { kF32, kBf16 };
+
+const char* matmul_precision_name(MatmulPrecision p);           // "f32", "bf16": CLI, TOML, records
+MatmulPrecision parse_matmul_precision(std::string_view name);  // else kvrt::Error(kUsage) listing them
+
+// Why a process on a CPU with `features`, running the kernels of rung `isa`, cannot run bf16
+// products ("" when it can): bf16 needs AVX512-BF16 or AMX-BF16, an AVX-512 rung (KVRT_ISA below
+// it stands for a CPU without AVX-512) and a build with oneDNN.
+std::string bf16_unavailable(const simd::CpuFeatures& features, simd::Isa isa);
+// Throws kvrt::Error(kUsage) with the reason when this process cannot run products at `p`, also
+// when oneDNN offers no native bf16 kernel here (it would emulate bf16, slower than f32).
+void require_matmul_precision(MatmulPrecision p);
 
 // A weight matrix W [n_out][n_in] (row-major, each output row contiguous), as in GGUF, in any
 // computable weight type (n_in a multiple of the type's block).
@@ -33,18 +55,28 @@ struct WeightMatrix {
   WeightMatrix rows(int64_t first, int64_t n) const { return {row(first), type, n, n_in}; }
 };
 
+// The products a Matmul will run, for allocating its scratch up front.
+struct MatmulPlan {
+  int64_t n_rows = 0;        // most rows of x in one prefill-sized call (the prefill chunk)
+  int64_t n_in = 0;          // longest W row of any product
+  int64_t n_in_widened = 0;  // longest W row stored in a type other than F32 (0: all F32)
+};
+
 // y[m][n_out] = x[m][n_in] · W^T. Primitives are cached per (shape, type), so calling this for
 // every layer of every step creates nothing after the first call with a given m.
 class Matmul {
  public:
-  explicit Matmul(int n_threads);
+  // Throws as require_matmul_precision does when this process cannot run `precision`.
+  explicit Matmul(int n_threads, MatmulPrecision precision = MatmulPrecision::kF32);
   ~Matmul();
   void run(const float* x, int64_t m, const WeightMatrix& w, float* y);
-  // Allocates now kvrt's scratch for widening W other than F32 with up to n_in values per row
-  // (0: none), so run() allocates none of its own; scratch_bytes gives the same count without
-  // allocating. oneDNN's primitives keep their own memory, which neither counts.
-  void reserve(int64_t n_in);
-  static size_t scratch_bytes(int n_threads, int64_t n_in);
+  MatmulPrecision precision() const;
+  // Allocates now kvrt's scratch for the products of `plan` (W widened or rounded a block of
+  // rows at a time, x rounded to bf16), so run() allocates none of its own for them;
+  // scratch_bytes gives the same count without allocating. oneDNN's primitives keep their own
+  // memory, which neither counts.
+  void reserve(const MatmulPlan& plan);
+  static size_t scratch_bytes(int n_threads, MatmulPrecision precision, const MatmulPlan& plan);
   size_t bytes_allocated() const;  // kvrt's scratch as now allocated
   // The kernels of the last products, e.g. "gemm brg:avx512_core, gemv kvrt-packed:avx512-vnni";
   // the pointer stays valid until the next call.

@@ -30,6 +30,7 @@ struct BenchOptions {
   ModelOptions model;
   std::string contexts = "1024,4096,8192,16384";
   std::string settings = "f32;q8;q4;k=q8,v=q4";
+  std::string matmul = "f32";
   int decode_tokens = 16;
   int prefill_tokens = 8192;
   int group = 0;
@@ -59,11 +60,31 @@ std::vector<int> parse_int_list(const std::string& s, const char* flag) {
   return out;
 }
 
-// The --settings list (kv::parse_setting_list), with --group applied to every setting.
-std::vector<kv::SettingText> settings_of(const BenchOptions& o) {
-  std::vector<kv::SettingText> out = kv::parse_setting_list(o.settings);
-  if (o.group > 0)
-    for (kv::SettingText& s : out) kv::apply_setting_field(s.config, "g", std::to_string(o.group));
+// A row of the table: a KV setting of the --settings list and a precision of the --matmul list.
+struct BenchSetting {
+  std::string text;  // the KV setting as given, then " mm=bf16" for products other than f32
+  kv::KvConfig kv;
+  ops::MatmulPrecision matmul;
+};
+
+// The --settings list (kv::parse_setting_list), with --group applied to every setting, each with
+// every precision of --matmul; a precision this process cannot run fails before any work.
+std::vector<BenchSetting> settings_of(const BenchOptions& o) {
+  std::vector<ops::MatmulPrecision> precisions;
+  std::stringstream ss(o.matmul);
+  for (std::string item; std::getline(ss, item, ',');) {
+    precisions.push_back(ops::parse_matmul_precision(item));
+    ops::require_matmul_precision(precisions.back());
+  }
+  if (precisions.empty()) throw Error("--matmul needs a precision (f32 or bf16)", ErrorKind::kUsage);
+  std::vector<BenchSetting> out;
+  for (kv::SettingText& s : kv::parse_setting_list(o.settings)) {
+    if (o.group > 0) kv::apply_setting_field(s.config, "g", std::to_string(o.group));
+    for (ops::MatmulPrecision p : precisions) {
+      const std::string suffix = p == ops::MatmulPrecision::kF32 ? "" : std::string(" mm=") + ops::matmul_precision_name(p);
+      out.push_back({s.text + suffix, s.config, p});
+    }
+  }
   return out;
 }
 
@@ -80,12 +101,13 @@ void fill_to(model::Session& s, int target, std::mt19937& rng) {
   }
 }
 
-Row bench_setting(const model::Model& m, const BenchOptions& o, const kv::SettingText& setting,
+Row bench_setting(const model::Model& m, const BenchOptions& o, const BenchSetting& setting,
                   const std::vector<int>& contexts) {
   model::SessionOptions so;
   so.n_ctx = std::max(contexts.back(), o.prefill_tokens) + int(contexts.size()) * o.decode_tokens;
   so.n_threads = o.model.n_threads;
-  so.kv = setting.config;
+  so.kv = setting.kv;
+  so.matmul = setting.matmul;
   model::Session s(m, so);
   const std::string& name = setting.text;
   Row row{name, s.kv_cache().bytes_per_token(), 0, 0, {}};
@@ -169,6 +191,9 @@ int cmd_bench(int argc, char** argv) {
          "KV settings as --kv takes them, separated by ';' (default f32;q8;q4;k=q8,v=q4; the older "
          "form f32,q8,k=q8:v=q4 is read too)",
          &o.settings);
+  cl.add("--matmul", "LIST",
+         "precisions of the prefill products, comma-separated: f32 (default), bf16; each KV setting runs with each",
+         &o.matmul);
   cl.add("--decode-tokens", "N", "decode steps timed at each context (default 16)", &o.decode_tokens, 1, 4096);
   cl.add("--prefill-tokens", "N", "tokens of the timed prefill (default 8192)", &o.prefill_tokens, 1, 1 << 20);
   cl.add("--group", "G", "quantization group size for every setting (default: each setting's)", &o.group, 0, 128);
@@ -177,13 +202,13 @@ int cmd_bench(int argc, char** argv) {
   if (!o.json.empty()) validate::check_output_path(o.json, "JSON results");  // before minutes of work
 
   const std::vector<int> contexts = parse_int_list(o.contexts, "--ctx");
-  const std::vector<kv::SettingText> settings = settings_of(o);  // bad settings fail before any work
+  const std::vector<BenchSetting> settings = settings_of(o);  // bad settings fail before any work
   auto model = o.model.load();
   const int n_threads = o.model.n_threads > 0 ? o.model.n_threads : omp_get_num_procs();
   std::fprintf(stderr, "kvrt bench: %s, ISA %s, %d threads, matmul %s\n", model->file().path().c_str(),
                simd::isa_name(), n_threads, ops::matmul_backends().c_str());
   std::vector<Row> rows;
-  for (const kv::SettingText& setting : settings) rows.push_back(bench_setting(*model, o, setting, contexts));
+  for (const BenchSetting& setting : settings) rows.push_back(bench_setting(*model, o, setting, contexts));
   print_table(rows, contexts);
   if (!o.json.empty()) write_json(o.json, rows, *model, n_threads);
   return kExitOk;

@@ -143,6 +143,13 @@ int cmd_info(int argc, char** argv) {
               tok.pre_tokenizer_supported() ? "" : ", NOT SUPPORTED", tok.bos_id(), tok.eos_id());
   print_dispatch();
   std::printf("matmul:         %s\n", ops::matmul_backends().c_str());
+  std::string bf16 = "available (--matmul bf16)";
+  try {
+    ops::require_matmul_precision(ops::MatmulPrecision::kBf16);
+  } catch (const Error& e) {
+    bf16 = e.what();
+  }
+  std::printf("matmul bf16:    %s\n", bf16.c_str());
   std::printf("data dir:       %s\n", data_dir_or_reason().c_str());
   return kExitOk;
 }

@@ -1,0 +1,194 @@
+// The bf16 precision of prefill-sized products (ops/matmul.h, MatmulPrecision::kBf16): the
+// rounding kernels of every ISA, the products against bounds derived from bf16 rounding, decode
+// products left on the f32 kernels, and the refusal where bf16 cannot run.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "common/half.h"
+#include "kvrt_config.h"
+#include "ops/matmul.h"
+#include "simd/cpu_features.h"
+#include "simd/dispatch.h"
+
+namespace {
+
+using kvrt::ops::Matmul;
+using kvrt::ops::MatmulPrecision;
+using kvrt::ops::WeightMatrix;
+using kvrt::simd::WeightType;
+
+constexpr double kU32 = 0x1p-24;  // unit roundoff of f32
+constexpr double kUBf16 = 0x1p-8;  // of bf16: 8 significand bits, nearest with ties to even
+
+bool bf16_here() { return kvrt::ops::bf16_unavailable(kvrt::simd::cpu_features(), kvrt::simd::process_isa()).empty(); }
+
+float round_bf16(float v) { return kvrt::bf16_to_f32(kvrt::f32_to_bf16(v)); }
+
+struct Problem {
+  int64_t m, n_out, n_in;
+  WeightType type;
+  std::vector<float> x;        // [m][n_in]
+  std::vector<float> w;        // [n_out][n_in], the exact values of the stored weights
+  std::vector<uint16_t> w_16;  // [n_out][n_in] stored f16 or bf16 weights
+
+  WeightMatrix weights() const {
+    return {type == WeightType::kF32 ? static_cast<const void*>(w.data()) : w_16.data(), type, n_out, n_in};
+  }
+};
+
+Problem make_problem(int64_t m, int64_t n_out, int64_t n_in, WeightType type, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  Problem p{m, n_out, n_in, type, std::vector<float>(size_t(m * n_in)), std::vector<float>(size_t(n_out * n_in)), {}};
+  for (float& v : p.x) v = normal(rng);
+  for (float& v : p.w) v = normal(rng);
+  if (type != WeightType::kF32) {
+    const bool f16 = type == WeightType::kF16;
+    p.w_16.resize(p.w.size());
+    for (size_t i = 0; i < p.w.size(); ++i) {
+      p.w_16[i] = f16 ? kvrt::f32_to_f16(p.w[i]) : kvrt::f32_to_bf16(p.w[i]);
+      p.w[i] = f16 ? kvrt::f16_to_f32(p.w_16[i]) : kvrt::bf16_to_f32(p.w_16[i]);
+    }
+  }
+  return p;
+}
+
+std::vector<float> run(Matmul& mm, const Problem& p) {
+  std::vector<float> y(size_t(p.m * p.n_out), std::nanf(""));  // every output must be written
+  mm.run(p.x.data(), p.m, p.weights(), y.data());
+  return y;
+}
+
+// Counts outputs outside `bound(abs_sum)` of the double-precision sum of rx(x_k) * rw(w_k).
+template <class Round, class Bound>
+int64_t count_outside(const Problem& p, const std::vector<float>& y, Round round, Bound bound, std::string& first) {
+  int64_t n_bad = 0;
+  for (int64_t i = 0; i < p.m; ++i) {
+    for (int64_t j = 0; j < p.n_out; ++j) {
+      double sum = 0.0, abs_sum = 0.0;
+      for (int64_t k = 0; k < p.n_in; ++k) {
+        const double prod = double(round(p.x[size_t(i * p.n_in + k)])) * double(round(p.w[size_t(j * p.n_in + k)]));
+        sum += prod;
+        abs_sum += std::fabs(prod);
+      }
+      const double got = y[size_t(i * p.n_out + j)];
+      if (std::fabs(got - sum) <= bound(abs_sum)) continue;
+      if (n_bad++ == 0)
+        first = "y[" + std::to_string(i) + "][" + std::to_string(j) + "] = " + std::to_string(got) + ", reference " +
+                std::to_string(sum) + ", bound " + std::to_string(bound(abs_sum));
+    }
+  }
+  return n_bad;
+}
+
+struct Shape {
+  int64_t m, n_out, n_in;
+};
+// Prefill-sized (m above the decode limit of 4): odd sizes, more W rows than one rounded block
+// (256), k tails of every length.
+constexpr Shape kPrefill[] = {{5, 3, 3}, {7, 33, 29}, {64, 100, 130}, {300, 67, 515}, {300, 600, 64}, {257, 300, 1024}};
+
+}  // namespace
+
+TEST_CASE("matmul bf16: the rounding of every runnable ISA equals common/half.h's f32_to_bf16") {
+  // Every bf16 value with the low halves that decide rounding: exact, below, at and above the
+  // tie, the largest; infinities and NaNs (quieted) come with the top half 0x7f80 / 0xff80 and up.
+  std::vector<uint32_t> bits;
+  for (uint32_t hi = 0; hi < 0x10000u; ++hi)
+    for (uint32_t lo : {0x0000u, 0x0001u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu}) bits.push_back(hi << 16 | lo);
+  std::vector<float> x(bits.size());
+  std::memcpy(x.data(), bits.data(), bits.size() * sizeof(float));
+  for (kvrt::simd::Isa isa : kvrt::simd::runnable_isas()) {
+    const auto from_float = kvrt::simd::kernels_for(isa).weight[kvrt::simd::weight_index(WeightType::kBF16)].from_float;
+    std::vector<uint16_t> out(x.size());
+    from_float(x.data(), int64_t(x.size()), reinterpret_cast<uint8_t*>(out.data()));
+    int64_t n_bad = 0;
+    for (size_t i = 0; i < x.size(); ++i) n_bad += out[i] != kvrt::f32_to_bf16(x[i]);
+    INFO("ISA " << kvrt::simd::isa_to_string(isa));
+    CHECK(n_bad == 0);
+  }
+}
+
+TEST_CASE("matmul bf16: prefill products are the f32 sums of the bf16-rounded x and W") {
+  if (!bf16_here()) {
+    MESSAGE("bf16 products do not run here: " << kvrt::ops::bf16_unavailable(kvrt::simd::cpu_features(), kvrt::simd::process_isa()));
+    return;
+  }
+  // x and W rounded to bf16 have 8 significand bits, so each product is exact in f32 and the only
+  // error left is the f32 summation of n_in terms: |err| <= 2 n_in u32 Σ|x_k w_k| in any order.
+  Matmul mm(2, MatmulPrecision::kBf16);
+  uint32_t seed = 1;
+  for (WeightType type : {WeightType::kF32, WeightType::kF16, WeightType::kBF16}) {
+    for (const Shape& s : kPrefill) {
+      const Problem p = make_problem(s.m, s.n_out, s.n_in, type, seed++);
+      std::string first;
+      const auto bound = [&](double abs_sum) { return 2.0 * double(p.n_in) * kU32 * abs_sum; };
+      const int64_t n_bad = count_outside(p, run(mm, p), round_bf16, bound, first);
+      INFO("type " << kvrt::simd::weight_type_name(type) << ", m " << p.m << ", n_out " << p.n_out << ", n_in "
+                   << p.n_in << "; first: " << first);
+      CHECK(n_bad == 0);
+    }
+  }
+  MESSAGE("implementation: " << std::string(mm.implementation()));
+  CHECK(std::string(mm.implementation()).find("bf16") != std::string::npos);
+}
+
+TEST_CASE("matmul bf16: products stay within the bf16 rounding bound of the exact product, and leave f32's") {
+  if (!bf16_here()) return;
+  // rx = x(1 + a), rw = w(1 + b), |a|, |b| <= u: |rx rw - x w| <= (2u + u^2)|x w|, then the f32
+  // summation of the rounded products (each at most (1 + u)^2 |x w|).
+  const double u = kUBf16;
+  Matmul bf16(2, MatmulPrecision::kBf16);
+  const Problem p = make_problem(300, 67, 515, WeightType::kF32, 77);
+  const std::vector<float> y = run(bf16, p);
+  const auto exact = [](float v) { return v; };
+  std::string first;
+  const auto bf16_bound = [&](double s) { return (2 * u + u * u + 2.0 * double(p.n_in) * kU32 * (1 + u) * (1 + u)) * s; };
+  CHECK(count_outside(p, y, exact, bf16_bound, first) == 0);
+  INFO(first);
+  // ... and they are bf16's: many outputs are farther from the exact product than f32 summation goes.
+  const auto f32_bound = [&](double s) { return 2.0 * double(p.n_in) * kU32 * s; };
+  CHECK(count_outside(p, y, exact, f32_bound, first) > p.m * p.n_out / 2);
+}
+
+TEST_CASE("matmul bf16: decode-sized products keep the f32 kernels") {
+  if (!bf16_here()) return;
+  Matmul f32(2), bf16(2, MatmulPrecision::kBf16);
+  for (int64_t m = 1; m <= 4; ++m) {
+    const Problem p = make_problem(m, 257, 515, WeightType::kF16, uint32_t(m));
+    CHECK(run(f32, p) == run(bf16, p));
+  }
+  CHECK(std::string(bf16.implementation()).find("gemm none") == 0);
+}
+
+TEST_CASE("matmul bf16: refused, with the reason, where it cannot run") {
+  using kvrt::simd::Isa;
+  kvrt::simd::CpuFeatures f;
+  CHECK(kvrt::ops::bf16_unavailable(f, Isa::kAvx2).find("neither AVX512-BF16 nor AMX-BF16") != std::string::npos);
+  f.avx512f = f.avx512bw = f.avx512vl = f.avx512vnni = true;
+  CHECK(kvrt::ops::bf16_unavailable(f, Isa::kAvx512Vnni).find("neither AVX512-BF16 nor AMX-BF16") != std::string::npos);
+  f.avx512bf16 = true;
+  CHECK(kvrt::ops::bf16_unavailable(f, Isa::kAvx2).find("KVRT_ISA") != std::string::npos);
+  CHECK(kvrt::ops::bf16_unavailable(f, Isa::kAvx512Vnni).empty() == bool(KVRT_HAVE_DNNL));
+  // In this process: a Matmul at bf16 is made exactly when the check says it can run.
+  if (bf16_here()) {
+    CHECK_NOTHROW(Matmul(1, MatmulPrecision::kBf16));
+  } else {
+    try {
+      Matmul mm(1, MatmulPrecision::kBf16);
+      FAIL("a bf16 Matmul was made where bf16 cannot run");
+    } catch (const kvrt::Error& e) {
+      CHECK(e.kind() == kvrt::ErrorKind::kUsage);
+      CHECK(std::string(e.what()).find("--matmul bf16 cannot run here") != std::string::npos);
+    }
+  }
+  CHECK(kvrt::ops::parse_matmul_precision("bf16") == MatmulPrecision::kBf16);
+  CHECK_THROWS_AS(kvrt::ops::parse_matmul_precision("fp16"), kvrt::Error);
+}
