@@ -353,6 +353,59 @@ TEST_CASE("validation: a record from kvrt_validate gates the setting it passed, 
   kvrt_model_free(other);
 }
 
+TEST_CASE("matmul precision: bf16 sessions where the CPU has it, gated by kvrt_validation_check_setting") {
+  ModelFixture f;
+  kvrt::test::TempDir tmp;
+  setenv("KVRT_STATE_DIR", (tmp / "state").c_str(), 1);
+  kvrt_session_options o;
+  kvrt_session_options_default(&o);
+  CHECK(o.matmul == KVRT_MATMUL_F32);
+  o.n_ctx = 160;
+  o.n_threads = 1;
+  kvrt_session* s = nullptr;
+  std::memset(&o.matmul, 0x7f, sizeof o.matmul);  // not an enumerator
+  CHECK(kvrt_session_create(f.model, &o, &s) == KVRT_ERR_INVALID_ARGUMENT);
+  o.matmul = KVRT_MATMUL_BF16;
+  const kvrt_status st = kvrt_session_create(f.model, &o, &s);
+  if (st == KVRT_ERR_INVALID_ARGUMENT) {  // a CPU without AVX512-BF16 or AMX (test_matmul_bf16 checks the decision)
+    CHECK(std::string(kvrt_last_error()).find("--matmul bf16 cannot run here") != std::string::npos);
+    return;
+  }
+  REQUIRE(st == KVRT_OK);
+  const std::vector<int32_t> prompt = tokenize(f.model, "Once upon a time, there was a little girl");
+  REQUIRE(kvrt_session_eval(s, prompt.data(), prompt.size()) == KVRT_OK);
+  kvrt_session_info info;
+  REQUIRE(kvrt_session_get_info(s, &info) == KVRT_OK);
+  CHECK(std::string(info.matmul).find("bf16") != std::string::npos);
+  kvrt_session_free(s);
+
+  // Even the f32 cache needs a PASS with bf16 products; the record binds the pair.
+  const kvrt_kv_config f32 = kv_of("f32");
+  CHECK(kvrt_validation_check_setting(f.model, &f32, KVRT_MATMUL_F32, 160, nullptr) == KVRT_OK);
+  CHECK(kvrt_validation_check_setting(f.model, &f32, KVRT_MATMUL_BF16, 160, nullptr) == KVRT_ERR_REFUSED);
+  CHECK(std::string(kvrt_last_error()).find("with bf16 products is not validated") != std::string::npos);
+  const std::string record = tmp / "r.toml";
+  kvrt_validate_options vo;
+  kvrt_validate_options_default(&vo);
+  vo.settings = &f32;
+  vo.n_settings = 1;
+  vo.matmul = KVRT_MATMUL_BF16;
+  vo.max_len = 160;
+  vo.n_threads = 1;
+  vo.record_path = record.c_str();
+  kvrt_validation* v = nullptr;
+  REQUIRE(kvrt_validate(f.model, &vo, &v) == KVRT_OK);
+  kvrt_validation_entry e;
+  REQUIRE(kvrt_validation_get(v, 0, &e) == KVRT_OK);
+  CHECK(e.matmul == KVRT_MATMUL_BF16);
+  CHECK(std::string(e.label) == "f32/f32 bf16");
+  CHECK(e.verdict == KVRT_VERDICT_PASS);  // as `kvrt validate --matmul bf16` on stories260K
+  kvrt_validation_free(v);
+  CHECK(kvrt_validation_check_setting(f.model, &f32, KVRT_MATMUL_BF16, 160, record.c_str()) == KVRT_OK);
+  const kvrt_kv_config q8 = kv_of("q8");
+  CHECK(kvrt_validation_check_setting(f.model, &q8, KVRT_MATMUL_BF16, 160, record.c_str()) == KVRT_ERR_REFUSED);
+}
+
 TEST_CASE("validation: bad thresholds, bad outputs and bad arguments fail before anything is written") {
   ModelFixture f;
   kvrt::test::TempDir tmp;

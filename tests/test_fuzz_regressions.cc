@@ -56,6 +56,8 @@ TEST_CASE("the toml fuzz target handles its corpus and past crashes") {
   const kvrt::validate::Record r = kvrt::validate::read_record(kvrt::fuzz::memory_file(text));
   REQUIRE(r.settings.size() == 2);
   CHECK(r.settings[1].n_ctx == 256);
+  CHECK(r.settings[0].matmul == kvrt::ops::MatmulPrecision::kF32);
+  CHECK(r.settings[1].matmul == kvrt::ops::MatmulPrecision::kBf16);
   CHECK(r.case_dirs.at(1) == "/data/more \"cases\"\u00e9");
 }
 

@@ -58,7 +58,7 @@ TEST_CASE("kvrt validate skips a setting that cannot apply to the model and says
   const auto r = run_kvrt(common + " --settings " + dir / "settings.toml" + " --json " + dir / "r.json", dir);
   INFO(r.err);
   CHECK((r.exit_code == 0 || r.exit_code == 1));  // it ran and judged q8/q8
-  CHECK(r.out.find("setting skipped (cannot apply to this model): q4/q4 rot: Hadamard rotation needs a "
+  CHECK(r.out.find("setting skipped (cannot apply to this model or CPU): q4/q4 rot: Hadamard rotation needs a "
                    "power-of-two head_dim, not 48") != std::string::npos);
   CHECK(r.out.find("q8/q8  (k=q8,v=q8,g=24,") != std::string::npos);
   CHECK(kvrt::test::read_file(dir / "r.json").find("\"skipped_settings\": [\"q4/q4 rot: ") != std::string::npos);

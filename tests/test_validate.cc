@@ -298,13 +298,21 @@ TEST_CASE("a record round-trips, and an edited record is refused") {
   r.acceptance_sha256 = std::string(64, 'c');
   r.max_len = 512;
   r.settings.push_back({"k=q4,v=q4", "q4/q4", Verdict::kFail, 12.5});
+  r.settings.push_back({"k=q4,v=q4", "q4/q4 bf16", Verdict::kPass, 12.5, 256, kvrt::ops::MatmulPrecision::kBf16});
   const std::string path = tmp / "rec.toml";
   write_record(r, path);
   const Record back = read_record(path);
   CHECK(back.model_sha256 == r.model_sha256);
-  REQUIRE(back.settings.size() == 1);
+  REQUIRE(back.settings.size() == 2);
   CHECK(back.settings[0].verdict == Verdict::kFail);
   CHECK(back.settings[0].bytes_per_token == 12.5);
+  CHECK(back.settings[0].matmul == kvrt::ops::MatmulPrecision::kF32);
+  // One KV setting with two matmul precisions: two entries, each with its own verdict.
+  CHECK(back.settings[1].name == back.settings[0].name);
+  CHECK(back.settings[1].matmul == kvrt::ops::MatmulPrecision::kBf16);
+  CHECK(back.settings[1].verdict == Verdict::kPass);
+  CHECK(back.settings[1].n_ctx == 256);
+  CHECK(test::read_file(path).find("matmul = \"bf16\"") != std::string::npos);
 
   std::string text = test::read_file(path);
   text.replace(text.find("\"FAIL\""), 6, "\"PASS\"");

@@ -6,6 +6,9 @@
 #include <regex>
 
 #include "kvrt_config.h"
+#include "ops/matmul.h"
+#include "simd/cpu_features.h"
+#include "simd/dispatch.h"
 #include "test_util.h"
 
 using kvrt::test::run_kvrt;
@@ -79,6 +82,10 @@ TEST_CASE("the default run covers every shipped setting, and kvrt run honours it
   REQUIRE((v.exit_code == 0 || v.exit_code == 1));
   for (const char* label : {"q8/q8", "q8/q4", "q4/q4", "q4/q4 ch r32", "q4/q4 rot"})
     CHECK(v.out.find(std::string("\n") + label + " ") != std::string::npos);
+  // The bf16 settings run where the CPU has bf16, and are skipped with the reason elsewhere.
+  for (const char* label : {"bf16", "q8/q8 bf16"})
+    CHECK((v.out.find(std::string("\n") + label + " ") != std::string::npos ||
+           v.out.find(std::string(label) + ": --matmul bf16 cannot run here") != std::string::npos));
   CHECK(kvrt::test::read_file(tmp / "r.html").find("<svg") != std::string::npos);
   // The long cases stretch to the validated context: the longest within ~10% of it.
   const int longest = number_after(v.out, "longest case ");
@@ -128,6 +135,51 @@ TEST_CASE("the record binds the validated context: a longer run is refused with 
   const auto beyond = run_kvrt(v + " --kv q8 -c 4096", tmp);
   CHECK(beyond.exit_code == 2);
   CHECK(beyond.err.find("context of 2048") != std::string::npos);
+}
+
+TEST_CASE("--matmul bf16 is a validated setting: run refuses it without a PASS record, or where it cannot run") {
+  TempDir tmp;
+  setenv("KVRT_STATE_DIR", (tmp / "state").c_str(), 1);
+  const std::string rec = tmp / "r.toml";
+  // More than the 4 tokens of a decode-sized product, so the prefill products run in bf16.
+  const std::string run = "run " + model_arg() + " -c 160 -p 'Once upon a time, there was a little girl' -n 4 --matmul bf16";
+  // A CPU without AVX-512 (KVRT_ISA=avx2 stands for one) cannot run it: a usage error before any work.
+  setenv("KVRT_ISA", "avx2", 1);
+  const auto no_cpu = run_kvrt(run + " --allow-unvalidated", tmp);
+  unsetenv("KVRT_ISA");
+  CHECK(no_cpu.exit_code == 2);
+  CHECK(no_cpu.err.find("--matmul bf16 cannot run here") != std::string::npos);
+  // Nor can oneDNN's bf16 emulation (what it picks when capped below AVX512-BF16): refused too.
+  setenv("DNNL_MAX_CPU_ISA", "AVX512_CORE", 1);
+  const auto emulated = run_kvrt(run + " --allow-unvalidated", tmp);
+  unsetenv("DNNL_MAX_CPU_ISA");
+  CHECK(emulated.exit_code == 2);
+  if (!kvrt::ops::bf16_unavailable(kvrt::simd::cpu_features(), kvrt::simd::process_isa()).empty()) {
+    MESSAGE("bf16 products do not run on this CPU; the gate is tested where they do");
+    return;
+  }
+  CHECK(emulated.err.find("emulates bf16") != std::string::npos);
+
+  const auto before = run_kvrt(run + " --record " + rec, tmp);
+  CHECK(before.exit_code == 3);  // as for an unvalidated KV setting
+  CHECK(before.err.find("with bf16 products is not validated") != std::string::npos);
+  CHECK(before.err.find("--matmul flags") != std::string::npos);
+  const auto forced = run_kvrt(run + " --allow-unvalidated", tmp);
+  CHECK(forced.exit_code == 0);
+  CHECK(forced.err.find("warning") != std::string::npos);
+  CHECK(forced.err.find("bf16 prefill products") != std::string::npos);
+
+  const auto v = run_kvrt("validate " + model_arg() + " -c 160 --matmul bf16 --record " + rec, tmp);
+  INFO(v.out, v.err);
+  REQUIRE(v.exit_code == 0);
+  CHECK(kvrt::test::read_file(rec).find("matmul = \"bf16\"") != std::string::npos);
+  const auto after = run_kvrt(run + " --record " + rec, tmp);
+  CHECK(after.exit_code == 0);
+  CHECK(after.err.find("bf16 products validated") != std::string::npos);
+  // The record binds the pair: f32 KV with bf16 products does not vouch for q8 with bf16.
+  const auto q8 = run_kvrt(run + " --kv q8 --record " + rec, tmp);
+  CHECK(q8.exit_code == 3);
+  CHECK(q8.err.find("does not cover it") != std::string::npos);
 }
 
 TEST_CASE("an edited record and a record for other thresholds are refused by kvrt run") {

@@ -46,8 +46,12 @@ extern "C" {
  * 4: validation records bind the context each setting was validated at: kvrt_validation_check_ctx
  *    checks a context length, kvrt_validation_check checks the model's declared context, and
  *    kvrt_validate_options.max_len 0 is the model's context capped by thresholds.toml's
- *    [context] max and by memory (was min(model context, 512)); kvrt_validation_context. */
-#define KVRT_API_VERSION 4
+ *    [context] max and by memory (was min(model context, 512)); kvrt_validation_context.
+ * 5: the precision of the prefill matrix products as a validated setting: kvrt_matmul_precision,
+ *    kvrt_session_options.matmul, kvrt_validate_options.matmul, kvrt_validation_entry.matmul and
+ *    kvrt_validation_check_setting. Fields are appended, so programs that fill the structs with
+ *    the *_default calls build unchanged (and get f32, as before). */
+#define KVRT_API_VERSION 5
 
 /* Most threads a session or a validation run may use (n_threads); more is KVRT_ERR_INVALID_ARGUMENT.
  * When the system cannot create the threads asked for, the OpenMP runtime (libgomp) prints a
@@ -162,6 +166,15 @@ KVRT_EXPORT void kvrt_kv_config_default(kvrt_kv_config* out_config);
  * KVRT_ERR_INVALID_ARGUMENT. */
 KVRT_EXPORT kvrt_status kvrt_kv_config_parse(const char* text, kvrt_kv_config* out_config);
 
+/* ---- matrix-product precision ------------------------------------------------------------ */
+
+/* The arithmetic of the prefill-sized matrix products (decode-sized ones always run in f32).
+ * BF16 rounds activations and weights to bfloat16 and sums in f32 (about twice the prefill speed
+ * with AVX512-BF16); it needs a CPU with AVX512-BF16 or AMX-BF16, else creating a session with it
+ * is KVRT_ERR_INVALID_ARGUMENT saying why. It changes the output, so like a compressed KV setting
+ * it is validated (kvrt_validate_options.matmul) and checked (kvrt_validation_check_setting). */
+typedef enum kvrt_matmul_precision { KVRT_MATMUL_F32 = 0, KVRT_MATMUL_BF16 = 1 } kvrt_matmul_precision;
+
 /* ---- session ------------------------------------------------------------------------------ */
 
 typedef struct kvrt_session kvrt_session;
@@ -172,6 +185,7 @@ typedef struct kvrt_session_options {
   int32_t n_batch;           /* tokens per forward chunk during prefill; 0 = 256 */
   kvrt_kv_config kv;         /* KV-cache setting */
   uint64_t max_memory_bytes; /* cap on the session's allocation; 0 = no cap */
+  kvrt_matmul_precision matmul; /* prefill products; default KVRT_MATMUL_F32 */
 } kvrt_session_options;
 
 KVRT_EXPORT void kvrt_session_options_default(kvrt_session_options* out_options);
@@ -362,6 +376,12 @@ KVRT_EXPORT kvrt_status kvrt_validation_check_ctx(const kvrt_model* model, const
 /* kvrt_validation_check_ctx at the model's declared context (n_ctx = 0). */
 KVRT_EXPORT kvrt_status kvrt_validation_check(const kvrt_model* model, const kvrt_kv_config* kv,
                                               const char* record_path);
+/* kvrt_validation_check_ctx for `kv` with prefill products at `matmul`: the record must say PASS for
+ * that pair. The f32 cache with f32 products needs no record; with BF16 products it does. Pass a
+ * session's options as kvrt_validation_check_setting(model, &o.kv, o.matmul, o.n_ctx, path). */
+KVRT_EXPORT kvrt_status kvrt_validation_check_setting(const kvrt_model* model, const kvrt_kv_config* kv,
+                                                      kvrt_matmul_precision matmul, int32_t n_ctx,
+                                                      const char* record_path);
 
 typedef struct kvrt_validate_options {
   const kvrt_kv_config* settings; /* settings to validate; NULL = those of settings_file */
@@ -380,6 +400,9 @@ typedef struct kvrt_validate_options {
   const char* record_path;        /* NULL = the default record; "" = write no record */
   const char* json_path;          /* NULL = no JSON report */
   const char* html_path;          /* NULL = no HTML report */
+  kvrt_matmul_precision matmul;   /* prefill products of every setting in `settings` (a settings file
+                                     names its own); KVRT_MATMUL_BF16 where this CPU cannot run it is
+                                     KVRT_ERR_INVALID_ARGUMENT */
 } kvrt_validate_options;
 
 KVRT_EXPORT void kvrt_validate_options_default(kvrt_validate_options* out_options);
@@ -405,6 +428,7 @@ typedef struct kvrt_validation_entry {
   const char* label;         /* short name, e.g. "q8/q8" */
   kvrt_verdict verdict;
   double kv_bytes_per_token; /* over all layers, keys and values */
+  kvrt_matmul_precision matmul; /* of the prefill products */
 } kvrt_validation_entry;
 
 /* Settings validated, in the order asked for. */

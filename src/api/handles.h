@@ -59,6 +59,9 @@ kvrt_status guard(Body&& body) noexcept {
 // The KV setting of a kvrt_kv_config; kvrt::Error(kUsage) for values out of range.
 kv::KvConfig to_kv_config(const kvrt_kv_config& c);
 kvrt_kv_config to_c_config(const kv::KvConfig& kv);
+// The precision of a kvrt_matmul_precision field; kvrt::Error(kUsage) for an unknown value.
+ops::MatmulPrecision to_matmul(const kvrt_matmul_precision& p);
+kvrt_matmul_precision to_c_matmul(ops::MatmulPrecision p);
 
 // The value a C caller stored in an enum field. C allows any int there, while loading a value
 // outside the enumerators' range as the C++ enum type is undefined, so the bytes are read as int.

@@ -39,10 +39,22 @@ model::SessionOptions to_options(const kvrt_session_options& o) {
   so.n_threads = o.n_threads;
   so.n_batch = o.n_batch > 0 ? o.n_batch : so.n_batch;
   so.kv = to_kv_config(o.kv);
+  so.matmul = to_matmul(o.matmul);
   return so;
 }
 
 }  // namespace
+
+static_assert(KVRT_MATMUL_F32 == int(ops::MatmulPrecision::kF32) && KVRT_MATMUL_BF16 == int(ops::MatmulPrecision::kBf16));
+
+ops::MatmulPrecision to_matmul(const kvrt_matmul_precision& p) {
+  const int v = raw_enum(p);
+  if (v != KVRT_MATMUL_F32 && v != KVRT_MATMUL_BF16)
+    throw Error("unknown matmul precision value " + std::to_string(v), ErrorKind::kUsage);
+  return static_cast<ops::MatmulPrecision>(v);
+}
+
+kvrt_matmul_precision to_c_matmul(ops::MatmulPrecision p) { return static_cast<kvrt_matmul_precision>(p); }
 
 kvrt_kv_config to_c_config(const kv::KvConfig& kv) {
   return {from_format(kv.k_format), from_format(kv.v_format), kv.group_size,

@@ -37,9 +37,11 @@ validate::ValidationRequest to_request(const kvrt_model& m, const kvrt_validate_
   if (o.max_len < 0 || o.n_threads < 0) throw Error("max_len and n_threads must not be negative", ErrorKind::kUsage);
   validate::ValidationRequest req;
   req.model_path = m.path;
+  const ops::MatmulPrecision matmul = to_matmul(o.matmul);
+  ops::require_matmul_precision(matmul);
   for (size_t i = 0; i < o.n_settings; ++i) {
     const kv::KvConfig kv = to_kv_config(o.settings[i]);
-    req.settings.push_back({validate::setting_label(kv), kv});
+    req.settings.push_back({validate::setting_label(kv, matmul), kv, matmul});
   }
   req.settings_file = or_empty(o.settings_file);
   req.thresholds_file = or_empty(o.thresholds_file);
@@ -63,14 +65,20 @@ kvrt_status kvrt_validation_check(const kvrt_model* model, const kvrt_kv_config*
 
 kvrt_status kvrt_validation_check_ctx(const kvrt_model* model, const kvrt_kv_config* kv, int32_t n_ctx,
                                       const char* record_path) {
+  return kvrt_validation_check_setting(model, kv, KVRT_MATMUL_F32, n_ctx, record_path);
+}
+
+kvrt_status kvrt_validation_check_setting(const kvrt_model* model, const kvrt_kv_config* kv,
+                                          kvrt_matmul_precision matmul, int32_t n_ctx, const char* record_path) {
   return guard([&] {
     KVRT_REQUIRE(model);
     KVRT_REQUIRE(kv);
     if (n_ctx < 0) return fail(KVRT_ERR_INVALID_ARGUMENT, "context length " + std::to_string(n_ctx) + " is negative");
     const kvrt::kv::KvConfig config =
         kvrt::api::resolved(kvrt::api::to_kv_config(*kv), model->model->config().head_dim);
-    if (config.is_f32()) return KVRT_OK;
-    const kvrt::validate::GateQuery q{model->path, config.name(), record_path ? record_path : "",
+    const kvrt::ops::MatmulPrecision precision = kvrt::api::to_matmul(matmul);
+    if (config.is_f32() && precision == kvrt::ops::MatmulPrecision::kF32) return KVRT_OK;
+    const kvrt::validate::GateQuery q{model->path, config.name(), precision, record_path ? record_path : "",
                                       kvrt::simd::isa_name(), KVRT_VERSION,
                                       n_ctx > 0 ? n_ctx : model->model->config().n_ctx_train};
     (void)kvrt::validate::require_pass_record(q);
@@ -131,6 +139,7 @@ kvrt_status kvrt_validation_get(const kvrt_validation* validation, size_t index,
                    : s.verdict == kvrt::validate::Verdict::kFail ? KVRT_VERDICT_FAIL
                                                                  : KVRT_VERDICT_INCONCLUSIVE;
     out->kv_bytes_per_token = s.bytes_per_token;
+    out->matmul = kvrt::api::to_c_matmul(s.matmul);
     return KVRT_OK;
   });
 }

@@ -8,9 +8,16 @@
 namespace kvrt::validate {
 namespace {
 
+// "KV setting k=q8,..." or "KV setting k=f32,... with bf16 products".
+std::string setting_text(const GateQuery& q) {
+  std::string s = "KV setting " + q.setting;
+  if (q.matmul != ops::MatmulPrecision::kF32) s += std::string(" with ") + ops::matmul_precision_name(q.matmul) + " products";
+  return s;
+}
+
 [[noreturn]] void refuse(const GateQuery& q, const std::string& why) {
-  throw Error("KV setting " + q.setting + " is not validated: " + why + ". Run `kvrt validate -m " +
-                  q.model_path + "` (add the same KV flags to validate just this setting), or pass " +
+  throw Error(setting_text(q) + " is not validated: " + why + ". Run `kvrt validate -m " + q.model_path +
+                  "` (add the same KV and --matmul flags to validate just this setting), or pass " +
                   "--allow-unvalidated to use it anyway",
               ErrorKind::kRefused);
 }
@@ -19,9 +26,9 @@ namespace {
 // long prompt get lost: that is refused with the command that extends the validation.
 [[noreturn]] void refuse_context(const GateQuery& q, const std::string& path, int validated) {
   const std::string n = std::to_string(q.n_ctx);
-  throw Error("KV setting " + q.setting + " is validated up to a context of " + std::to_string(validated) +
+  throw Error(setting_text(q) + " is validated up to a context of " + std::to_string(validated) +
                   " positions (record '" + path + "'), not the " + n + " asked for. Run `kvrt validate -m " +
-                  q.model_path + " -c " + n + "` (add the same KV flags to validate just this setting) to extend "
+                  q.model_path + " -c " + n + "` (add the same KV and --matmul flags to validate just this setting) to extend "
                   "it, use a context of at most " + std::to_string(validated) + " positions (-c), or pass "
                   "--allow-unvalidated to use it anyway",
               ErrorKind::kRefused);
@@ -57,7 +64,7 @@ std::string require_pass_record(const GateQuery& q) {
   }
   if (acceptance_sha != r.acceptance_sha256) refuse(q, "the acceptance set changed since validation");
   for (const RecordSetting& s : r.settings) {
-    if (s.name != q.setting) continue;
+    if (s.name != q.setting || s.matmul != q.matmul) continue;
     if (s.verdict != Verdict::kPass) refuse(q, "record '" + path + "' says " + verdict_name(s.verdict));
     if (s.n_ctx < q.n_ctx) refuse_context(q, path, s.n_ctx);
     return path;

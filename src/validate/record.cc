@@ -31,6 +31,7 @@ std::string body_text(const Record& r) {
   for (const RecordSetting& s : r.settings) {
     o << "\n[[setting]]\n";
     o << "name = " << toml_quote(s.name) << "\n";
+    o << "matmul = " << toml_quote(ops::matmul_precision_name(s.matmul)) << "\n";
     o << "label = " << toml_quote(s.label) << "\n";
     o << "verdict = " << toml_quote(verdict_name(s.verdict)) << "\n";
     char bpt[64];
@@ -56,6 +57,15 @@ Verdict parse_verdict(const TomlView& v) {
   v.fail_key("verdict", "must be PASS, FAIL or INCONCLUSIVE");
 }
 
+ops::MatmulPrecision parse_matmul(const TomlView& v) {
+  try {
+    return ops::parse_matmul_precision(v.required_string("matmul"));
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kUsage) throw;
+    v.fail_key("matmul", e.what());
+  }
+}
+
 Record parse_record(const std::string& path, const toml::table& doc) {
   const TomlView top(path, doc, "");
   top.allow_only({"format", "kvrt_version", "isa", "model_path", "model_sha256", "thresholds_path",
@@ -76,9 +86,10 @@ Record parse_record(const std::string& path, const toml::table& doc) {
     for (const auto& node : *arr) {
       if (!node.is_table()) top.fail(&node, "each [[setting]] must be a table");
       const TomlView v(path, *node.as_table(), "setting");
-      v.allow_only({"name", "label", "verdict", "bytes_per_token", "n_ctx"});
+      v.allow_only({"name", "matmul", "label", "verdict", "bytes_per_token", "n_ctx"});
       r.settings.push_back({v.required_string("name"), v.string("label").value_or(""), parse_verdict(v),
-                            v.number("bytes_per_token").value_or(0), int(v.integer("n_ctx").value_or(0))});
+                            v.number("bytes_per_token").value_or(0), int(v.integer("n_ctx").value_or(0)),
+                            parse_matmul(v)});
     }
   }
   return r;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/matmul.h"
 #include "validate/verdict.h"
 
 namespace kvrt::validate {
@@ -18,6 +19,7 @@ struct RecordSetting {
   Verdict verdict = Verdict::kInconclusive;
   double bytes_per_token = 0;
   int n_ctx = 0;      // the context (positions) it was validated at: run may use up to this many
+  ops::MatmulPrecision matmul = ops::MatmulPrecision::kF32;  // the precision of its prefill products
 };
 
 struct Record {
@@ -31,7 +33,8 @@ struct Record {
 };
 
 // 2: each setting binds the context it was validated at (n_ctx).
-constexpr int kRecordFormat = 2;
+// 3: each setting binds the precision of its prefill products (matmul = "f32" or "bf16").
+constexpr int kRecordFormat = 3;
 
 std::string record_text(const Record& r);  // TOML with the content hash line
 void write_record(const Record& r, const std::string& path);  // creates parent directories

@@ -137,7 +137,8 @@ std::string report_html(const Report& r) {
     const Interval kl = breakdown(r, *s, Metric::kKl, "", "");
     char bpt[32];
     std::snprintf(bpt, sizeof bpt, "%.1f", s->bytes_per_token);
-    o << "<tr><td>" << esc(s->setting.label) << "</td><td><code>" << esc(s->name) << "</code></td><td>" << bpt
+    o << "<tr><td>" << esc(s->setting.label) << "</td><td><code>" << esc(s->name) << "</code>, matmul "
+      << ops::matmul_precision_name(s->setting.matmul) << "</td><td>" << bpt
       << "</td><td>" << format_number(kl.mean) << "</td><td>[" << format_number(kl.lower) << ", "
       << format_number(kl.upper) << "]</td><td class='" << verdict_name(v.verdict) << "'>" << verdict_name(v.verdict)
       << "</td></tr>\n";

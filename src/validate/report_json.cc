@@ -21,6 +21,7 @@ std::string interval(const Interval& i) {
 
 void setting(const Report& r, const SettingResult& s, const SettingVerdict& v, std::ostringstream& o) {
   o << "    {\"label\": " << json_quote(s.setting.label) << ", \"name\": " << json_quote(s.name)
+    << ", \"matmul_precision\": " << json_quote(ops::matmul_precision_name(s.setting.matmul))
     << ", \"verdict\": " << json_quote(verdict_name(v.verdict)) << ", \"n_checks\": " << v.n_checks
     << ", \"bytes_per_token\": " << num(s.bytes_per_token)
     << ", \"bytes_saved_at_full_context\": "

@@ -43,7 +43,8 @@ void summary(const Report& r, std::ostringstream& o) {
 }
 
 void details(const Report& r, const SettingResult& s, const SettingVerdict& v, std::ostringstream& o) {
-  o << "\n" << s.setting.label << "  (" << s.name << ")  " << verdict_name(v.verdict) << "\n";
+  o << "\n" << s.setting.label << "  (" << s.name << ", matmul " << ops::matmul_precision_name(s.setting.matmul)
+    << ")  " << verdict_name(v.verdict) << "\n";
   const int conf = int(std::lround(r.thresholds->bootstrap.confidence * 100));
   o << "  " << pad("metric", 16) << pad("scope", 20) << pad("mean", 10) << pad(std::to_string(conf) + "% interval", 24)
     << pad("limit", 9) << pad("detectable", 12) << pad("cases", 7) << "verdict\n";
@@ -107,7 +108,7 @@ void set_summary(const Report& r, std::ostringstream& o) {
   }
   o << "\n";
   for (const std::string& s : r.skipped) o << "skipped (longer than the validated context): " << s << "\n";
-  for (const std::string& s : r.skipped_settings) o << "setting skipped (cannot apply to this model): " << s << "\n";
+  for (const std::string& s : r.skipped_settings) o << "setting skipped (cannot apply to this model or CPU): " << s << "\n";
   const auto& b = r.thresholds->bootstrap;
   const int conf = int(std::lround(b.confidence * 100));
   o << "statistics: per-case means, percentile bootstrap over cases, " << b.resamples << " resamples, "

@@ -174,6 +174,7 @@ Lane make_lane(const model::Model& m, const Setting& s, int n_ctx, int threads, 
   so.n_threads = threads;
   so.n_batch = batch;
   so.kv = s.kv;
+  so.matmul = s.matmul;
   if (s.scale_noise > 0) so.after_cache_write = scale_damage(s.scale_noise);
   Lane lane;
   lane.session = std::make_unique<model::Session>(m, so);

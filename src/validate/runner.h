@@ -12,6 +12,7 @@
 
 #include "kv/kv_config.h"
 #include "model/model.h"
+#include "ops/matmul.h"
 #include "validate/case_set.h"
 #include "validate/metrics.h"
 
@@ -20,6 +21,7 @@ namespace kvrt::validate {
 struct Setting {
   std::string label;  // short name for tables, e.g. "q4/q4 rot"
   kv::KvConfig kv;
+  ops::MatmulPrecision matmul = ops::MatmulPrecision::kF32;  // of the prefill products
   float scale_noise = 0;  // > 0: the negative control, stored scales damaged (validate/negative_control.h)
 };
 

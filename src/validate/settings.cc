@@ -48,10 +48,17 @@ std::vector<Setting> read_settings(const std::string& path) {
   for (const auto& node : *arr) {
     if (!node.is_table()) top.fail(&node, "each [[setting]] must be a table");
     const TomlView v(path, *node.as_table(), "setting");
-    v.allow_only({"label", "kv", "k", "v", "group", "k_axis", "residual", "rotate"});
+    v.allow_only({"label", "kv", "k", "v", "group", "k_axis", "residual", "rotate", "matmul"});
     Setting s;
     s.label = v.required_string("label");
     s.kv = read_kv(v);
+    if (const std::optional<std::string> m = v.string("matmul")) {
+      try {
+        s.matmul = ops::parse_matmul_precision(*m);
+      } catch (const Error& e) {
+        v.fail_key("matmul", e.what());
+      }
+    }
     out.push_back(s);
   }
   return out;
@@ -66,11 +73,12 @@ Setting negative_control(float scale_noise) {
   return s;
 }
 
-std::string setting_label(const kv::KvConfig& kv) {
+std::string setting_label(const kv::KvConfig& kv, ops::MatmulPrecision matmul) {
   std::string label = std::string(kv::format_name(kv.k_format)) + "/" + kv::format_name(kv.v_format);
   if (kv.k_axis == kv::KeyAxis::kChannel) label += " ch";
   if (kv.residual > 0) label += " r" + std::to_string(kv.residual);
   if (kv.rotate) label += " rot";
+  if (matmul != ops::MatmulPrecision::kF32) label += std::string(" ") + ops::matmul_precision_name(matmul);
   return label;
 }
 

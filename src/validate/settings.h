@@ -1,5 +1,5 @@
-// Candidate KV settings as data (validation/settings.toml) and where the bundled validation
-// data lives.
+// Candidate settings (KV cache and matmul precision) as data (validation/settings.toml) and where
+// the bundled validation data lives.
 #pragma once
 
 #include <string>
@@ -14,11 +14,11 @@ std::string default_validation_dir();
 
 // [[setting]] entries: label, and the setting as kv = "k=q4,v=q4,axis=channel,r=32" (the syntax of
 // kv::parse_setting) and/or the single fields k, v, group, k_axis, residual, rotate (applied after
-// kv). Errors name file and line.
+// kv), and matmul = "f32" (default) or "bf16". Errors name file and line.
 std::vector<Setting> read_settings(const std::string& path);
 
-// A short table label for a setting given without one, e.g. "q4/q4 ch r32 rot".
-std::string setting_label(const kv::KvConfig& kv);
+// A short table label for a setting given without one, e.g. "q4/q4 ch r32 rot" or "q8/q8 bf16".
+std::string setting_label(const kv::KvConfig& kv, ops::MatmulPrecision matmul);
 
 // The negative control: q8 keys and values with every stored scale perturbed by a relative
 // `scale_noise`. It must FAIL.

@@ -39,7 +39,8 @@ Record make_record(const Validation& v) {
   record.max_len = rep.max_len;
   for (size_t i = 0; i < v.run.settings.size(); ++i) {
     const auto& s = v.run.settings[i];
-    record.settings.push_back({s.name, s.setting.label, rep.verdicts[i].verdict, s.bytes_per_token, rep.max_len});
+    record.settings.push_back({s.name, s.setting.label, rep.verdicts[i].verdict, s.bytes_per_token, rep.max_len,
+                               s.setting.matmul});
   }
   return record;
 }
@@ -93,7 +94,8 @@ int default_context(const model::Model& model, int context_max, size_t n_lanes, 
 }
 
 // Leaves out the settings whose cache cannot be laid out for this model (a group that does not fit
-// head_dim, rotation of a head_dim that is not a power of two, ...), noting why.
+// head_dim, rotation of a head_dim that is not a power of two, ...) or whose matmul precision this
+// CPU cannot run, noting why.
 void drop_inapplicable(const model::Model& model, int n_ctx, std::vector<Setting>& settings,
                        std::vector<std::string>& skipped) {
   const model::ModelConfig& c = model.config();
@@ -101,6 +103,7 @@ void drop_inapplicable(const model::Model& model, int n_ctx, std::vector<Setting
   for (const Setting& s : settings) {
     try {
       kv::plan_cache(s.kv, {c.n_layers, c.n_kv_heads, c.head_dim, n_ctx});
+      ops::require_matmul_precision(s.matmul);
       kept.push_back(s);
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::kUsage) throw;
@@ -110,7 +113,7 @@ void drop_inapplicable(const model::Model& model, int n_ctx, std::vector<Setting
   if (kept.empty() && !settings.empty()) {
     std::string why;
     for (const std::string& s : skipped) why += "; " + s;
-    throw Error("no KV setting to validate applies to this model" + why, ErrorKind::kUsage);
+    throw Error("no setting to validate applies to this model on this CPU" + why, ErrorKind::kUsage);
   }
   settings = std::move(kept);
 }
@@ -141,7 +144,8 @@ void merge_earlier(const std::string& path, Record& r) {
       old.thresholds_sha256 != r.thresholds_sha256 || old.acceptance_sha256 != r.acceptance_sha256)
     return;
   for (const auto& s : old.settings) {
-    const bool rerun = std::any_of(r.settings.begin(), r.settings.end(), [&](const auto& n) { return n.name == s.name; });
+    const bool rerun = std::any_of(r.settings.begin(), r.settings.end(),
+                                   [&](const auto& n) { return n.name == s.name && n.matmul == s.matmul; });
     if (!rerun) r.settings.push_back(s);
   }
 }

@@ -127,6 +127,7 @@ int cmd_chat(int argc, char** argv) {
   if (!cl.parse(argc, argv)) return kExitOk;
 
   const kv::KvConfig kv_config = o.kv.config();
+  const ops::MatmulPrecision matmul = o.kv.matmul_precision();
   const model::OnContextFull on_full = model::parse_on_context_full(o.on_full);
   auto model = o.model.load();
   const model::ChatTemplate format = model::ChatTemplate::for_model(model->file(), o.chat_format);
@@ -134,8 +135,9 @@ int cmd_chat(int argc, char** argv) {
   so.n_ctx = o.model.ctx_for(*model);
   so.n_threads = o.model.n_threads;
   so.kv = kv_config;
+  so.matmul = matmul;
   model::Session session(*model, so);
-  o.gate.check(o.model.resolved_path(), session.kv_cache().config(), session.n_ctx());
+  o.gate.check(o.model.resolved_path(), session.kv_cache().config(), session.matmul_precision(), session.n_ctx());
   model::Sampler sampler(o.sampling.sampler, model->config().n_vocab);
   model::Conversation chat(session, format, o.system, on_full);
   const auto t0 = std::chrono::steady_clock::now();

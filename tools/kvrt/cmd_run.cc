@@ -50,8 +50,9 @@ void write_piece(const std::string& piece) {
 // n_decoded: single-token forward passes timed in t_decode.
 void report(const model::Session& s, int n_prompt, double t_prefill, int n_decoded, double t_decode) {
   const auto& kv = s.kv_cache();
-  std::fprintf(stderr, "kvrt: ISA %s, %d threads, matmul %s; kernels run: %s\n", simd::isa_name(),
-               s.n_threads(), ops::matmul_backends().c_str(), s.matmul_implementation());
+  std::fprintf(stderr, "kvrt: ISA %s, %d threads, matmul %s, %s prefill products; kernels run: %s\n",
+               simd::isa_name(), s.n_threads(), ops::matmul_backends().c_str(),
+               ops::matmul_precision_name(s.matmul_precision()), s.matmul_implementation());
   std::fprintf(stderr, "kvrt: prefill %d tokens in %.1f ms (%.1f tok/s)\n", n_prompt,
                t_prefill * 1e3, n_prompt / t_prefill);
   if (n_decoded > 0)
@@ -81,6 +82,7 @@ int cmd_run(int argc, char** argv) {
   if (!cl.parse(argc, argv)) return kExitOk;
 
   const kv::KvConfig kv_config = o.kv.config();
+  const ops::MatmulPrecision matmul = o.kv.matmul_precision();
   const std::string prompt = read_prompt(o);
   auto model = o.model.load();
   const model::Tokenizer& tok = model->tokenizer();
@@ -89,12 +91,13 @@ int cmd_run(int argc, char** argv) {
   so.n_ctx = o.model.ctx_for(*model);
   so.n_threads = o.model.n_threads;
   so.kv = kv_config;
+  so.matmul = matmul;
   if (int(tokens.size()) > so.n_ctx)
     throw Error("the prompt has " + std::to_string(tokens.size()) +
                     " tokens, more than the context of " + std::to_string(so.n_ctx) + " (raise -c)",
                 ErrorKind::kResource);
   model::Session session(*model, so);
-  o.gate.check(o.model.resolved_path(), session.kv_cache().config(), session.n_ctx());
+  o.gate.check(o.model.resolved_path(), session.kv_cache().config(), session.matmul_precision(), session.n_ctx());
   model::Sampler sampler(o.sampling.sampler, model->config().n_vocab);
 
   auto t0 = Clock::now();

@@ -44,12 +44,13 @@ void progress(int done, int total) {
   }
 }
 
-// The setting the KV flags give, if any; none = the settings file's.
+// The setting the KV and --matmul flags give, if any; none = the settings file's.
 std::vector<validate::Setting> requested_settings(const ValidateOptions& o) {
   std::vector<validate::Setting> s;
-  if (o.kv.formats_given()) {
+  if (o.kv.given()) {
     const kv::KvConfig kv = o.kv.config();
-    s.push_back({validate::setting_label(kv), kv});
+    const ops::MatmulPrecision matmul = o.kv.matmul_precision();
+    s.push_back({validate::setting_label(kv, matmul), kv, matmul});
   }
   return s;
 }
@@ -59,14 +60,16 @@ std::vector<validate::Setting> requested_settings(const ValidateOptions& o) {
 int cmd_validate(int argc, char** argv) {
   ValidateOptions o;
   CommandLine cl("kvrt validate [-m MODEL] [options]",
-                 "Replays the acceptance set (validation/) on the FP32 KV cache and on each candidate setting,\n"
+                 "Replays the acceptance set (validation/) on the FP32 baseline and on each candidate setting\n"
+                 "(KV cache format and matmul precision),\n"
                  "decides PASS / FAIL / INCONCLUSIVE on bootstrap intervals, and writes the record that\n"
                  "`kvrt run` requires before it enables a compressed setting at a context up to the one\n"
                  "validated (-c). Exit 0: all settings passed;\n"
                  "1: at least one refused; 2: usage or input error.");
   o.model.add_to(cl, false);
   o.kv.add_to(cl);
-  cl.add("--settings", "FILE", "candidate settings (default validation/settings.toml in kvrt's data dir; KV flags validate one)",
+  cl.add("--settings", "FILE",
+         "candidate settings (default validation/settings.toml in kvrt's data dir; KV or --matmul flags validate one)",
          &o.settings_file);
   cl.add("--cases", "DIR", "more cases: DIR/manifest.toml in the acceptance-set format", &o.cases_dir);
   cl.add_flag("--only-cases", "use only the --cases directory, not the bundled set", &o.only_cases);

@@ -9,24 +9,26 @@
 namespace kvrt::cli {
 
 void GateOptions::add_to(CommandLine& cl) {
-  cl.add_flag("--allow-unvalidated", "use a compressed KV setting without a PASS record (prints a warning)",
+  cl.add_flag("--allow-unvalidated", "use a compressed KV setting or bf16 products without a PASS record (prints a warning)",
               &allow_unvalidated);
   cl.add("--record", "PATH", "validation record to check (default: the one kvrt validate writes for this model)",
          &record);
 }
 
-void GateOptions::check(const std::string& model_path, const kv::KvConfig& kv, int n_ctx) const {
-  if (kv.is_f32()) return;
+void GateOptions::check(const std::string& model_path, const kv::KvConfig& kv, ops::MatmulPrecision matmul,
+                        int n_ctx) const {
+  if (kv.is_f32() && matmul == ops::MatmulPrecision::kF32) return;
+  const std::string products = matmul == ops::MatmulPrecision::kF32 ? "" : std::string(" with ") + ops::matmul_precision_name(matmul) + " products";
   if (allow_unvalidated) {
-    std::fprintf(stderr, "kvrt: warning: KV setting %s is not checked against a validation record "
-                 "(--allow-unvalidated); its output may differ from the FP32 cache by an unmeasured amount\n",
-                 kv.name().c_str());
+    std::fprintf(stderr, "kvrt: warning: KV setting %s%s is not checked against a validation record "
+                 "(--allow-unvalidated); its output may differ from the FP32 baseline by an unmeasured amount\n",
+                 kv.name().c_str(), products.c_str());
     return;
   }
-  const validate::GateQuery q{model_path, kv.name(), record, simd::isa_name(), KVRT_VERSION, n_ctx};
+  const validate::GateQuery q{model_path, kv.name(), matmul, record, simd::isa_name(), KVRT_VERSION, n_ctx};
   const std::string path = validate::require_pass_record(q);
-  std::fprintf(stderr, "kvrt: KV setting %s validated for %d positions (record %s)\n", kv.name().c_str(), n_ctx,
-               path.c_str());
+  std::fprintf(stderr, "kvrt: KV setting %s%s validated for %d positions (record %s)\n", kv.name().c_str(),
+               products.c_str(), n_ctx, path.c_str());
 }
 
 }  // namespace kvrt::cli

@@ -1,12 +1,13 @@
-// The validation gate's flags shared by run and chat: a compressed KV setting needs a PASS record
-// from `kvrt validate` for this model file, kvrt version, ISA and context length; --allow-unvalidated skips the
-// check and says so on every run; --record names the record to check.
+// The validation gate's flags shared by run and chat: a compressed KV setting or bf16 products need
+// a PASS record from `kvrt validate` for this model file, kvrt version, ISA and context length;
+// --allow-unvalidated skips the check and says so on every run; --record names the record to check.
 #pragma once
 
 #include <string>
 
 #include "command_line.h"
 #include "kv/kv_config.h"
+#include "ops/matmul.h"
 
 namespace kvrt::cli {
 
@@ -15,9 +16,10 @@ struct GateOptions {
   std::string record;  // empty = the one kvrt validate writes for the model
 
   void add_to(CommandLine& cl);
-  // Returns when `kv` may be used with the model at `model_path` for a context of n_ctx positions
-  // (printing which record allowed it, or a warning); throws kvrt::Error(kRefused) otherwise.
-  void check(const std::string& model_path, const kv::KvConfig& kv, int n_ctx) const;
+  // Returns when `kv` with products at `matmul` may be used with the model at `model_path` for a
+  // context of n_ctx positions (printing which record allowed it, or a warning); throws
+  // kvrt::Error(kRefused) otherwise.
+  void check(const std::string& model_path, const kv::KvConfig& kv, ops::MatmulPrecision matmul, int n_ctx) const;
 };
 
 }  // namespace kvrt::cli

@@ -21,6 +21,17 @@ void KvOptions::add_to(CommandLine& cl) {
   cl.add("--residual", "R", "most recent tokens kept in FP32 (default 0)", &residual, 0, 1 << 20);
   cl.add_flag("--rotate", "Hadamard-rotate K, Q and V before quantization (head_dim power of two)",
               &rotate);
+  cl.add("--matmul", "PREC",
+         "precision of the prefill matrix products: f32 (default) or bf16 (CPUs with AVX512-BF16 or AMX; "
+         "validated like a KV setting)",
+         &matmul);
+}
+
+ops::MatmulPrecision KvOptions::matmul_precision() const {
+  if (matmul.empty()) return ops::MatmulPrecision::kF32;
+  const ops::MatmulPrecision p = ops::parse_matmul_precision(matmul);
+  ops::require_matmul_precision(p);
+  return p;
 }
 
 kv::KvConfig KvOptions::config() const {
