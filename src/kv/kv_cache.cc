@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -182,6 +183,25 @@ void KvCache::clear() {
   std::fill(c.length.begin(), c.length.end(), 0);
   std::fill(c.k.n_packed.begin(), c.k.n_packed.end(), 0);
   std::fill(c.v.n_packed.begin(), c.v.n_packed.end(), 0);
+}
+
+void KvCache::copy_from(const KvCache& src) {
+  Storage& c = *s_;
+  const Storage& o = *src.s_;
+  KVRT_ASSERT(c.layout.bytes() == o.layout.bytes() && c.config.name() == o.config.name());
+  KVRT_ASSERT(c.shape().n_layers == o.shape().n_layers && c.shape().n_ctx == o.shape().n_ctx);
+  for (auto [to, from] : {std::pair<Side*, const Side*>{&c.k, &o.k}, {&c.v, &o.v}}) {
+    const SideLayout& l = *to->layout;
+    // Per layer, the tiles in use come first: [n_tiles][n_kv_heads][tile_bytes].
+    for (int layer = 0; layer < c.shape().n_layers; ++layer) {
+      const size_t n_tiles = size_t(from->n_packed[layer] + l.tile_tokens - 1) / size_t(l.tile_tokens);
+      const size_t offset = size_t(layer) * to->layer_bytes;
+      std::memcpy(to->packed.get() + offset, from->packed.get() + offset, n_tiles * c.shape().n_kv_heads * l.tile_bytes);
+    }
+    std::copy(from->ring.begin(), from->ring.end(), to->ring.begin());
+    std::copy(from->n_packed.begin(), from->n_packed.end(), to->n_packed.begin());
+  }
+  std::copy(o.length.begin(), o.length.end(), c.length.begin());
 }
 
 uint8_t* KvCache::packed_for_test(int layer, int kv_head, TileRole side) {

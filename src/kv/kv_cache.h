@@ -31,6 +31,9 @@ class KvCache {
 
   int length(int layer) const;  // positions stored for this layer
   void clear();                 // forget every position (storage is kept)
+  // Becomes a copy of the positions of `src`, a cache of the same setting and shape: its stored
+  // bytes are copied into this cache's storage, nothing is allocated (validate's prefix reuse).
+  void copy_from(const KvCache& src);
 
   // What attention reads of one layer and kv head; valid until the next write or clear.
   HeadView view(int layer, int kv_head) const;

@@ -95,6 +95,22 @@ void Session::reset() {
   n_past_ = 0;
 }
 
+SessionState::SessionState(const Session& session)
+    : kv(std::make_unique<kv::KvCache>(session.kv_cache().config(), session.kv_cache().shape())),
+      last_logits(size_t(session.model().config().n_vocab)) {}
+
+void Session::save(SessionState& state) const {
+  state.kv->copy_from(*kv_);
+  state.n_past = n_past_;
+  std::copy(last_logits_.begin(), last_logits_.end(), state.last_logits.begin());
+}
+
+void Session::restore(const SessionState& state) {
+  kv_->copy_from(*state.kv);
+  n_past_ = state.n_past;
+  std::copy(state.last_logits.begin(), state.last_logits.end(), last_logits_.begin());
+}
+
 void Session::eval(const int32_t* tokens, int n, float* logits) {
   const ModelConfig& c = model_.config();
   if (n <= 0) throw Error("nothing to evaluate: the token list is empty", ErrorKind::kUsage);

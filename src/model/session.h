@@ -31,6 +31,18 @@ struct SessionOptions {
   std::function<void(kv::KvCache& cache, int layer, int pos0, int n_tokens)> after_cache_write;
 };
 
+class Session;
+
+// A point a session can return to: its cache and the logits of its last position, in storage of
+// their own made once (Session::save, Session::restore copy into it and out of it without
+// allocating). Validation branches from a prompt this way instead of running it again.
+struct SessionState {
+  explicit SessionState(const Session& session);  // storage for `session`'s cache; holds nothing yet
+  std::unique_ptr<kv::KvCache> kv;
+  int n_past = 0;
+  std::vector<float> last_logits;  // [n_vocab]
+};
+
 class Session {
  public:
   Session(const Model& model, const SessionOptions& options);
@@ -47,6 +59,8 @@ class Session {
   int n_ctx() const { return n_ctx_; }
   int n_threads() const { return n_threads_; }
   void reset();  // forget every position
+  void save(SessionState& state) const;     // state made for this session or one of the same options
+  void restore(const SessionState& state);  // back to the positions and logits saved in `state`
 
   const Model& model() const { return model_; }
   const kv::KvCache& kv_cache() const { return *kv_; }
