@@ -77,12 +77,14 @@ std::vector<std::string> listing(const std::string& dir) {
   return names;
 }
 
-// Whether validate's progress lines on stderr ("validating: 6/24 cases") reached the last case.
+// Whether validate's progress lines on stderr ("validating: 6/24 cases, ..., 2 settings running")
+// reached the last case, or no setting is left running (all decided early).
 bool progress_done(const std::string& err) {
   const size_t at = err.rfind("validating: ");
+  if (at == std::string::npos) return false;
   int done = 0, total = -1;
-  return at != std::string::npos && std::sscanf(err.c_str() + at, "validating: %d/%d", &done, &total) == 2 &&
-         done == total;
+  if (std::sscanf(err.c_str() + at, "validating: %d/%d", &done, &total) == 2 && done == total) return true;
+  return err.find(" 0 settings running", at) != std::string::npos;
 }
 
 // The environment that loads tests/test_hooks.c into kvrt, or "" (with a message) where it cannot:

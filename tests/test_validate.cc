@@ -2,6 +2,7 @@
 // decisions and the acceptance-set format.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 
@@ -102,8 +103,10 @@ std::pair<SettingResult, std::vector<Case>> outcomes(const Table& t, int categor
   return {r, cases};
 }
 
+// One recall limit; no sequential looks, so the whole set is judged at the configured 95%.
 Thresholds recall_limit(double limit) {
   Thresholds t;
+  t.sequential.looks = 0;
   t.limits[Metric::kRecallLoss].max = limit;
   return t;
 }
@@ -227,11 +230,92 @@ TEST_CASE("continuous checks: the FAIL side is corrected too, and 'detectable' i
   CHECK(v.verdict == Verdict::kFail);
 }
 
+namespace {
+
+// n teacher-forced cases whose per-case KL is `mean` plus a spread of +-`spread`; cases from
+// `n_run` on are left unrun (empty scores), as a look part-way through a run sees them.
+std::pair<SettingResult, std::vector<Case>> kl_cases(int n, double mean, double spread, int n_run) {
+  SettingResult r;
+  std::vector<Case> cases;
+  for (int i = 0; i < n; ++i) {
+    Case c;
+    c.category = "prose";
+    c.bucket = "short";
+    cases.push_back(c);
+    CaseScore s;
+    if (i < n_run) {
+      s.tokens.n_positions = 1;
+      s.tokens.kl = mean + spread * std::sin(i * 2.3);
+    }
+    r.cases.push_back(s);
+  }
+  r.n_run = n_run;
+  return {r, cases};
+}
+
+}  // namespace
+
+TEST_CASE("sequential looks: a clear PASS and a clear FAIL stop at the first look, a borderline setting does not") {
+  Thresholds t;
+  t.limits[Metric::kKl].max = 0.01;
+  REQUIRE(look_points(60, t) == std::vector<int>{15, 30, 45});
+  const Look interim = interim_look(t);
+  const auto verdict_at = [&](double mean, double spread, int n_run, const Look& look) {
+    auto [r, cases] = kl_cases(60, mean, spread, n_run);
+    return judge(r, cases, t, look).verdict;
+  };
+  CHECK(verdict_at(0.002, 0.001, 15, interim) == Verdict::kPass);
+  CHECK(verdict_at(0.05, 0.01, 15, interim) == Verdict::kFail);
+  // Near the limit: undecided at every interim look, and the final look on all 60 too.
+  for (int n_run : look_points(60, t)) CHECK(verdict_at(0.0095, 0.004, n_run, interim) == Verdict::kInconclusive);
+  CHECK(verdict_at(0.0095, 0.004, 60, final_look(t, false)) == Verdict::kInconclusive);
+  // A margin the whole set resolves but 15 cases at the interim confidence do not.
+  CHECK(verdict_at(0.0085, 0.004, 15, interim) == Verdict::kInconclusive);
+  CHECK(verdict_at(0.0085, 0.004, 60, final_look(t, false)) == Verdict::kPass);
+}
+
+TEST_CASE("sequential looks spend the error instead of adding to it; a partial look counts every limit") {
+  Thresholds t;
+  t.limits[Metric::kKl].max = 0.01;
+  const double alpha = 1.0 - t.bootstrap.confidence;
+  const double spent = t.sequential.looks * (1.0 - interim_look(t).confidence) + (1.0 - final_look(t, false).confidence);
+  CHECK(spent == doctest::Approx(alpha));
+  CHECK(final_look(t, false).confidence > t.bootstrap.confidence);
+  t.sequential.looks = 0;
+  CHECK(look_points(60, t).empty());
+  CHECK(final_look(t, false).confidence == doctest::Approx(t.bootstrap.confidence));
+  t.sequential.looks = 3;
+
+  // A recall limit the set never measures makes no check on the whole set, but on part of it the
+  // unmeasured limit is INCONCLUSIVE: the cases still to run might have measured it.
+  t.limits[Metric::kRecallLoss].max = 0.2;
+  auto [r, cases] = kl_cases(60, 0.002, 0.001, 60);
+  CHECK(judge(r, cases, t).verdict == Verdict::kPass);
+  const SettingVerdict partial = judge(r, cases, t, final_look(t, true));
+  CHECK(partial.verdict == Verdict::kInconclusive);
+  CHECK(partial.n_checks == 2);
+  // On part of the set a check needs twice min_cases cases.
+  t.limits.erase(Metric::kRecallLoss);
+  auto [few, few_cases] = kl_cases(60, 0.002, 0.001, 2 * t.min_cases - 1);
+  CHECK(judge(few, few_cases, t, final_look(t, true)).verdict == Verdict::kInconclusive);
+  auto [enough, enough_cases] = kl_cases(60, 0.002, 0.001, 2 * t.min_cases);
+  CHECK(judge(enough, enough_cases, t, final_look(t, true)).verdict == Verdict::kPass);
+}
+
+TEST_CASE("the run order is a permutation, fixed by the seed") {
+  const std::vector<size_t> a = shuffled_order(54, 7), b = shuffled_order(54, 7);
+  CHECK(a == b);
+  CHECK(shuffled_order(54, 8) != a);
+  std::vector<size_t> sorted = a;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < sorted.size(); ++i) CHECK(sorted[i] == i);
+}
+
 TEST_CASE("per-token metrics: identical logits score zero, a shifted distribution scores its KL") {
   const float base[4] = {1.0f, 2.0f, 0.5f, -1.0f};
   const float same[4] = {1.0f, 2.0f, 0.5f, -1.0f};
   TokenSums s;
-  CHECK(score_position(base, same, 4, 1, s) == doctest::Approx(0.0));
+  CHECK(score_position(reference_of(base, 4), same, 4, 1, s) == doctest::Approx(0.0));
   CHECK(*token_metric_value(Metric::kPplRatio, s) == doctest::Approx(1.0));
   const float other[4] = {2.5f, 1.0f, 0.5f, -1.0f};
   TokenSums t;
@@ -240,7 +324,7 @@ TEST_CASE("per-token metrics: identical logits score zero, a shifted distributio
   for (int i = 0; i < 4; ++i) zb += std::exp(double(base[i])), zc += std::exp(double(other[i]));
   for (int i = 0; i < 4; ++i)
     kl += std::exp(double(base[i])) / zb * ((base[i] - std::log(zb)) - (other[i] - std::log(zc)));
-  CHECK(score_position(base, other, 4, 1, t) == doctest::Approx(kl).epsilon(1e-9));
+  CHECK(score_position(reference_of(base, 4), other, 4, 1, t) == doctest::Approx(kl).epsilon(1e-9));
   CHECK(*token_metric_value(Metric::kTop1Mismatch, t) == 1.0);
   CHECK(*token_metric_value(Metric::kPplRatio, t) > 1.0);
   CHECK(spread({{1, 2, 3}, {1, 2, 3}}) == 0.0);

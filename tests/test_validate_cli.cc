@@ -100,6 +100,37 @@ TEST_CASE("the default run covers every shipped setting, and kvrt run honours it
   CHECK(run_kvrt("run " + model_arg() + " -p Once -n 4", tmp).exit_code == 0);  // f32 needs no record
 }
 
+// The number after `"key": ` in the JSON of the setting whose label is `label` (-1 when absent).
+int json_number_of(const std::string& json, const std::string& label, const std::string& key) {
+  const size_t at = json.find("{\"label\": \"" + label + "\"");
+  return at == std::string::npos ? -1 : number_after(json.substr(at), "\"" + key + "\": ");
+}
+
+TEST_CASE("sequential stopping: a clearly failing setting stops at the first look; a tiny budget decides nothing") {
+  TempDir tmp;
+  const std::string v = "validate " + model_arg() + " -c 160 -t 1 --record " + tmp / "r.toml";
+  const auto q4 = run_kvrt(v + " --kv q4 --json " + tmp / "q4.json", tmp);
+  INFO(q4.out, q4.err);
+  CHECK(q4.exit_code == 1);
+  const std::string j = kvrt::test::read_file(tmp / "q4.json");
+  CHECK(verdict_of(j, "q4/q4") == "FAIL");
+  CHECK(json_number_of(j, "q4/q4", "look") == 1);
+  const int n_cases = number_after(q4.out, "acceptance set: ");
+  CHECK(json_number_of(j, "q4/q4", "cases_run") < n_cases / 2);
+  CHECK(q4.out.find(")  FAIL  decided at look 1 after ") != std::string::npos);
+  CHECK(q4.err.find("ETA ") != std::string::npos);
+
+  // 0.06 s is over before the first case: nothing is decided, and the report says why.
+  const auto tiny = run_kvrt(v + " --kv q8 --budget 0.001 --json " + tmp / "q8.json", tmp);
+  INFO(tiny.out, tiny.err);
+  CHECK(tiny.exit_code == 1);
+  const std::string jt = kvrt::test::read_file(tmp / "q8.json");
+  CHECK(verdict_of(jt, "q8/q8") == "INCONCLUSIVE");
+  CHECK(json_number_of(jt, "q8/q8", "cases_run") < n_cases);
+  CHECK(tiny.out.find("the budget ended the run") != std::string::npos);
+  CHECK(run_kvrt("run " + model_arg() + " -c 160 -p Once -n 4 --kv q8 --record " + tmp / "r.toml", tmp).exit_code == 3);
+}
+
 TEST_CASE("the record binds the validated context: a longer run is refused with the command that extends it") {
   TempDir tmp;
   const std::string rec = tmp / "r.toml", thresholds = tmp / "thresholds.toml";

@@ -56,4 +56,12 @@ Interval bootstrap_mean(const std::vector<double>& x, const BootstrapOptions& o)
   return r;
 }
 
+std::vector<size_t> shuffled_order(size_t n, uint64_t seed) {
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  SplitMix64 rng(seed);
+  for (size_t i = n; i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
+  return order;
+}
+
 }  // namespace kvrt::validate

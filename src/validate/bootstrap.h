@@ -2,6 +2,7 @@
 // never a token, so one long case cannot pass for many independent observations.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -23,5 +24,9 @@ struct Interval {
 // Percentile bootstrap of the mean of per-case values. Deterministic for a given seed
 // (splitmix64, independent of the C++ library). Empty input gives n_cases = 0.
 Interval bootstrap_mean(const std::vector<double>& per_case, const BootstrapOptions& options);
+
+// A random order of n cases (Fisher-Yates on the same generator), deterministic for a seed: the
+// order validate runs its cases in, so that the cases run by any point are a random sample.
+std::vector<size_t> shuffled_order(size_t n, uint64_t seed);
 
 }  // namespace kvrt::validate

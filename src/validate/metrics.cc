@@ -26,12 +26,11 @@ constexpr MetricInfo kInfo[kNumMetrics] = {
 };
 
 // log-softmax normalizer: max + log(sum(exp(x - max))), in double.
-double log_sum_exp(const float* x, int n, float* max_out) {
+double log_sum_exp(const float* x, int n) {
   float mx = x[0];
   for (int i = 1; i < n; ++i) mx = std::max(mx, x[i]);
   double s = 0;
   for (int i = 0; i < n; ++i) s += std::exp(double(x[i]) - mx);
-  *max_out = mx;
   return double(mx) + std::log(s);
 }
 
@@ -53,10 +52,18 @@ std::optional<Metric> parse_metric(std::string_view name) {
   return std::nullopt;
 }
 
-double score_position(const float* base, const float* cand, int n_vocab, int32_t ref, TokenSums& sums) {
-  float mb = 0, mc = 0;
-  const double lse_b = log_sum_exp(base, n_vocab, &mb);
-  const double lse_c = log_sum_exp(cand, n_vocab, &mc);
+Reference reference_of(const float* base, int n_vocab) {
+  Reference r;
+  r.logits = base;
+  r.log_norm = log_sum_exp(base, n_vocab);
+  r.argmax = argmax_of(base, n_vocab);
+  return r;
+}
+
+double score_position(const Reference& b, const float* cand, int n_vocab, int32_t ref, TokenSums& sums) {
+  const float* base = b.logits;
+  const double lse_b = b.log_norm;
+  const double lse_c = log_sum_exp(cand, n_vocab);
   double kl = 0;
   for (int i = 0; i < n_vocab; ++i) {
     const double lpb = double(base[i]) - lse_b;
@@ -65,7 +72,7 @@ double score_position(const float* base, const float* cand, int n_vocab, int32_t
   }
   kl = std::max(kl, 0.0);  // rounding can make identical distributions give -1e-17
   sums.kl += kl;
-  sums.top1_mismatch += argmax_of(base, n_vocab) != argmax_of(cand, n_vocab) ? 1.0 : 0.0;
+  sums.top1_mismatch += b.argmax != argmax_of(cand, n_vocab) ? 1.0 : 0.0;
   ++sums.n_positions;
   if (ref >= 0) {
     KVRT_ASSERT(ref < n_vocab);

@@ -45,9 +45,17 @@ struct TokenSums {
   double nll_candidate = 0;
 };
 
-// Scores one position. base, cand: [n_vocab] logits; ref = reference next token or -1.
+// The baseline's side of one position, computed once and shared by every candidate.
+struct Reference {
+  const float* logits = nullptr;  // [n_vocab]
+  double log_norm = 0;            // log sum exp(logits)
+  int argmax = 0;
+};
+Reference reference_of(const float* base, int n_vocab);
+
+// Scores one position. cand: [n_vocab] logits; ref = reference next token or -1.
 // Returns the KL of this position (for the by-position plots).
-double score_position(const float* base, const float* cand, int n_vocab, int32_t ref, TokenSums& sums);
+double score_position(const Reference& base, const float* cand, int n_vocab, int32_t ref, TokenSums& sums);
 
 // Per-case value of a teacher-forced metric; nullopt when the case scored no position for it.
 std::optional<double> token_metric_value(Metric m, const TokenSums& s);

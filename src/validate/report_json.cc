@@ -23,6 +23,8 @@ void setting(const Report& r, const SettingResult& s, const SettingVerdict& v, s
   o << "    {\"label\": " << json_quote(s.setting.label) << ", \"name\": " << json_quote(s.name)
     << ", \"matmul_precision\": " << json_quote(ops::matmul_precision_name(s.setting.matmul))
     << ", \"verdict\": " << json_quote(verdict_name(v.verdict)) << ", \"n_checks\": " << v.n_checks
+    << ", \"confidence\": " << num(v.confidence) << ", \"cases_run\": " << s.n_run
+    << ", \"look\": " << (s.look >= 0 ? std::to_string(s.look + 1) : std::string("null"))
     << ", \"bytes_per_token\": " << num(s.bytes_per_token)
     << ", \"bytes_saved_at_full_context\": "
     << num((r.run->baseline_bytes_per_token - s.bytes_per_token) * r.n_ctx_full) << ",\n";
@@ -79,6 +81,9 @@ std::string report_json(const Report& r) {
     << ",\n  \"thresholds\": {\"path\": " << json_quote(r.thresholds->path) << ", \"sha256\": " << json_quote(r.thresholds->sha256)
     << "},\n  \"bootstrap\": {\"resamples\": " << bs.resamples << ", \"confidence\": " << num(bs.confidence)
     << ", \"seed\": " << bs.seed << ", \"min_cases\": " << r.thresholds->min_cases << "},\n";
+  o << "  \"sequential\": {\"looks\": " << r.thresholds->sequential.looks << ", \"interim_share\": "
+    << num(r.thresholds->sequential.interim_share) << ", \"cases_run\": " << r.run->n_run
+    << ", \"budget_ended\": " << (r.run->budget_ended ? "true" : "false") << "},\n";
   o << "  \"cases\": [";
   for (size_t i = 0; i < r.cases->size(); ++i) {
     const Case& c = (*r.cases)[i];

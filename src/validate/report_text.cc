@@ -22,6 +22,13 @@ std::string interval_text(const Interval& i) {
   return s + "]";
 }
 
+// A confidence as a percentage with the digits it needs: "95%", "95.5%", "99.83%".
+std::string percent(double confidence) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g%%", confidence * 100);
+  return buf;
+}
+
 void summary(const Report& r, std::ostringstream& o) {
   const RunResult& run = *r.run;
   o << pad("setting", 16) << pad("bytes/tok", 11) << pad("saved@" + std::to_string(r.n_ctx_full), 13)
@@ -44,9 +51,14 @@ void summary(const Report& r, std::ostringstream& o) {
 
 void details(const Report& r, const SettingResult& s, const SettingVerdict& v, std::ostringstream& o) {
   o << "\n" << s.setting.label << "  (" << s.name << ", matmul " << ops::matmul_precision_name(s.setting.matmul)
-    << ")  " << verdict_name(v.verdict) << "\n";
-  const int conf = int(std::lround(r.thresholds->bootstrap.confidence * 100));
-  o << "  " << pad("metric", 16) << pad("scope", 20) << pad("mean", 10) << pad(std::to_string(conf) + "% interval", 24)
+    << ")  " << verdict_name(v.verdict);
+  const int n_cases = int(r.cases->size());
+  if (s.look >= 0)
+    o << "  decided at look " << s.look + 1 << " after " << s.n_run << " of " << n_cases << " cases";
+  else if (s.n_run < n_cases)
+    o << "  on " << s.n_run << " of " << n_cases << " cases (the budget ended the run)";
+  o << "\n";
+  o << "  " << pad("metric", 16) << pad("scope", 20) << pad("mean", 10) << pad(percent(v.confidence) + " interval", 24)
     << pad("limit", 9) << pad("detectable", 12) << pad("cases", 7) << "verdict\n";
   for (const Check& c : v.checks) {
     o << "  " << pad(metric_name(c.metric), 16) << pad(c.scope, 20) << pad(format_number(c.interval.mean), 10)
@@ -116,6 +128,18 @@ void set_summary(const Report& r, std::ostringstream& o) {
     << "baseline's right answers lost, exact McNemar on lost vs gained; PASS on the " << conf
     << "% upper bound (every check must pass), FAIL on the lower bound Bonferroni-corrected for the setting's "
     << "checks; min " << r.thresholds->min_cases << " cases per limit; thresholds " << r.thresholds->path << "\n";
+  const Thresholds& t = *r.thresholds;
+  const std::vector<int> looks = look_points(int(cases.size()), t);
+  o << "sequential: cases in a random order (seed " << b.seed << "); ";
+  if (looks.empty()) {
+    o << "no interim look";
+  } else {
+    o << "a setting already decided stops at a look after";
+    for (int n : looks) o << " " << n;
+    o << " cases (checks at " << percent(interim_look(t).confidence) << ")";
+  }
+  o << ", the final look at " << percent(final_look(t, false).confidence)
+    << " (alpha spending: no look raises the error rate)\n";
 }
 
 }  // namespace
@@ -144,7 +168,9 @@ std::string report_text(const Report& r) {
   }
   char t[64];
   std::snprintf(t, sizeof t, "%.1f s", r.run->seconds);
-  o << "run time: " << t << "\n";
+  o << "run time: " << t << " (" << r.run->n_run << " of " << r.cases->size() << " cases run";
+  if (r.run->budget_ended) o << "; the budget ended the run";
+  o << ")\n";
   return o.str();
 }
 

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <memory>
 
+#include <omp.h>
+
 #include "common/error.h"
 #include "model/sampler.h"
 #include "model/session.h"
@@ -15,61 +17,101 @@ namespace {
 // One session and where its scores go. Lane 0 is the baseline.
 struct Lane {
   std::unique_ptr<model::Session> session;
+  std::unique_ptr<model::SessionState> prompt;  // the session after a case's prompt, to branch from
   std::vector<float> logits;  // [n_batch][n_vocab]
+  std::vector<TokenSums> row_sums;  // [n_batch] one chunk's scores, summed in order after
+  std::vector<double> row_kl;       // [n_batch]
   SettingResult* out = nullptr;
   CaseScore* score = nullptr;  // the current case
   bool matching = true;        // greedy tokens still equal to the baseline's
 };
 
+// Runs one case on the lanes still running (lanes_[0] is the baseline).
 class CaseRunner {
  public:
-  CaseRunner(std::vector<Lane>& lanes, const model::Model& model, const RunOptions& o, int bin_width)
-      : lanes_(lanes), tok_(model.tokenizer()), n_vocab_(model.config().n_vocab), o_(o), bin_width_(bin_width) {}
+  CaseRunner(std::vector<Lane*>& lanes, const model::Model& model, const RunOptions& o, int bin_width)
+      : lanes_(lanes), tok_(model.tokenizer()), n_vocab_(model.config().n_vocab), o_(o), bin_width_(bin_width),
+        refs_(size_t(o.n_batch)) {}
 
   void run(const Case& c);
 
  private:
-  model::Session& base() { return *lanes_[0].session; }
+  model::Session& base() { return *lanes_[0]->session; }
   void score_pending(int32_t ref);
   void feed(const std::vector<int32_t>& tokens);
   void feed_chunk(const int32_t* tokens, int n);
+  void score_rows(int n, int pos0, const int32_t* next);
   void follow_greedy(int n);
   void free_greedy(const Case& c);
   void sample(const Case& c);
-  void score(Lane& lane, const float* base, const float* cand, int pos, int32_t ref);
-  std::vector<int32_t> generate(model::Session& s, const std::vector<int32_t>& prompt, int n,
-                                model::Sampler& sampler);
+  std::vector<int32_t> generate(Lane& lane, int n, model::Sampler& sampler);
 
-  std::vector<Lane>& lanes_;
+  std::vector<Lane*>& lanes_;
   const model::Tokenizer& tok_;
   const int n_vocab_;
   const RunOptions& o_;
   const int bin_width_;
+  std::vector<Reference> refs_;  // [n_batch] the baseline's rows of the chunk
 };
-
-void CaseRunner::score(Lane& lane, const float* base, const float* cand, int pos, int32_t ref) {
-  const double kl = score_position(base, cand, n_vocab_, ref, lane.score->tokens);
-  const size_t bin = std::min(size_t(pos / bin_width_), lane.out->kl_by_pos.size() - 1);
-  lane.out->kl_by_pos[bin] += kl;
-  ++lane.out->kl_by_pos_count[bin];
-}
 
 // The last position of every session waits for its reference token, which is `ref` (-1 at the end).
 void CaseRunner::score_pending(int32_t ref) {
   if (base().n_past() == 0) return;
-  for (size_t l = 1; l < lanes_.size(); ++l)
-    score(lanes_[l], base().last_logits(), lanes_[l].session->last_logits(), base().n_past() - 1, ref);
+  const Reference b = reference_of(base().last_logits(), n_vocab_);
+  const int pos = base().n_past() - 1;
+  for (size_t l = 1; l < lanes_.size(); ++l) {
+    Lane& lane = *lanes_[l];
+    const double kl = score_position(b, lane.session->last_logits(), n_vocab_, ref, lane.score->tokens);
+    const size_t bin = std::min(size_t(pos / bin_width_), lane.out->kl_by_pos.size() - 1);
+    lane.out->kl_by_pos[bin] += kl;
+    ++lane.out->kl_by_pos_count[bin];
+  }
+}
+
+// Scores rows [0, n) of every candidate's chunk against the baseline's, row i at position pos0 + i
+// with reference token next[i]. The rows are scored in parallel (the vocabulary-wide softmaxes cost
+// as much as a small model's forward pass), then summed in row order, so sums do not depend on the
+// thread count.
+void CaseRunner::score_rows(int n, int pos0, const int32_t* next) {
+  const float* b = lanes_[0]->logits.data();
+  const int n_cand = int(lanes_.size()) - 1;
+  const int threads = o_.n_threads > 0 ? o_.n_threads : omp_get_num_procs();
+#pragma omp parallel num_threads(threads)
+  {
+#pragma omp for schedule(static)
+    for (int i = 0; i < n; ++i) refs_[size_t(i)] = reference_of(b + size_t(i) * n_vocab_, n_vocab_);
+#pragma omp for schedule(static)
+    for (int j = 0; j < n * n_cand; ++j) {
+      Lane& lane = *lanes_[size_t(1 + j / n)];
+      const size_t i = size_t(j % n);
+      lane.row_sums[i] = TokenSums{};
+      lane.row_kl[i] = score_position(refs_[i], lane.logits.data() + i * n_vocab_, n_vocab_, next[i], lane.row_sums[i]);
+    }
+  }
+  for (size_t l = 1; l < lanes_.size(); ++l) {
+    Lane& lane = *lanes_[l];
+    TokenSums& t = lane.score->tokens;
+    for (int i = 0; i < n; ++i) {
+      const TokenSums& r = lane.row_sums[size_t(i)];
+      t.n_positions += r.n_positions;
+      t.n_ref += r.n_ref;
+      t.kl += r.kl;
+      t.top1_mismatch += r.top1_mismatch;
+      t.ref_prob_delta += r.ref_prob_delta;
+      t.nll_baseline += r.nll_baseline;
+      t.nll_candidate += r.nll_candidate;
+      const size_t bin = std::min(size_t((pos0 + i) / bin_width_), lane.out->kl_by_pos.size() - 1);
+      lane.out->kl_by_pos[bin] += lane.row_kl[size_t(i)];
+      ++lane.out->kl_by_pos_count[bin];
+    }
+  }
 }
 
 void CaseRunner::feed_chunk(const int32_t* tokens, int n) {
   score_pending(tokens[0]);
   const int pos0 = base().n_past();
-  for (Lane& lane : lanes_) lane.session->eval(tokens, n, n > 1 ? lane.logits.data() : nullptr);
-  const float* b = lanes_[0].logits.data();
-  for (size_t l = 1; l < lanes_.size(); ++l)
-    for (int i = 0; i + 1 < n; ++i)
-      score(lanes_[l], b + size_t(i) * n_vocab_, lanes_[l].logits.data() + size_t(i) * n_vocab_, pos0 + i,
-            tokens[i + 1]);
+  for (Lane* lane : lanes_) lane->session->eval(tokens, n, n > 1 ? lane->logits.data() : nullptr);
+  if (n > 1) score_rows(n - 1, pos0, tokens + 1);
 }
 
 void CaseRunner::feed(const std::vector<int32_t>& tokens) {
@@ -82,11 +124,11 @@ void CaseRunner::feed(const std::vector<int32_t>& tokens) {
 // Greedy continuation of the baseline, fed to every session (so histories stay identical):
 // a candidate matches until its own argmax first differs from the baseline's token.
 void CaseRunner::follow_greedy(int n) {
-  for (Lane& lane : lanes_) lane.matching = true;
+  for (Lane* lane : lanes_) lane->matching = true;
   for (int j = 0; j < n; ++j) {
     const int32_t next = model::argmax(base().last_logits(), n_vocab_);
     for (size_t l = 1; l < lanes_.size(); ++l) {
-      Lane& lane = lanes_[l];
+      Lane& lane = *lanes_[l];
       lane.matching = lane.matching && model::argmax(lane.session->last_logits(), n_vocab_) == next;
       lane.score->n_generated += 1;
       lane.score->n_matched += lane.matching ? 1 : 0;
@@ -95,10 +137,10 @@ void CaseRunner::follow_greedy(int n) {
   }
 }
 
-std::vector<int32_t> CaseRunner::generate(model::Session& s, const std::vector<int32_t>& prompt, int n,
-                                          model::Sampler& sampler) {
-  s.reset();
-  s.eval(prompt.data(), int(prompt.size()));
+// n tokens from the lane's session as it was after the prompt (Lane::prompt).
+std::vector<int32_t> CaseRunner::generate(Lane& lane, int n, model::Sampler& sampler) {
+  model::Session& s = *lane.session;
+  s.restore(*lane.prompt);
   std::vector<int32_t> out;
   for (int j = 0; j < n; ++j) {
     out.push_back(sampler.sample(s.last_logits(), n_vocab_));
@@ -113,14 +155,14 @@ void CaseRunner::free_greedy(const Case& c) {
   bool base_hit = false;
   for (size_t l = 0; l < lanes_.size(); ++l) {
     model::Sampler greedy({}, n_vocab_);
-    const std::vector<int32_t> out = generate(*lanes_[l].session, c.turns[0], c.n_generate, greedy);
+    const std::vector<int32_t> out = generate(*lanes_[l], c.n_generate, greedy);
     const bool hit = tok_.decode(out).find(c.expect) != std::string::npos;
     if (l == 0) {
       base_out = out;
       base_hit = hit;
       continue;
     }
-    CaseScore& s = *lanes_[l].score;
+    CaseScore& s = *lanes_[l]->score;
     s.n_generated += int(out.size());
     const auto diverge = std::mismatch(out.begin(), out.end(), base_out.begin()).first;
     s.n_matched += int(diverge - out.begin());
@@ -134,20 +176,25 @@ void CaseRunner::sample(const Case& c) {
   for (size_t l = 0; l < lanes_.size(); ++l) {
     for (uint64_t seed : c.seeds) {
       model::Sampler sampler({float(c.temperature), 0, 1.0f, seed}, n_vocab_);
-      outs[l].push_back(generate(*lanes_[l].session, c.turns[0], c.n_generate, sampler));
+      outs[l].push_back(generate(*lanes_[l], c.n_generate, sampler));
     }
   }
   const double base_spread = spread(outs[0]);
   for (size_t l = 1; l < lanes_.size(); ++l) {
-    lanes_[l].score->spread_baseline = base_spread;
-    lanes_[l].score->spread_candidate = spread(outs[l]);
+    lanes_[l]->score->spread_baseline = base_spread;
+    lanes_[l]->score->spread_candidate = spread(outs[l]);
   }
 }
 
+// Recall and sampling cases generate from the prompt after it was fed once: each session saves
+// its state there and returns to it for every continuation, instead of running the prompt again.
 void CaseRunner::run(const Case& c) {
-  for (Lane& lane : lanes_) lane.session->reset();
+  for (Lane* lane : lanes_) lane->session->reset();
+  const bool branches = c.mode == Mode::kRecall || c.mode == Mode::kSampling;
   for (size_t t = 0; t < c.turns.size(); ++t) {
     feed(c.turns[t]);
+    if (t == 0 && branches)
+      for (Lane* lane : lanes_) lane->session->save(*lane->prompt);
     if (c.mode == Mode::kGreedy || c.mode == Mode::kMultiTurn) follow_greedy(c.n_generate);
   }
   if (!c.answer.empty()) feed(c.answer);
@@ -168,7 +215,7 @@ SettingResult make_result(const Setting& s, const model::Session& session, size_
   return r;
 }
 
-Lane make_lane(const model::Model& m, const Setting& s, int n_ctx, int threads, int batch) {
+Lane make_lane(const model::Model& m, const Setting& s, int n_ctx, const RunOptions& o, int threads, int batch) {
   model::SessionOptions so;
   so.n_ctx = n_ctx;
   so.n_threads = threads;
@@ -178,7 +225,45 @@ Lane make_lane(const model::Model& m, const Setting& s, int n_ctx, int threads, 
   if (s.scale_noise > 0) so.after_cache_write = scale_damage(s.scale_noise);
   Lane lane;
   lane.session = std::make_unique<model::Session>(m, so);
+  lane.prompt = std::make_unique<model::SessionState>(*lane.session);
+  lane.logits.resize(size_t(o.n_batch) * size_t(m.config().n_vocab));
+  lane.row_sums.resize(size_t(o.n_batch));
+  lane.row_kl.resize(size_t(o.n_batch));
   return lane;
+}
+
+// What a case costs one lane, in fed positions plus generated tokens: the unit of the ETA and of
+// the budget's estimate.
+double case_cost(const Case& c) {
+  double n = c.n_positions();
+  if (c.mode == Mode::kRecall) n += c.n_generate;
+  if (c.mode == Mode::kSampling) n += double(c.seeds.size()) * c.n_generate;
+  return n;
+}
+
+// The run's clock and its rate of lane-cost per second.
+class Pace {
+ public:
+  Pace() : t0_(std::chrono::steady_clock::now()) {}
+  double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(); }
+  void add(double lane_cost) { done_ += lane_cost; }
+  // Seconds `lane_cost` more will take at the rate so far (0 before anything was done).
+  double estimate(double lane_cost) const { return done_ > 0 ? lane_cost * seconds() / done_ : 0.0; }
+
+ private:
+  std::chrono::steady_clock::time_point t0_;
+  double done_ = 0;
+};
+
+// Stops the lanes whose setting is decided at this look; lanes[0] (the baseline) always runs.
+void take_look(std::vector<Lane*>& running, const RunOptions& o, int look) {
+  std::vector<Lane*> kept{running[0]};
+  for (size_t l = 1; l < running.size(); ++l) {
+    SettingResult& r = *running[l]->out;
+    if (o.decided(r, look)) r.look = look;
+    else kept.push_back(running[l]);
+  }
+  running = std::move(kept);
 }
 
 }  // namespace
@@ -206,31 +291,52 @@ std::optional<std::pair<bool, bool>> CaseScore::outcomes(Metric m) const {
 
 RunResult run_validation(const model::Model& model, const std::vector<Case>& cases,
                          const std::vector<Setting>& settings, const RunOptions& o) {
-  const auto t0 = std::chrono::steady_clock::now();
+  Pace pace;
   int n_ctx = 1;
   for (const Case& c : cases) n_ctx = std::max(n_ctx, c.n_positions());
   RunResult r;
   r.kl_bin_width = std::max(1, (o.max_len + o.kl_bins - 1) / o.kl_bins);
   std::vector<Lane> lanes;
-  lanes.push_back(make_lane(model, Setting{}, n_ctx, o.n_threads, o.n_batch));
-  lanes.push_back(make_lane(model, Setting{}, n_ctx, o.noise_threads, o.noise_batch));
+  lanes.push_back(make_lane(model, Setting{}, n_ctx, o, o.n_threads, o.n_batch));
+  lanes.push_back(make_lane(model, Setting{}, n_ctx, o, o.noise_threads, o.noise_batch));
   r.noise_floor = make_result({"noise floor", {}}, *lanes[1].session, cases.size(), o.kl_bins);
   r.settings.reserve(settings.size());
   for (const Setting& s : settings) {
-    lanes.push_back(make_lane(model, s, n_ctx, o.n_threads, o.n_batch));
+    lanes.push_back(make_lane(model, s, n_ctx, o, o.n_threads, o.n_batch));
     r.settings.push_back(make_result(s, *lanes.back().session, cases.size(), o.kl_bins));
   }
   r.baseline_bytes_per_token = lanes[0].session->kv_cache().bytes_per_token();
   lanes[1].out = &r.noise_floor;
   for (size_t i = 0; i < settings.size(); ++i) lanes[i + 2].out = &r.settings[i];
-  const size_t rows = size_t(o.n_batch) * size_t(model.config().n_vocab);
-  for (Lane& lane : lanes) lane.logits.resize(rows);
 
-  CaseRunner runner(lanes, model, o, r.kl_bin_width);
-  for (size_t i = 0; i < cases.size(); ++i) {
-    for (size_t l = 1; l < lanes.size(); ++l) lanes[l].score = &lanes[l].out->cases[i];
-    runner.run(cases[i]);
-    if (o.progress) o.progress(int(i + 1), int(cases.size()));
+  std::vector<size_t> order = o.order;
+  if (order.empty())
+    for (size_t i = 0; i < cases.size(); ++i) order.push_back(i);
+  KVRT_ASSERT(order.size() == cases.size());
+  double cost_left = 0;
+  for (const Case& c : cases) cost_left += case_cost(c);
+  std::vector<Lane*> running;
+  for (Lane& lane : lanes) running.push_back(&lane);
+  CaseRunner runner(running, model, o, r.kl_bin_width);
+  size_t next_look = 0;
+  for (size_t k = 0; k < order.size() && running.size() > 1; ++k) {
+    const Case& c = cases[order[k]];
+    const double cost = case_cost(c) * double(running.size());
+    if (o.budget_seconds > 0 && pace.seconds() + pace.estimate(cost) > o.budget_seconds) {
+      r.budget_ended = true;
+      break;
+    }
+    for (size_t l = 1; l < running.size(); ++l) running[l]->score = &running[l]->out->cases[order[k]];
+    runner.run(c);
+    pace.add(cost);
+    cost_left -= case_cost(c);
+    r.n_run = int(k + 1);
+    for (size_t l = 1; l < running.size(); ++l) running[l]->out->n_run = r.n_run;
+    if (next_look < o.looks.size() && r.n_run == o.looks[next_look])
+      take_look(running, o, int(next_look++));
+    if (o.progress)
+      o.progress({r.n_run, int(cases.size()), int(running.size()) - 1, pace.seconds(),
+                  pace.estimate(cost_left * double(running.size()))});
   }
   for (SettingResult* s : [&] {
          std::vector<SettingResult*> all{&r.noise_floor};
@@ -239,7 +345,7 @@ RunResult run_validation(const model::Model& model, const std::vector<Case>& cas
        }())
     for (size_t b = 0; b < s->kl_by_pos.size(); ++b)
       if (s->kl_by_pos_count[b]) s->kl_by_pos[b] /= double(s->kl_by_pos_count[b]);
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.seconds = pace.seconds();
   return r;
 }
 

@@ -25,6 +25,16 @@ struct Setting {
   float scale_noise = 0;  // > 0: the negative control, stored scales damaged (validate/negative_control.h)
 };
 
+struct SettingResult;
+
+// Where a run stands, after each case.
+struct Progress {
+  int done = 0, total = 0;  // cases run, of those planned
+  int n_running = 0;        // settings (the noise floor included) still running
+  double seconds = 0;       // since the start
+  double eta_seconds = 0;   // the rest at the rate so far: positions and generated tokens per lane
+};
+
 struct RunOptions {
   int n_threads = 0;        // baseline and candidates; 0 = all cores
   int n_batch = 256;        // prefill chunk
@@ -32,7 +42,13 @@ struct RunOptions {
   int noise_batch = 7;      // ... and another prefill chunk (so other GEMM shapes and summation order)
   int kl_bins = 32;         // bins of the KL-by-position curve over [0, max_len)
   int max_len = 512;
-  std::function<void(int done, int total)> progress;  // called after each case
+  std::vector<size_t> order;  // case indices in the order they run; empty: as listed
+  // Sequential stopping: after looks[k] cases (in run order) `decided` is asked about every setting
+  // still running, the noise floor included; true stops its lane (SettingResult::look = k).
+  std::vector<int> looks;
+  std::function<bool(const SettingResult&, int look)> decided;
+  double budget_seconds = 0;  // > 0: no case starts that the rate so far says would end after it
+  std::function<void(const Progress&)> progress;  // called after each case
 };
 
 // One case scored for one setting.
@@ -51,7 +67,9 @@ struct SettingResult {
   Setting setting;
   std::string name;            // canonical KvConfig::name() as resolved by the cache
   double bytes_per_token = 0;  // KV bytes per token over all layers
-  std::vector<CaseScore> cases;            // parallel to the case list
+  std::vector<CaseScore> cases;            // parallel to the case list; those not run stay empty
+  int n_run = 0;                           // cases run, in run order (RunOptions::order)
+  int look = -1;                           // the interim look that stopped it; -1: it ran to the end
   std::vector<double> kl_by_pos;           // [kl_bins] mean KL per position bin
   std::vector<int64_t> kl_by_pos_count;    // [kl_bins]
 };
@@ -61,6 +79,9 @@ struct RunResult {
   std::vector<SettingResult> settings;   // in the order asked for
   double baseline_bytes_per_token = 0;
   int kl_bin_width = 1;                  // positions per bin
+  int n_run = 0;                         // cases the baseline ran: fewer than planned when all were
+                                         // decided early or the budget ended the run
+  bool budget_ended = false;             // the budget left cases unrun
   double seconds = 0;
 };
 

@@ -35,6 +35,18 @@ void read_context(const TomlView& v, Thresholds& t) {
   }
 }
 
+void read_sequential(const TomlView& v, Thresholds& t) {
+  v.allow_only({"looks", "interim_share"});
+  if (auto n = v.integer("looks")) {
+    if (*n < 0 || *n > 20) v.fail_key("looks", "must be between 0 and 20");
+    t.sequential.looks = int(*n);
+  }
+  if (auto s = v.number("interim_share")) {
+    if (!(*s > 0 && *s < 1)) v.fail_key("interim_share", "must be between 0 and 1 (exclusive)");
+    t.sequential.interim_share = *s;
+  }
+}
+
 std::map<std::string, double> read_limit_map(const TomlView& v) {
   std::map<std::string, double> out;
   for (const auto& [key, node] : v.raw()) {
@@ -67,9 +79,10 @@ Thresholds read_thresholds(const std::string& path) {
   t.path = path;
   t.sha256 = sha256_file(path);
   const TomlView top(path, doc, "");
-  top.allow_only({"bootstrap", "context", "metric"});
+  top.allow_only({"bootstrap", "context", "sequential", "metric"});
   if (const toml::table* b = top.table("bootstrap")) read_bootstrap(top.sub("bootstrap", *b), t);
   if (const toml::table* c = top.table("context")) read_context(top.sub("context", *c), t);
+  if (const toml::table* q = top.table("sequential")) read_sequential(top.sub("sequential", *q), t);
   const toml::table* metrics = top.table("metric");
   if (!metrics || metrics->empty()) top.fail(nullptr, "no [metric.NAME] limits are defined");
   const TomlView mv = top.sub("metric", *metrics);

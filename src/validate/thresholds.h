@@ -17,11 +17,19 @@ struct MetricLimit {
   std::map<std::string, double> by_bucket;     // extra limit on the cases of one length bucket
 };
 
+// Sequential stopping (validate/verdict.h, Look): `looks` interim looks, evenly spaced over the
+// cases, spend `interim_share` of each check's error; the final look spends the rest.
+struct Sequential {
+  int looks = 3;
+  double interim_share = 0.1;
+};
+
 struct Thresholds {
   std::string path;     // file it was read from
   std::string sha256;   // of the file's bytes
   BootstrapOptions bootstrap;
   int min_cases = 5;    // fewer cases than this behind a limit: INCONCLUSIVE
+  Sequential sequential;
   int context_max = 4096;  // default validated context: the model's, at most this (and what memory allows)
   std::map<Metric, MetricLimit> limits;
 };

@@ -64,11 +64,11 @@ double available_memory() {
   return double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGESIZE));
 }
 
-// The baseline, noise-floor and candidate lanes each hold a cache of n_ctx positions (FP32 bounds
-// the compressed ones). An explicit context that cannot fit in this machine's memory is an error
-// before anything is allocated.
+// The baseline, noise-floor and candidate lanes each hold a cache of n_ctx positions and a copy of
+// it to branch from after a prompt (FP32 bounds the compressed ones). An explicit context that
+// cannot fit in this machine's memory is an error before anything is allocated.
 void check_memory(const model::Model& model, int n_ctx, size_t n_lanes) {
-  const double need = double(n_lanes) * f32_bytes_per_position(model) * n_ctx;
+  const double need = 2.0 * double(n_lanes) * f32_bytes_per_position(model) * n_ctx;
   const double have = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGESIZE));
   if (have > 0 && need > have)
     throw Error("validating at a context of " + std::to_string(n_ctx) + " positions needs at least " +
@@ -79,13 +79,13 @@ void check_memory(const model::Model& model, int n_ctx, size_t n_lanes) {
 }
 
 // The default context: the model's, at most the thresholds file's [context] max and at most what
-// half of the available memory holds for every lane (rounded down to 64 positions).
+// half of the available memory holds for every lane's two caches (rounded down to 64 positions).
 int default_context(const model::Model& model, int context_max, size_t n_lanes, std::string& why) {
   const int n_model = model.config().n_ctx_train;
   int n = std::min(n_model, context_max);
   why = n < n_model ? "the model's " + std::to_string(n_model) + " capped by [context] max of the thresholds file"
                     : "the model's context";
-  const double fit = 0.5 * available_memory() / (double(n_lanes) * f32_bytes_per_position(model));
+  const double fit = 0.5 * available_memory() / (2.0 * double(n_lanes) * f32_bytes_per_position(model));
   if (fit < n) {
     n = std::max(16, int(fit) / 64 * 64);
     why = "the model's " + std::to_string(n_model) + " capped by half of the available memory";
@@ -196,13 +196,24 @@ void run(const model::Model& model, const ValidationRequest& req, Validation& v)
   ro.noise_threads = ro.n_threads;
   ro.max_len = rep.max_len;
   ro.progress = req.progress;
+  const Thresholds& t = v.thresholds;
+  ro.order = shuffled_order(v.cases.size(), t.bootstrap.seed);
+  ro.looks = look_points(int(v.cases.size()), t);
+  ro.decided = [&](const SettingResult& s, int) {
+    return judge(s, v.cases, t, interim_look(t)).verdict != Verdict::kInconclusive;
+  };
+  ro.budget_seconds = req.budget_minutes * 60.0;
   v.run = run_validation(model, v.cases, v.settings, ro);
 
   rep.cases = &v.cases;
   rep.run = &v.run;
   rep.thresholds = &v.thresholds;
-  for (const auto& s : v.run.settings) rep.verdicts.push_back(judge(s, v.cases, v.thresholds));
-  rep.noise_verdict = judge(v.run.noise_floor, v.cases, v.thresholds);
+  // A setting stopped at an interim look keeps that look's verdict; the rest are judged on what ran.
+  const auto verdict_of = [&](const SettingResult& s) {
+    return judge(s, v.cases, t, s.look >= 0 ? interim_look(t) : final_look(t, s.n_run < int(v.cases.size())));
+  };
+  for (const auto& s : v.run.settings) rep.verdicts.push_back(verdict_of(s));
+  rep.noise_verdict = verdict_of(v.run.noise_floor);
   rep.recommended = recommend(v.run.settings, rep.verdicts);
   rep.model_path = req.model_path;
   rep.matmul = ops::matmul_backends();

@@ -29,7 +29,8 @@ struct ValidationRequest {
                                        // thresholds file's [context] max and by available memory
   std::optional<uint64_t> seed;        // bootstrap seed; default the thresholds file's
   int n_threads = 0;                   // 0: all cores (one for models under 64 MiB); at most kMaxThreads
-  std::function<void(int done, int total)> progress;
+  double budget_minutes = 0;           // > 0: run what fits; what it could not decide is INCONCLUSIVE
+  std::function<void(const Progress&)> progress;
 };
 
 // Everything a run produced; `report` points into this object, so it is neither copied nor moved.

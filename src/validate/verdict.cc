@@ -1,5 +1,7 @@
 #include "validate/verdict.h"
 
+#include <cmath>
+
 namespace kvrt::validate {
 namespace {
 
@@ -25,12 +27,12 @@ std::vector<Scope> scopes_of(const Thresholds& t) {
 }
 
 // A pass/fail metric: the share of the baseline's right answers that the candidate loses.
-Check paired_check(const Scope& s, const PairedCounts& p, const Thresholds& t, int n_checks) {
+Check paired_check(const Scope& s, const PairedCounts& p, double confidence, int n_checks) {
   Check c{s.metric, s.name, s.limit};
   c.paired = p;
   c.mcnemar_p = mcnemar_exact_p(p.lost, p.gained);
   const int n = p.baseline_right();
-  const double z = z_for(t.bootstrap.confidence, 1);
+  const double z = z_for(confidence, 1);
   c.interval.n_cases = n;
   c.detectable = n > 0 ? wilson_resolution(n, z) : 1.0;
   if (c.detectable > s.limit && s.limit > 0 && s.limit < 1) c.cases_needed = cases_needed(s.limit, z);
@@ -40,21 +42,53 @@ Check paired_check(const Scope& s, const PairedCounts& p, const Thresholds& t, i
   }
   const Proportion w = wilson(p.lost, n, z);
   c.interval = {w.estimate, w.lower, w.upper, n};
-  c.fail_lower = wilson(p.lost, n, z_for(t.bootstrap.confidence, n_checks)).lower;
+  c.fail_lower = wilson(p.lost, n, z_for(confidence, n_checks)).lower;
   return c;
 }
 
-Check bootstrap_check(const Scope& s, const std::vector<double>& values, const Thresholds& t, int n_checks) {
+// Bootstrap options for a bound at two-sided `confidence`: at least 10 resamples beyond it, so the
+// small tails of interim looks and of the corrected FAIL side are not read off one or two resamples.
+BootstrapOptions bootstrap_at(const BootstrapOptions& base, double confidence) {
+  BootstrapOptions o = base;
+  o.confidence = confidence;
+  o.resamples = std::max(base.resamples, int(std::ceil(10.0 / ((1.0 - confidence) / 2.0))));
+  return o;
+}
+
+Check bootstrap_check(const Scope& s, const std::vector<double>& values, const Thresholds& t, double confidence,
+                      int n_checks) {
   Check c{s.metric, s.name, s.limit};
-  c.interval = bootstrap_mean(values, t.bootstrap);
-  BootstrapOptions corrected = t.bootstrap;
-  corrected.confidence = 1.0 - (1.0 - t.bootstrap.confidence) / n_checks;
-  c.fail_lower = bootstrap_mean(values, corrected).lower;
+  c.interval = bootstrap_mean(values, bootstrap_at(t.bootstrap, confidence));
+  // The FAIL side's lower bound is below the mean: it is resampled only when it can decide.
+  c.fail_lower = c.interval.mean > s.limit
+                     ? bootstrap_mean(values, bootstrap_at(t.bootstrap, 1.0 - (1.0 - confidence) / n_checks)).lower
+                     : c.interval.lower;
   c.detectable = c.interval.upper - c.interval.mean;
   return c;
 }
 
 }  // namespace
+
+Look interim_look(const Thresholds& t) {
+  const double alpha = 1.0 - t.bootstrap.confidence;
+  return {1.0 - alpha * t.sequential.interim_share / std::max(1, t.sequential.looks), true};
+}
+
+Look final_look(const Thresholds& t, bool partial) {
+  const double alpha = 1.0 - t.bootstrap.confidence;
+  const double spent = t.sequential.looks > 0 ? t.sequential.interim_share : 0.0;
+  return {1.0 - alpha * (1.0 - spent), partial};
+}
+
+std::vector<int> look_points(int n_cases, const Thresholds& t) {
+  std::vector<int> out;
+  const int l = t.sequential.looks;
+  for (int k = 1; k <= l; ++k) {
+    const int at = int(std::lround(double(n_cases) * k / (l + 1)));
+    if (at > 0 && at < n_cases && (out.empty() || at > out.back())) out.push_back(at);
+  }
+  return out;
+}
 
 const char* verdict_name(Verdict v) {
   switch (v) {
@@ -96,8 +130,9 @@ Verdict decide(const Check& c, int min_cases) {
   return Verdict::kInconclusive;
 }
 
-SettingVerdict judge(const SettingResult& r, const std::vector<Case>& cases, const Thresholds& t) {
-  // Scopes nothing in the set measures make no check; the rest share the FAIL side's error.
+SettingVerdict judge(const SettingResult& r, const std::vector<Case>& cases, const Thresholds& t, const Look& look) {
+  // Scopes nothing in the set measures make no check (on part of the set, every scope makes one);
+  // the checks share the FAIL side's error.
   struct Measured {
     Scope scope;
     std::vector<double> values;          // continuous metrics
@@ -107,24 +142,32 @@ SettingVerdict judge(const SettingResult& r, const std::vector<Case>& cases, con
   for (const Scope& s : scopes_of(t)) {
     if (metric_is_paired(s.metric)) {
       const PairedCounts p = paired_counts(r, cases, s.metric, s.keep);
-      if (p.n() > 0) measured.push_back({s, {}, p});
-    } else if (std::vector<double> v = metric_values(r, cases, s.metric, s.keep); !v.empty()) {
+      if (p.n() > 0 || look.partial) measured.push_back({s, {}, p});
+    } else if (std::vector<double> v = metric_values(r, cases, s.metric, s.keep); !v.empty() || look.partial) {
       measured.push_back({s, std::move(v), std::nullopt});
     }
   }
+  // Percentile bootstrap bounds cannot reach past the extreme cases, however small the tail: on a
+  // look at part of the set a check needs twice min_cases cases to decide.
+  const int min_cases = look.partial ? 2 * t.min_cases : t.min_cases;
   SettingVerdict sv;
+  sv.confidence = look.confidence;
   sv.n_checks = int(measured.size());
   bool any_fail = false, all_pass = !measured.empty();
   for (const Measured& m : measured) {
-    Check c = m.paired ? paired_check(m.scope, *m.paired, t, sv.n_checks)
-                       : bootstrap_check(m.scope, m.values, t, sv.n_checks);
-    c.verdict = decide(c, t.min_cases);
+    Check c = m.paired ? paired_check(m.scope, *m.paired, look.confidence, sv.n_checks)
+                       : bootstrap_check(m.scope, m.values, t, look.confidence, sv.n_checks);
+    c.verdict = decide(c, min_cases);
     any_fail = any_fail || c.verdict == Verdict::kFail;
     all_pass = all_pass && c.verdict == Verdict::kPass;
     sv.checks.push_back(std::move(c));
   }
   sv.verdict = any_fail ? Verdict::kFail : all_pass ? Verdict::kPass : Verdict::kInconclusive;
   return sv;
+}
+
+SettingVerdict judge(const SettingResult& r, const std::vector<Case>& cases, const Thresholds& t) {
+  return judge(r, cases, t, final_look(t, false));
 }
 
 // Ties keep the earlier setting: settings files list the more precise formats first.

@@ -9,6 +9,18 @@
 // limit at all. A setting passes only if every check passes: an intersection-union test, so its
 // chance of passing a setting that breaks any one limit is at most that of one check. Only PASS is
 // ever enabled.
+//
+// Sequential stopping (alpha spending with a union bound). The cases run in a random order
+// (seeded), so the cases run by any point are a random sample of the set. After 1/(L+1),
+// 2/(L+1), ... L/(L+1) of them (L = [sequential] looks) every setting still running is judged; one
+// already PASS or FAIL stops there. Each check's error alpha = 1 - confidence is spent over the
+// looks: each interim look at alpha * interim_share / L, the final look at alpha * (1 -
+// interim_share). Whatever the looks decide, the chance that a check is ever wrong is at most the
+// sum, alpha, so looking early does not raise the error rate; it costs the final look a slightly
+// higher confidence (95.5% instead of 95% with the shipped 0.1). A look that sees part of the set
+// (interim, or the last one of a run the budget ended) counts every limit of the thresholds, and a
+// limit it has not measured on twice min_cases cases is INCONCLUSIVE there: a percentile bootstrap
+// bound never reaches past the most extreme of a few cases, whatever its confidence.
 #pragma once
 
 #include <functional>
@@ -32,7 +44,8 @@ struct Check {
   std::string scope;  // "all", "category=recall", "bucket=long"
   double limit = 0;
   Interval interval;       // mean and bounds at the configured confidence; n_cases behind it
-  double fail_lower = 0;   // lower bound at the corrected confidence (the FAIL side)
+  double fail_lower = 0;   // lower bound at the corrected confidence (the FAIL side); where the mean is
+                           // within the limit, so it cannot FAIL, the interval's lower bound
   // The smallest effect the set resolves at the configured confidence: for pass/fail metrics the
   // upper bound with no loss at all (a limit below it cannot PASS); for the others the distance
   // from the mean to the upper bound (the margin below the limit a PASS needs).
@@ -43,8 +56,19 @@ struct Check {
   Verdict verdict = Verdict::kInconclusive;
 };
 
+// One look at the results (see the top of this file).
+struct Look {
+  double confidence = 0.95;  // of each check at this look, two-sided
+  bool partial = false;      // cases of the set are not run: every limit of the thresholds counts
+};
+Look interim_look(const Thresholds& t);
+Look final_look(const Thresholds& t, bool partial);
+// The interim looks for n cases: after round(n k / (L + 1)) cases, k = 1..L, distinct and below n.
+std::vector<int> look_points(int n_cases, const Thresholds& t);
+
 struct SettingVerdict {
   Verdict verdict = Verdict::kInconclusive;
+  double confidence = 0;  // per check, at the look that gave the verdict
   int n_checks = 0;  // the Bonferroni divisor of the FAIL side
   std::vector<Check> checks;
 };
@@ -59,6 +83,8 @@ PairedCounts paired_counts(const SettingResult& r, const std::vector<Case>& case
 
 Verdict decide(const Check& c, int min_cases);
 
+SettingVerdict judge(const SettingResult& r, const std::vector<Case>& cases, const Thresholds& t, const Look& look);
+// The final look of a run of the whole set.
 SettingVerdict judge(const SettingResult& r, const std::vector<Case>& cases, const Thresholds& t);
 
 // The smallest-memory setting whose verdict is PASS; -1 when none passed.

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -28,19 +29,32 @@ struct ValidateOptions {
   bool only_cases = false;
   float negative_control = 0;  // relative noise on stored scales; 0 = no negative control
   int max_len = 0;
+  float budget_minutes = 0;  // 0: no budget
   std::optional<uint64_t> seed;  // none: the thresholds file's
 };
 
-// Progress on stderr: a redrawn bar on a terminal, a few plain lines otherwise.
-void progress(int done, int total) {
+std::string duration(double seconds) {
+  char buf[32];
+  const long s = std::lround(seconds);
+  if (s >= 3600) std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, s / 60 % 60);
+  else std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
+  return buf;
+}
+
+// Progress on stderr, with the time so far and the estimate of what is left: a redrawn bar on a
+// terminal, a few plain lines otherwise.
+void progress(const validate::Progress& p) {
   static const bool tty = isatty(2);
-  const int width = 30, filled = width * done / std::max(total, 1);
+  const int done = p.done, total = std::max(p.total, 1);
+  const int width = 30, filled = width * done / total;
+  const std::string times = duration(p.seconds) + " elapsed, ETA " + duration(p.eta_seconds) + ", " +
+                            std::to_string(p.n_running) + " settings running";
   if (tty) {
-    std::fprintf(stderr, "\rvalidating [%s%s] %d/%d cases", std::string(size_t(filled), '#').c_str(),
-                 std::string(size_t(width - filled), '.').c_str(), done, total);
-    if (done == total) std::fputc('\n', stderr);
-  } else if (done == total || (done * 4 / total) != ((done - 1) * 4 / total)) {
-    std::fprintf(stderr, "validating: %d/%d cases\n", done, total);
+    std::fprintf(stderr, "\rvalidating [%s%s] %d/%d cases, %s  ", std::string(size_t(filled), '#').c_str(),
+                 std::string(size_t(width - filled), '.').c_str(), done, p.total, times.c_str());
+    if (done == p.total || p.n_running == 0) std::fputc('\n', stderr);
+  } else if (done == p.total || p.n_running == 0 || (done * 4 / total) != ((done - 1) * 4 / total)) {
+    std::fprintf(stderr, "validating: %d/%d cases, %s\n", done, p.total, times.c_str());
   }
 }
 
@@ -78,6 +92,9 @@ int cmd_validate(int argc, char** argv) {
          "context to validate at: case lengths follow it and the record binds it (default: the model's, at most "
          "[context] max of the thresholds file and what memory holds)",
          &o.max_len, 16, 1 << 20);
+  cl.add("--budget", "MINUTES",
+         "run what fits in this many minutes; settings it could not decide are INCONCLUSIVE (default: no limit)",
+         &o.budget_minutes, 0.001f, 1e6f);
   cl.add("--seed", "S", "bootstrap seed (default: the thresholds file's)", &o.seed);
   cl.add("--json", "FILE", "write the full results as JSON", &o.json);
   cl.add("--html", "FILE", "write a self-contained HTML report with plots", &o.html);
@@ -103,6 +120,7 @@ int cmd_validate(int argc, char** argv) {
   req.max_len = o.max_len;
   req.seed = o.seed;
   req.n_threads = o.model.n_threads;
+  req.budget_minutes = o.budget_minutes;
   req.progress = progress;
   req.model_path = o.model.resolved_path();
   const std::unique_ptr<model::Model> model = o.model.load();
