@@ -339,22 +339,23 @@ TEST_CASE("byte accounting equals the layout prediction") {
     return KvCache(cfg, shape).bytes_per_token();
   };
   const double heads_layers = 8 * 4;
-  // q8: 64/32 blocks of (4 + 32) bytes; q4: 64/32 blocks of (8 + 16) bytes; f32: 256 bytes.
-  CHECK(per_token(Format::kQ8, Format::kQ8, KeyAxis::kToken, 32) == heads_layers * (72 + 72));
-  CHECK(per_token(Format::kQ4, Format::kQ4, KeyAxis::kToken, 32) == heads_layers * (48 + 48));
-  CHECK(per_token(Format::kQ4, Format::kQ8, KeyAxis::kToken, 8) == heads_layers * (8 * 12 + 8 * 12));
-  CHECK(per_token(Format::kF32, Format::kQ4, KeyAxis::kToken, 128 / 2) == heads_layers * (256 + 40));
+  // FP16 scales and minimums. q8: 64/32 blocks of (2 + 32) bytes; q4: 64/32 blocks of (4 + 16)
+  // bytes; f32: 256 bytes.
+  CHECK(per_token(Format::kQ8, Format::kQ8, KeyAxis::kToken, 32) == heads_layers * (68 + 68));
+  CHECK(per_token(Format::kQ4, Format::kQ4, KeyAxis::kToken, 32) == heads_layers * (40 + 40));
+  CHECK(per_token(Format::kQ4, Format::kQ8, KeyAxis::kToken, 8) == heads_layers * (8 * 8 + 8 * 10));
+  CHECK(per_token(Format::kF32, Format::kQ4, KeyAxis::kToken, 128 / 2) == heads_layers * (256 + 36));
   // channel-axis keys, G = 32: per channel scale (+ min) once per 32 tokens, then the codes.
-  CHECK(per_token(Format::kQ8, Format::kF32, KeyAxis::kChannel, 32) == heads_layers * ((64 * 4 + 32 * 64) / 32.0 + 256));
-  CHECK(per_token(Format::kQ4, Format::kF32, KeyAxis::kChannel, 32) == heads_layers * ((64 * 8 + 32 * 32) / 32.0 + 256));
+  CHECK(per_token(Format::kQ8, Format::kF32, KeyAxis::kChannel, 32) == heads_layers * ((64 * 2 + 32 * 64) / 32.0 + 256));
+  CHECK(per_token(Format::kQ4, Format::kF32, KeyAxis::kChannel, 32) == heads_layers * ((64 * 4 + 32 * 32) / 32.0 + 256));
   // q2 as KIVI: channel-axis keys, 2-bit codes (a scale and a minimum per channel per 32 tokens);
-  // values 64/32 blocks of (8 + 8) bytes.
-  CHECK(per_token(Format::kQ2, Format::kQ2, KeyAxis::kChannel, 32) == heads_layers * ((64 * 8 + 32 * 16) / 32.0 + 32));
+  // values 64/32 blocks of (4 + 8) bytes.
+  CHECK(per_token(Format::kQ2, Format::kQ2, KeyAxis::kChannel, 32) == heads_layers * ((64 * 4 + 32 * 16) / 32.0 + 24));
   KvConfig q4;
   q4.k_format = q4.v_format = Format::kQ4;
   q4.residual = 16;
   const KvCache cache(q4, shape);
-  CHECK(cache.bytes_in_use(100) == static_cast<size_t>(100 * 8 * 4 * 96 + 2 * 8 * 16 * 4 * 64 * 4));
+  CHECK(cache.bytes_in_use(100) == static_cast<size_t>(100 * 8 * 4 * 80 + 2 * 8 * 16 * 4 * 64 * 4));
 }
 
 TEST_CASE("the FP32 window is bounded by the context, whatever the residual asked for") {

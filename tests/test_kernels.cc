@@ -280,9 +280,16 @@ TEST_CASE("quantize equals the scalar twin bit for bit and round trips within th
               mx = std::max(mx, x[i]);
               amax = std::max(amax, std::abs(x[i]));
             }
-            // d/2: amax / (2 max code) symmetric, (max - min) / (2 max code) asymmetric; plus
-            // float rounding of scale and code math.
-            const double bound = (F::kSymmetric ? amax : mx - mn) / (2.0 * F::kMaxCode);
+            // The stored FP16 minimum is the group's to FP16 precision, and the stored scale
+            // amax / max code (symmetric) or (max - m) / max code (asymmetric) to FP16 precision.
+            const uint8_t* block = r_simd.data() + g * F::block_bytes(group);
+            const float d = kvrt::kv::load_scale(block), m = F::kSymmetric ? 0.0f : kvrt::kv::load_scale(block + sizeof(kvrt::kv::Scale));
+            const double d_exact = (F::kSymmetric ? amax : mx - m) / double(F::kMaxCode);
+            if (!F::kSymmetric) REQUIRE(std::abs(m - mn) <= std::abs(mn) * 0x1p-11);
+            REQUIRE(std::abs(d - d_exact) <= d_exact * (0x1p-11 + 1e-6));
+            // d/2 for every value, and below the minimum where the rounded one lies above it;
+            // plus float rounding of the code math.
+            const double bound = d / 2.0 + std::max(0.0f, m - mn);
             for (int i = g * group; i < (g + 1) * group; ++i) {
               REQUIRE(std::abs(y[i] - x[i]) <= bound * (1 + 1e-5) + 1e-6 * amax);
             }

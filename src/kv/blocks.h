@@ -3,10 +3,14 @@
 // shared by the KV layer (traits table of kv/formats.h, cache) and the kernels (src/simd).
 //
 // A token-axis row of n values is n / G consecutive blocks of G values (G = group size). A block
-// holds its scale planes first (the scale d; asymmetric formats also the minimum m), then the
-// codes, kBits each:
+// holds its scale planes first (the scale d; asymmetric formats also the minimum m), each an
+// IEEE binary16 (FP16) number, then the codes, kBits each:
 //   symmetric  (q8): x = d * q,      q in [-max, max], d = max|x| / max     |x - x̂| <= d/2
 //   asymmetric (q4, q2): x = m + d * q, q in [0, 2^bits - 1], d = (max - min) / (2^bits - 1)
+// d and m are rounded to FP16 first and the codes computed against the rounded values, so d/2
+// bounds the error but where the rounded m lies above the minimum (by at most 2^-11 |m|). FP16
+// holds magnitudes up to 65504 (m saturates there) and scales down to 2^-24: a group whose
+// d rounds to zero stores all-zero codes.
 // Codes narrower than a byte: byte i of a run of n codes holds code i + s * (n / k) in bits
 // [s * bits, (s + 1) * bits) for s < k = 8 / bits, so one load of bytes yields k contiguous runs.
 //
@@ -22,6 +26,8 @@
 #include <cstring>
 #include <tuple>
 
+#include "common/half.h"
+
 namespace kvrt::kv {
 
 // Every KV format. The value is the format's row in kv/formats.cc and its kernel slot in
@@ -35,10 +41,24 @@ enum class Format : uint8_t {
 constexpr int kNumFormats = 4;
 constexpr int kMaxGroup = 128;  // largest group G of any format
 
+using Scale = uint16_t;  // the bits of an FP16 scale or minimum
+
+inline float load_scale(const uint8_t* p) {
+  Scale h;
+  std::memcpy(&h, p, sizeof h);
+  return f16_to_f32(h);
+}
+
+// Stores x as FP16 (round to nearest even, saturating at +-65504); returns the stored value.
+inline float store_scale(uint8_t* p, float x) {
+  const Scale h = f32_to_f16(std::clamp(x, -65504.0f, 65504.0f));
+  std::memcpy(p, &h, sizeof h);
+  return f16_to_f32(h);
+}
+
 // Compile-time constants of a quantized format, derived from its code width and symmetry.
-template <Format F, int Bits, bool Symmetric, class ScaleT>
+template <Format F, int Bits, bool Symmetric>
 struct QuantFormat {
-  using Scale = ScaleT;
   static constexpr Format kFormat = F;
   static constexpr int kBits = Bits;
   static constexpr bool kSymmetric = Symmetric;           // signed codes, no minimum
@@ -52,40 +72,41 @@ struct QuantFormat {
 
 template <int G>
 struct Q8Block {
-  float d;        // scale
+  Scale d;        // scale
   int8_t qs[G];   // codes
 };
 
 template <int G>
 struct Q4Block {
-  float d;             // scale
-  float m;             // minimum
+  Scale d;             // scale
+  Scale m;             // minimum
   uint8_t qs[G / 2];   // two codes per byte, see above
 };
 
 template <int G>
-struct __attribute__((packed)) Q2Block {  // packed: G = 8 takes 10 bytes
-  float d;             // scale
-  float m;             // minimum
+struct Q2Block {
+  Scale d;             // scale
+  Scale m;             // minimum
   uint8_t qs[G / 4];   // four codes per byte, see above
 };
 
-struct Q8 : QuantFormat<Format::kQ8, 8, true, float> {
+struct Q8 : QuantFormat<Format::kQ8, 8, true> {
   static constexpr const char* kName = "q8";
   template <int G> using Block = Q8Block<G>;
 };
-struct Q4 : QuantFormat<Format::kQ4, 4, false, float> {
+struct Q4 : QuantFormat<Format::kQ4, 4, false> {
   static constexpr const char* kName = "q4";
   template <int G> using Block = Q4Block<G>;
 };
-struct Q2 : QuantFormat<Format::kQ2, 2, false, float> {
+struct Q2 : QuantFormat<Format::kQ2, 2, false> {
   static constexpr const char* kName = "q2";
   template <int G> using Block = Q2Block<G>;
 };
 
-static_assert(sizeof(Q8::Block<8>) == 12 && sizeof(Q8::Block<32>) == Q8::block_bytes(32) && sizeof(Q8::Block<128>) == 132);
-static_assert(sizeof(Q4::Block<8>) == 12 && sizeof(Q4::Block<32>) == Q4::block_bytes(32) && sizeof(Q4::Block<128>) == 72);
-static_assert(sizeof(Q2::Block<8>) == Q2::block_bytes(8) && sizeof(Q2::Block<32>) == 16 && sizeof(Q2::Block<128>) == 40);
+// At G = 32: q8 34 bytes (1.0625 bytes/value, as llama.cpp's q8_0), q4 20 (0.625), q2 12 (0.375).
+static_assert(sizeof(Q8::Block<8>) == 10 && sizeof(Q8::Block<32>) == Q8::block_bytes(32) && sizeof(Q8::Block<32>) == 34);
+static_assert(sizeof(Q4::Block<8>) == 8 && sizeof(Q4::Block<32>) == Q4::block_bytes(32) && sizeof(Q4::Block<32>) == 20);
+static_assert(sizeof(Q2::Block<8>) == Q2::block_bytes(8) && sizeof(Q2::Block<32>) == 12 && sizeof(Q2::Block<128>) == 36);
 
 // The quantized formats, for code that instantiates something per format (kernel tables).
 using QuantFormats = std::tuple<Q8, Q4, Q2>;
@@ -114,40 +135,50 @@ inline void set_code(uint8_t* codes, int n, int idx, int q) {
   }
 }
 
-// Reference codec of one group of `group` values. The scale is computed as d = range / levels
-// and codes as round-to-nearest-even of x * (1 / d); the SIMD kernels use the same operations.
+// The scale d and minimum m of a group whose values span [lo, hi] (symmetric formats: lo = 0,
+// hi = max|x|), stored as FP16 at the head of `block`, as the rounded values the codes use.
+struct GroupScales {
+  float d, m;
+};
+template <class F>
+inline GroupScales store_group_scales(float lo, float hi, uint8_t* block) {
+  if constexpr (F::kSymmetric) return {store_scale(block, hi / static_cast<float>(F::kMaxCode)), 0.0f};
+  const float m = store_scale(block + sizeof(Scale), lo);
+  return {store_scale(block, (hi - m) / static_cast<float>(F::kMaxCode)), m};
+}
+
+// Codes of a group against scale d and minimum m (0 for symmetric formats): round-to-nearest-even
+// of (x - m) * (1 / d), clamped to the code range; the SIMD quantizers use the same operations.
+template <class F>
+inline void encode_group(const float* x, int group, float d, float m, uint8_t* qs) {
+  std::fill_n(qs, group * F::kBits / 8, uint8_t{0});
+  const float id = d > 0 ? 1.0f / d : 0.0f;
+  const float lo = F::kSymmetric ? -static_cast<float>(F::kMaxCode) : 0.0f, hi = static_cast<float>(F::kMaxCode);
+  for (int i = 0; i < group; ++i) {
+    const float v = F::kSymmetric ? x[i] * id : (x[i] - m) * id;
+    set_code<F>(qs, group, i, static_cast<int>(std::clamp(std::nearbyint(v), lo, hi)));
+  }
+}
+
+// Reference codec of one group of `group` values (a block of format F).
 template <class F>
 inline void quantize_group(const float* x, int group, uint8_t* block) {
-  uint8_t* qs = block + F::kHeaderBytes;
-  std::fill_n(qs, group * F::kBits / 8, uint8_t{0});
-  if constexpr (F::kSymmetric) {
-    float amax = 0;
-    for (int i = 0; i < group; ++i) amax = std::max(amax, std::fabs(x[i]));
-    const float d = amax / static_cast<float>(F::kMaxCode);
-    const float id = d > 0 ? 1.0f / d : 0.0f;
-    std::memcpy(block, &d, sizeof d);
-    const auto lim = static_cast<float>(F::kMaxCode);
-    for (int i = 0; i < group; ++i) set_code<F>(qs, group, i, static_cast<int>(std::clamp(std::nearbyint(x[i] * id), -lim, lim)));
-  } else {
-    float mn = x[0], mx = x[0];
-    for (int i = 1; i < group; ++i) {
-      mn = std::min(mn, x[i]);
-      mx = std::max(mx, x[i]);
+  float lo = F::kSymmetric ? 0.0f : x[0], hi = F::kSymmetric ? 0.0f : x[0];
+  for (int i = 0; i < group; ++i) {
+    if constexpr (F::kSymmetric) {
+      hi = std::max(hi, std::fabs(x[i]));
+    } else {
+      lo = std::min(lo, x[i]);
+      hi = std::max(hi, x[i]);
     }
-    const float d = (mx - mn) / static_cast<float>(F::kMaxCode);
-    const float id = d > 0 ? 1.0f / d : 0.0f;
-    std::memcpy(block, &d, sizeof d);
-    std::memcpy(block + sizeof d, &mn, sizeof mn);
-    const auto lim = static_cast<float>(F::kMaxCode);
-    for (int i = 0; i < group; ++i) set_code<F>(qs, group, i, static_cast<int>(std::clamp(std::nearbyint((x[i] - mn) * id), 0.0f, lim)));
   }
+  const GroupScales s = store_group_scales<F>(lo, hi, block);
+  encode_group<F>(x, group, s.d, s.m, block + F::kHeaderBytes);
 }
 
 template <class F>
 inline void dequantize_group(const uint8_t* block, int group, float* x) {
-  float d, m = 0;
-  std::memcpy(&d, block, sizeof d);
-  if constexpr (!F::kSymmetric) std::memcpy(&m, block + sizeof d, sizeof m);
+  const float d = load_scale(block), m = F::kSymmetric ? 0.0f : load_scale(block + sizeof(Scale));
   const uint8_t* qs = block + F::kHeaderBytes;
   for (int i = 0; i < group; ++i) {
     const auto q = static_cast<float>(get_code<F>(qs, group, i));

@@ -1,7 +1,7 @@
 // Channel-axis (KIVI) key tiles: G tokens of one kv head quantized per channel, with the group
 // codec of the format (kv/blocks.h) applied along tokens instead of head_dim.
 // Layout of one tile (head_dim = n), for a format with P scale planes and b-bit codes:
-//   float d[n];  float m[n] (asymmetric formats);  codes[G][n * b / 8]
+//   Scale d[n];  Scale m[n] (asymmetric formats; FP16 as in the blocks);  codes[G][n * b / 8]
 //   k[t][c] = d[c] * code(t, c)   or   m[c] + d[c] * code(t, c)
 // A code row packs the n channels of one token as kv/blocks.h packs a run of n codes (q4: channel
 // c < n/2 in the low nibble of byte c, channel c + n/2 in the high nibble), so attention dots
@@ -17,7 +17,12 @@
 namespace kvrt::kv {
 
 template <class F>
-constexpr size_t channel_codes_offset(int head_dim) { return F::kPlanes * sizeof(typename F::Scale) * head_dim; }
+constexpr size_t channel_codes_offset(int head_dim) { return F::kPlanes * sizeof(Scale) * head_dim; }
+
+// The scale (plane 0) or minimum (plane 1) of channel c of a tile.
+inline float channel_scale(const uint8_t* tile, int head_dim, int plane, int c) {
+  return load_scale(tile + (static_cast<size_t>(plane) * head_dim + c) * sizeof(Scale));
+}
 
 // x [G][head_dim] -> one tile; each channel is one group of the format's reference codec.
 template <class F>
@@ -30,7 +35,7 @@ void channel_quantize(const float* x, int group, int head_dim, uint8_t* tile) {
     for (int t = 0; t < group; ++t) column[t] = x[t * head_dim + c];
     quantize_group<F>(column, group, block);
     for (int p = 0; p < F::kPlanes; ++p) {
-      std::memcpy(tile + (static_cast<size_t>(p) * head_dim + c) * sizeof(typename F::Scale), block + p * sizeof(typename F::Scale), sizeof(typename F::Scale));
+      std::memcpy(tile + (static_cast<size_t>(p) * head_dim + c) * sizeof(Scale), block + p * sizeof(Scale), sizeof(Scale));
     }
     for (int t = 0; t < group; ++t) set_code<F>(codes + t * row, head_dim, c, get_code<F>(block + F::kHeaderBytes, group, t));
   }
@@ -41,9 +46,7 @@ template <class F>
 void channel_dequantize_row(const uint8_t* tile, int t, int head_dim, float* x) {
   const uint8_t* codes = tile + channel_codes_offset<F>(head_dim) + static_cast<size_t>(t) * head_dim * F::kBits / 8;
   for (int c = 0; c < head_dim; ++c) {
-    float d, m = 0;
-    std::memcpy(&d, tile + c * sizeof d, sizeof d);
-    if constexpr (!F::kSymmetric) std::memcpy(&m, tile + (static_cast<size_t>(head_dim) + c) * sizeof m, sizeof m);
+    const float d = channel_scale(tile, head_dim, 0, c), m = F::kSymmetric ? 0.0f : channel_scale(tile, head_dim, 1, c);
     const auto q = static_cast<float>(get_code<F>(codes, head_dim, c));
     x[c] = F::kSymmetric ? d * q : m + d * q;
   }

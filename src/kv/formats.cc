@@ -2,7 +2,6 @@
 
 #include <iterator>
 #include <string>
-#include <type_traits>
 
 #include "common/error.h"
 #include "kv/channel_tile.h"
@@ -13,12 +12,11 @@ namespace {
 
 template <class F>
 constexpr FormatTraits quant_row() {
-  static_assert(std::is_same_v<typename F::Scale, float>, "scale type not in ScaleType");
   return {F::kFormat,
           F::kName,
           F::kBits,
           F::kPlanes,
-          ScaleType::kF32,
+          ScaleType::kF16,
           kKeyLaneDims * F::kPerByte,
           simd::kAccColumnDims,
           quantize_group<F>,

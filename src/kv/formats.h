@@ -13,8 +13,8 @@
 
 namespace kvrt::kv {
 
-enum class ScaleType : uint8_t { kNone, kF32 };
-constexpr size_t scale_bytes(ScaleType t) { return t == ScaleType::kF32 ? sizeof(float) : 0; }
+enum class ScaleType : uint8_t { kNone, kF16 };  // f32 has no scales; the quantized formats' are FP16 (kv/blocks.h)
+constexpr size_t scale_bytes(ScaleType t) { return t == ScaleType::kF16 ? sizeof(Scale) : 0; }
 
 struct FormatTraits {
   Format format;           // also the slot of its kernels in simd::Kernels::format
@@ -44,7 +44,7 @@ struct FormatTraits {
   // G rows of n codes.
   size_t channel_codes_offset(int n) const { return header_bytes() * n; }
   size_t channel_tile_bytes(int n, int group) const { return channel_codes_offset(n) + group * code_bytes(n); }
-  TileFormat tile(TileRole role, int n, int group) const { return {role, bits, planes, scale_bytes(scale_type), n, group}; }
+  TileFormat tile(TileRole role, int n, int group) const { return {role, bits, planes, n, group}; }
   int unit(TileRole role) const { return role == TileRole::kKey ? key_unit : value_unit; }
 };
 

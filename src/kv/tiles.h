@@ -4,7 +4,7 @@
 //
 // A tile holds the blocks of kv/blocks.h of 16 consecutive tokens, rearranged (same bytes per
 // token: 16 x row bytes). head_dim n, group G, n_groups = n / G, k = 8 / bits codes per byte.
-// Scale planes first (kScaleStride bytes per group), then the codes:
+// Scale planes first (kScaleStride bytes per group, FP16 as in the blocks), then the codes:
 //   Scale d[n_groups][16]                      scale of group b of token t
 //   Scale m[n_groups][16]                      asymmetric formats: minimum of group b of token t
 //   codes, by role (q·k reduces along head_dim, p·V along tokens):
@@ -30,7 +30,6 @@ constexpr int kTileTokens = 16;
 constexpr int kKeyLaneDims = 4;                                // dims of one token per 32-bit lane
 constexpr size_t kKeyCodeStride = kTileTokens * kKeyLaneDims;  // bytes from one key code run to the next
 // Bytes from the scales of group b to those of group b + 1 within a plane.
-template <class Scale>
 constexpr size_t kScaleStride = kTileTokens * sizeof(Scale);
 
 enum class TileRole : uint8_t { kKey, kValue };
@@ -41,18 +40,16 @@ struct TileFormat {
   TileRole role;
   int bits;           // code width
   int planes;         // 1 (scale) or 2 (scale, minimum)
-  size_t scale_size;  // bytes of one scale
   int n;              // head_dim
   int group;
 
   template <class F>
   static TileFormat of(TileRole role, int n, int group) {
-    return {role, F::kBits, F::kPlanes, sizeof(typename F::Scale), n, group};
+    return {role, F::kBits, F::kPlanes, n, group};
   }
   int per_byte() const { return 8 / bits; }
   int n_groups() const { return n / group; }
-  size_t scale_stride() const { return kTileTokens * scale_size; }
-  size_t header_bytes() const { return planes * n_groups() * scale_stride(); }
+  size_t header_bytes() const { return planes * n_groups() * kScaleStride; }
   size_t bytes() const { return header_bytes() + static_cast<size_t>(kTileTokens) * n * bits / 8; }
   // Byte of the codes holding (token t, dim i), and the slot of the code in that byte.
   size_t code_byte(int t, int i, int* slot) const {
@@ -67,21 +64,12 @@ struct TileFormat {
   }
   // Offset of the scale (plane 0) or minimum (plane 1) of group b of token t.
   size_t scale_offset(int plane, int b, int t) const {
-    return static_cast<size_t>(plane * n_groups() + b) * scale_stride() + t * scale_size;
+    return static_cast<size_t>(plane * n_groups() + b) * kScaleStride + t * sizeof(Scale);
   }
 };
 
-inline float tile_scale(const TileFormat& f, const uint8_t* tile, int b, int t) {
-  float d;
-  std::memcpy(&d, tile + f.scale_offset(0, b, t), sizeof d);
-  return d;
-}
-
-inline float tile_min(const TileFormat& f, const uint8_t* tile, int b, int t) {
-  float m;
-  std::memcpy(&m, tile + f.scale_offset(1, b, t), sizeof m);
-  return m;
-}
+inline float tile_scale(const TileFormat& f, const uint8_t* tile, int b, int t) { return load_scale(tile + f.scale_offset(0, b, t)); }
+inline float tile_min(const TileFormat& f, const uint8_t* tile, int b, int t) { return load_scale(tile + f.scale_offset(1, b, t)); }
 
 // Code of (token t, dim i): int8 for q8, 0..2^bits-1 for the asymmetric formats.
 inline int tile_code(const TileFormat& f, const uint8_t* tile, int t, int i) {
@@ -104,7 +92,7 @@ inline void tile_store_row(const TileFormat& f, const uint8_t* row, int t, uint8
   const size_t block = F::block_bytes(f.group);
   for (int b = 0; b < f.n_groups(); ++b) {
     const uint8_t* blk = row + b * block;
-    for (int p = 0; p < F::kPlanes; ++p) std::memcpy(tile + f.scale_offset(p, b, t), blk + p * sizeof(typename F::Scale), sizeof(typename F::Scale));
+    for (int p = 0; p < F::kPlanes; ++p) std::memcpy(tile + f.scale_offset(p, b, t), blk + p * sizeof(Scale), sizeof(Scale));
     for (int k = 0; k < f.group; ++k) set_tile_code(f, tile, t, b * f.group + k, get_code<F>(blk + F::kHeaderBytes, f.group, k));
   }
 }

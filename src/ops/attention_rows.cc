@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "kv/channel_tile.h"
 #include "ops/attention_internal.h"
 #include "simd/dispatch.h"
 #include "simd/kernels_scalar.h"
@@ -34,14 +35,13 @@ void channel_scores(const kv::HeadView& v, const float* q, int n_q, int j0, int 
   const kv::FormatTraits& f = s.format();
   const int hd = v.head_dim, g = v.group;
   const uint8_t* tile = s.tile_of(j0);
-  const auto* d = reinterpret_cast<const float*>(tile);  // [head_dim] scales, then [head_dim] minimums
-  for (int i = 0; i < n_q; ++i) {
-    float bias = 0;
-    for (int c = 0; c < hd; ++c) {
-      ts.qd[i * hd + c] = q[i * hd + c] * d[c];
-      if (f.planes == 2) bias += q[i * hd + c] * d[hd + c];
+  std::fill_n(ts.bias.begin(), n_q, 0.0f);
+  for (int c = 0; c < hd; ++c) {
+    const float d = kv::channel_scale(tile, hd, 0, c), m = f.planes == 2 ? kv::channel_scale(tile, hd, 1, c) : 0.0f;
+    for (int i = 0; i < n_q; ++i) {
+      ts.qd[i * hd + c] = q[i * hd + c] * d;
+      if (f.planes == 2) ts.bias[i] += q[i * hd + c] * m;
     }
-    ts.bias[i] = bias;
   }
   const size_t row = f.code_bytes(hd);  // one token's codes
   const uint8_t* codes = tile + f.channel_codes_offset(hd) + (j0 % g) * row;

@@ -8,6 +8,7 @@
 //   acc (p·V): lanes are 8 dims; p folded into the value scales as int16 weights (AccArgs),
 //              vpmaddwd adds 2 tokens per lane into int32, flushed to FP32 once per kAccChunk run.
 //   dequantize_tile (prefill): 8 dims of a token per vector, bit-exact with kv::tile_load_row.
+// The FP16 scales and minimums become floats with F16C's vcvtph2ps (exact), 8 tokens at a time.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -31,6 +32,11 @@ inline __m256i first_lanes(int n) { return _mm256_cmpgt_epi32(_mm256_set1_epi32(
 
 inline __m256 load_first(const void* p, int n) {
   return _mm256_maskload_ps(static_cast<const float*>(p), first_lanes(n));
+}
+
+// The 8 FP16 scales (or minimums) at p as floats (F16C vcvtph2ps, exact), lanes [n, 8) zero.
+inline __m256 load_scales(const uint8_t* p, int n = 8) {
+  return _mm256_and_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), _mm256_castsi256_ps(first_lanes(n)));
 }
 
 inline __m256 abs_ps(__m256 x) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x); }
@@ -77,8 +83,8 @@ inline void group_sums(const uint8_t* codes, const int8_t* const* qc, int b, int
 template <int NQ, class F>
 void dot_nq(Avx2, const DotArgs& a, int i0) {
   const auto f = kv::TileFormat::of<F>(kv::TileRole::kKey, a.n, a.group);
-  constexpr size_t ss = kv::kScaleStride<typename F::Scale>;
-  constexpr size_t half_codes = 8 * kv::kKeyLaneDims, half_scales = 8 * sizeof(typename F::Scale);  // tokens 8..15
+  constexpr size_t ss = kv::kScaleStride;
+  constexpr size_t half_codes = 8 * kv::kKeyLaneDims, half_scales = 8 * sizeof(kv::Scale);  // tokens 8..15
   const int ng = f.n_groups();
   const QueryCodes& q = *a.qc;
   const QueryRows<NQ> qc(a, i0);
@@ -89,12 +95,12 @@ void dot_nq(Avx2, const DotArgs& a, int i0) {
       for (int b = 0; b < ng; ++b) {
         __m256i acc[NQ];
         group_sums<NQ, F>(tile + f.header_bytes() + half_codes * h, qc.c, b, a.group, acc);
-        const __m256 d = _mm256_loadu_ps(reinterpret_cast<const float*>(tile + b * ss + half_scales * h));
+        const __m256 d = load_scales(tile + b * ss + half_scales * h);
         for (int i = 0; i < NQ; ++i) {
           const int g = (i0 + i) * ng + b;
           s[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[i]), _mm256_mul_ps(d, _mm256_set1_ps(q.d[g])), s[i]);
           if constexpr (!F::kSymmetric) {
-            const __m256 m = _mm256_loadu_ps(reinterpret_cast<const float*>(tile + (ng + b) * ss + half_scales * h));
+            const __m256 m = load_scales(tile + (ng + b) * ss + half_scales * h);
             s[i] = _mm256_fmadd_ps(m, _mm256_set1_ps(q.sum[g]), s[i]);
           }
         }
@@ -107,7 +113,7 @@ void dot_nq(Avx2, const DotArgs& a, int i0) {
 
 template <int NQ, class F>
 void run_weights(Avx2, const AccArgs& a, int i0, int t0, int t1, const TileRun& run, RunWeights<NQ, Avx2::kColumnDims>& r) {
-  constexpr size_t ss = kv::kScaleStride<typename F::Scale>;
+  constexpr size_t ss = kv::kScaleStride;
   const int ng = a.n / a.group;
   float pmax[NQ];
   for (int i = 0; i < NQ; ++i) {
@@ -117,7 +123,7 @@ void run_weights(Avx2, const AccArgs& a, int i0, int t0, int t1, const TileRun& 
   }
   for (int b = 0; b < ng; ++b) {
     __m256 dmax = _mm256_setzero_ps();
-    for (int t = 0; t < t1 - t0; t += 8) dmax = _mm256_max_ps(dmax, abs_ps(load_first(run.tiles + t / kT * a.row_stride + b * ss + t % kT * sizeof(float), t1 - t0 - t)));
+    for (int t = 0; t < t1 - t0; t += 8) dmax = _mm256_max_ps(dmax, abs_ps(load_scales(run.tiles + t / kT * a.row_stride + b * ss + t % kT * sizeof(kv::Scale), t1 - t0 - t)));
     const float dm = hmax(dmax);
     for (int i = 0; i < NQ; ++i) {
       const float range = pmax[i] * dm;
@@ -127,10 +133,10 @@ void run_weights(Avx2, const AccArgs& a, int i0, int t0, int t1, const TileRun& 
       for (int t = 0; t < run.n_tiles * kT; t += 8) {
         const uint8_t* tile = run.tiles + t / kT * a.row_stride;
         const __m256 p = load_first(a.p + (i0 + i) * a.p_stride + t0 + t, t1 - t0 - t);
-        const __m256 pw = _mm256_mul_ps(_mm256_mul_ps(p, load_first(tile + b * ss + t % kT * sizeof(float), t1 - t0 - t)), inv);
+        const __m256 pw = _mm256_mul_ps(_mm256_mul_ps(p, load_scales(tile + b * ss + t % kT * sizeof(kv::Scale), t1 - t0 - t)), inv);
         const __m256i w32 = _mm256_cvtps_epi32(pw);
         _mm_store_si128(reinterpret_cast<__m128i*>(&r.w[i][b][t]), _mm_packs_epi32(_mm256_castsi256_si128(w32), _mm256_extracti128_si256(w32, 1)));
-        if constexpr (!F::kSymmetric) ms = _mm256_fmadd_ps(p, load_first(tile + (ng + b) * ss + t % kT * sizeof(float), t1 - t0 - t), ms);
+        if constexpr (!F::kSymmetric) ms = _mm256_fmadd_ps(p, load_scales(tile + (ng + b) * ss + t % kT * sizeof(kv::Scale), t1 - t0 - t), ms);
       }
       r.msum[i][b] = F::kSymmetric ? 0.0f : hsum(ms);
     }

@@ -7,6 +7,7 @@
 //   acc (p·V): lanes are dims; p folded into the value scales as int16 weights (AccArgs), vmlal
 //              adds each token's codes times its weight into int32, flushed once per kAccChunk run.
 //   dequantize_tile (prefill): 8 dims of a token per step, equal to kv::tile_load_row.
+// The FP16 scales and minimums become floats with fcvtl (exact), 4 tokens at a time.
 #include <arm_neon.h>
 
 #include <algorithm>
@@ -59,13 +60,14 @@ inline void group_sums(const uint8_t* codes, const int8_t* const* qc, int b, int
   for (int i = 0; i < NQ; ++i) sums[i] = vpaddq_s32(acc[i][0], acc[i][1]);
 }
 
-inline float32x4_t load_f32(const uint8_t* p) { return vld1q_f32(reinterpret_cast<const float*>(p)); }
+// The 4 FP16 scales (or minimums) at p as floats (fcvtl, exact).
+inline float32x4_t load_scales(const uint8_t* p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const uint16_t*>(p)))); }
 
 template <int NQ, class F>
 void dot_nq(Neon, const DotArgs& a, int i0) {
   const auto f = kv::TileFormat::of<F>(kv::TileRole::kKey, a.n, a.group);
-  constexpr size_t ss = kv::kScaleStride<typename F::Scale>;
-  constexpr size_t quarter_codes = 4 * kv::kKeyLaneDims, quarter_scales = 4 * sizeof(typename F::Scale);
+  constexpr size_t ss = kv::kScaleStride;
+  constexpr size_t quarter_codes = 4 * kv::kKeyLaneDims, quarter_scales = 4 * sizeof(kv::Scale);
   const int ng = f.n_groups();
   const QueryCodes& q = *a.qc;
   const QueryRows<NQ> qc(a, i0);
@@ -77,11 +79,11 @@ void dot_nq(Neon, const DotArgs& a, int i0) {
     for (int b = 0; b < ng; ++b) {
       int32x4_t sums[NQ];
       group_sums<NQ, F>(tile + f.header_bytes() + quarter_codes * quarter, qc.c, b, a.group, sums);
-      const float32x4_t d = load_f32(tile + b * ss + quarter_scales * quarter);
+      const float32x4_t d = load_scales(tile + b * ss + quarter_scales * quarter);
       for (int i = 0; i < NQ; ++i) {
         const int g = (i0 + i) * ng + b;
         s[i] = vfmaq_f32(s[i], vcvtq_f32_s32(sums[i]), vmulq_n_f32(d, q.d[g]));
-        if constexpr (!F::kSymmetric) s[i] = vfmaq_f32(s[i], load_f32(tile + (ng + b) * ss + quarter_scales * quarter), vdupq_n_f32(q.sum[g]));
+        if constexpr (!F::kSymmetric) s[i] = vfmaq_f32(s[i], load_scales(tile + (ng + b) * ss + quarter_scales * quarter), vdupq_n_f32(q.sum[g]));
       }
     }
     for (int i = 0; i < NQ; ++i) {

@@ -67,22 +67,24 @@ void acc_tiles(const kv::TileFormat& f, const AccArgs& a) {
   for (int t0 = 0; t0 < a.n_rows; t0 += kAccChunk) acc_tiles_run(f, a, t0, std::min(a.n_rows, t0 + kAccChunk));
 }
 
+// The q8 code of kv/blocks.h against an FP32 scale: queries are not stored, so their scale keeps
+// full precision.
 void quantize_queries(const float* q, int n_q, size_t q_stride, int n, int group, QueryBuffers& out) {
   const int ng = n / group;
-  uint8_t block[kv::Q8::block_bytes(kv::kMaxGroup)];
   for (int i = 0; i < n_q; ++i) {
     for (int b = 0; b < ng; ++b) {
       const float* x = q + i * q_stride + b * group;
-      kv::quantize_group<kv::Q8>(x, group, block);
-      std::memcpy(&out.d[i * ng + b], block, sizeof(float));
-      float sum = 0;
+      int8_t* c = out.c + i * n + b * group;
+      float amax = 0, sum = 0;
+      for (int k = 0; k < group; ++k) amax = std::max(amax, std::fabs(x[k]));
+      const float d = amax / static_cast<float>(kv::Q8::kMaxCode);
+      kv::encode_group<kv::Q8>(x, group, d, 0.0f, reinterpret_cast<uint8_t*>(c));
       int32_t csum = 0;
       for (int k = 0; k < group; ++k) {
-        const int c = kv::get_code<kv::Q8>(block + kv::Q8::kHeaderBytes, group, k);
-        out.c[i * n + b * group + k] = static_cast<int8_t>(c);
         sum += x[k];
-        csum += c;
+        csum += c[k];
       }
+      out.d[i * ng + b] = d;
       out.sum[i * ng + b] = sum;
       out.csum[i * ng + b] = csum;
     }

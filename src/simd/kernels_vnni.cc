@@ -1,5 +1,6 @@
 // Tile kernels of every quantized format for AVX-512 with VNNI (kv/tiles.h layouts), templates
-// over the format descriptor F of kv/blocks.h; scalar twins in kernels_scalar.cc.
+// over the format descriptor F of kv/blocks.h; scalar twins in kernels_scalar.cc. The FP16
+// scales and minimums become floats with vcvtph2ps (exact), 16 tokens at a time.
 //   dot (q·k): lanes are the 16 tokens of a key tile; vpdpbusd adds 4 code x query products per
 //              lane, so no horizontal sums. q8 codes are made unsigned with ^0x80 and the 128 Σq̃
 //              it adds is taken off per group; narrower codes take one vpdpbusd per slot of a byte.
@@ -77,6 +78,9 @@ inline __m512i bcast32(const void* p) { return _mm512_set1_epi32(load32(p)); }
 
 inline __mmask16 first_lanes(int n) { return n >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << n) - 1); }
 
+// The 16 FP16 scales (or minimums) at p as floats, lanes outside `m` zero.
+inline __m512 load_scales(const uint8_t* p, __mmask16 m = 0xffff) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
+
 // Integer sums of group b of one key tile for NQ queries: acc[i] lane t = Σ code(t) * q̃_i.
 template <int NQ, class F>
 inline void group_sums(const uint8_t* codes, const int8_t* const* qc, int b, int group, __m512i* acc) {
@@ -100,7 +104,7 @@ inline void group_sums(const uint8_t* codes, const int8_t* const* qc, int b, int
 template <int NQ, class F>
 void dot_nq(Vnni<16>, const DotArgs& a, int i0) {
   const auto f = kv::TileFormat::of<F>(kv::TileRole::kKey, a.n, a.group);
-  constexpr size_t ss = kv::kScaleStride<typename F::Scale>;
+  constexpr size_t ss = kv::kScaleStride;
   const int ng = f.n_groups();
   const QueryCodes& q = *a.qc;
   const QueryRows<NQ> qc(a, i0);
@@ -110,12 +114,12 @@ void dot_nq(Vnni<16>, const DotArgs& a, int i0) {
     for (int b = 0; b < ng; ++b) {
       __m512i acc[NQ];
       group_sums<NQ, F>(tile + f.header_bytes(), qc.c, b, a.group, acc);
-      const __m512 d = _mm512_loadu_ps(tile + b * ss);
+      const __m512 d = load_scales(tile + b * ss);
       for (int i = 0; i < NQ; ++i) {
         const int g = (i0 + i) * ng + b;
         const __m512i sum = F::kBits == 8 ? _mm512_sub_epi32(acc[i], _mm512_set1_epi32(128 * q.csum[g])) : acc[i];
         s[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(d, _mm512_set1_ps(q.d[g])), s[i]);
-        if constexpr (!F::kSymmetric) s[i] = _mm512_fmadd_ps(_mm512_loadu_ps(tile + (ng + b) * ss), _mm512_set1_ps(q.sum[g]), s[i]);
+        if constexpr (!F::kSymmetric) s[i] = _mm512_fmadd_ps(load_scales(tile + (ng + b) * ss), _mm512_set1_ps(q.sum[g]), s[i]);
       }
     }
     const __mmask16 m = first_lanes(a.n_rows - t0);
@@ -152,7 +156,7 @@ inline void acc_tile(const uint8_t* codes, int n, int col, const RunWeights<NQ, 
 // Weights of one kAccChunk run (as scalar::acc_tiles_run): w[i][b][t] = round(p d / sw).
 template <int NQ, class F, int W>
 void run_weights(Vnni<W>, const AccArgs& a, int i0, int t0, int t1, const TileRun& run, RunWeights<NQ, W>& r) {
-  constexpr size_t ss = kv::kScaleStride<typename F::Scale>;
+  constexpr size_t ss = kv::kScaleStride;
   const int ng = a.n / a.group;
   __m512 pmax[NQ];
   for (int i = 0; i < NQ; ++i) {
@@ -165,7 +169,7 @@ void run_weights(Vnni<W>, const AccArgs& a, int i0, int t0, int t1, const TileRu
   for (int b = 0; b < ng; ++b) {
     __m512 dmax = _mm512_setzero_ps();
     for (int k = 0; k < run.n_tiles; ++k) {
-      dmax = _mm512_max_ps(dmax, _mm512_abs_ps(_mm512_maskz_loadu_ps(first_lanes(t1 - t0 - k * kT), run.tiles + k * a.row_stride + b * ss)));
+      dmax = _mm512_max_ps(dmax, _mm512_abs_ps(load_scales(run.tiles + k * a.row_stride + b * ss, first_lanes(t1 - t0 - k * kT))));
     }
     const float dm = _mm512_reduce_max_ps(dmax);
     for (int i = 0; i < NQ; ++i) {
@@ -175,10 +179,11 @@ void run_weights(Vnni<W>, const AccArgs& a, int i0, int t0, int t1, const TileRu
       __m512 ms = _mm512_setzero_ps();
       for (int k = 0; k < run.n_tiles; ++k) {
         const uint8_t* tile = run.tiles + k * a.row_stride;
-        const __m512 p = _mm512_maskz_loadu_ps(first_lanes(t1 - t0 - k * kT), a.p + (i0 + i) * a.p_stride + t0 + k * kT);
-        const __m512 pw = _mm512_mul_ps(_mm512_mul_ps(p, _mm512_loadu_ps(tile + b * ss)), inv);
+        const __mmask16 m = first_lanes(t1 - t0 - k * kT);
+        const __m512 p = _mm512_maskz_loadu_ps(m, a.p + (i0 + i) * a.p_stride + t0 + k * kT);
+        const __m512 pw = _mm512_mul_ps(_mm512_mul_ps(p, load_scales(tile + b * ss, m)), inv);
         _mm256_store_si256(reinterpret_cast<__m256i*>(&r.w[i][b][k * kT]), _mm512_cvtsepi32_epi16(_mm512_cvtps_epi32(pw)));
-        if constexpr (!F::kSymmetric) ms = _mm512_fmadd_ps(p, _mm512_loadu_ps(tile + (ng + b) * ss), ms);
+        if constexpr (!F::kSymmetric) ms = _mm512_fmadd_ps(p, load_scales(tile + (ng + b) * ss, m), ms);
       }
       r.msum[i][b] = F::kSymmetric ? 0.0f : _mm512_reduce_add_ps(ms);
     }

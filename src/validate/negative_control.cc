@@ -1,6 +1,5 @@
 #include "validate/negative_control.h"
 
-#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -27,11 +26,8 @@ void damage_position(kv::KvCache& cache, kv::TileRole side, int layer, int pos, 
     uint8_t* tile = cache.packed_for_test(layer, h, side) + static_cast<size_t>(pos / kv::kTileTokens) * stride;
     const uint64_t key = (static_cast<uint64_t>(layer) << 40) ^ (uint64_t(pos) << 8) ^ h;
     for (int b = 0; b < f.n_groups(); ++b) {
-      float d;
       uint8_t* p = tile + f.scale_offset(0, b, pos % kv::kTileTokens);
-      std::memcpy(&d, p, sizeof d);
-      d *= scale_factor(noise, key * 4099 + b);
-      std::memcpy(p, &d, sizeof d);
+      kv::store_scale(p, kv::load_scale(p) * scale_factor(noise, key * 4099 + b));
     }
   }
 }
