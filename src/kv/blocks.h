@@ -70,21 +70,22 @@ struct QuantFormat {
   static constexpr size_t block_bytes(int group) { return kHeaderBytes + static_cast<size_t>(group) * Bits / 8; }
 };
 
+// Packed: a block is its scales and codes with no padding for any G (q8 G = 9 takes 11 bytes).
 template <int G>
-struct Q8Block {
+struct __attribute__((packed)) Q8Block {
   Scale d;        // scale
   int8_t qs[G];   // codes
 };
 
 template <int G>
-struct Q4Block {
+struct __attribute__((packed)) Q4Block {
   Scale d;             // scale
   Scale m;             // minimum
   uint8_t qs[G / 2];   // two codes per byte, see above
 };
 
 template <int G>
-struct Q2Block {
+struct __attribute__((packed)) Q2Block {
   Scale d;             // scale
   Scale m;             // minimum
   uint8_t qs[G / 4];   // four codes per byte, see above
@@ -107,6 +108,7 @@ struct Q2 : QuantFormat<Format::kQ2, 2, false> {
 static_assert(sizeof(Q8::Block<8>) == 10 && sizeof(Q8::Block<32>) == Q8::block_bytes(32) && sizeof(Q8::Block<32>) == 34);
 static_assert(sizeof(Q4::Block<8>) == 8 && sizeof(Q4::Block<32>) == Q4::block_bytes(32) && sizeof(Q4::Block<32>) == 20);
 static_assert(sizeof(Q2::Block<8>) == Q2::block_bytes(8) && sizeof(Q2::Block<32>) == 12 && sizeof(Q2::Block<128>) == 36);
+static_assert(sizeof(Q8::Block<9>) == Q8::block_bytes(9) && sizeof(Q4::Block<2>) == Q4::block_bytes(2) && sizeof(Q2::Block<4>) == Q2::block_bytes(4));
 
 // The quantized formats, for code that instantiates something per format (kernel tables).
 using QuantFormats = std::tuple<Q8, Q4, Q2>;
