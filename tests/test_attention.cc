@@ -185,8 +185,9 @@ using kvrt::kv::KeyAxis;
 // amax/(2 max code) for symmetric formats (q8: amax/254) and (max-min)/(2 max code) for asymmetric
 // ones (q4: (max-min)/30) over each group (along head_dim, or along G tokens per channel for
 // channel-axis keys), with a little slack for float rounding.
+// Positions before `sinks` are stored exactly; channel groups start after them.
 std::vector<double> stored_error_bound(const std::vector<float>& x, int n, int nkv, int hd, Format f, bool per_channel,
-                                       bool rotate, int group) {
+                                       bool rotate, int group, int sinks = 0) {
   std::vector<float> y = x;  // [n][nkv][hd]
   if (rotate) for (int r = 0; r < n * nkv; ++r) kvrt::simd::scalar::hadamard(&y[r * hd], hd);
   std::vector<double> e(y.size(), 0.0);
@@ -205,13 +206,13 @@ std::vector<double> stored_error_bound(const std::vector<float>& x, int n, int n
   };
   for (int h = 0; h < nkv; ++h) {
     if (per_channel) {
-      for (int t0 = 0; t0 < n; t0 += group) {
+      for (int t0 = sinks; t0 < n; t0 += group) {
         for (int ch = 0; ch < hd; ++ch) {
           group_bound([&](int i) { return ((t0 + i) * nkv + h) * hd + ch; }, std::min(group, n - t0));
         }
       }
     } else {
-      for (int t = 0; t < n; ++t) {
+      for (int t = sinks; t < n; ++t) {
         for (int g0 = 0; g0 < hd; g0 += group) group_bound([&](int i) { return (t * nkv + h) * hd + g0 + i; }, group);
       }
     }
@@ -266,18 +267,20 @@ TEST_CASE("quantized attention stays within the bound derived from the quantizat
       for (int vi = 0; vi < kvrt::kv::kNumFormats; ++vi) {
         const auto kf = static_cast<Format>(ki), vf = static_cast<Format>(vi);
         for (KeyAxis axis : {KeyAxis::kToken, KeyAxis::kChannel}) {
-          for (int variant = 0; variant < 3; ++variant) {  // plain, residual window, rotation
+          // plain, residual window, rotation, sinks (not a tile apart), sinks beyond a tile with a window
+          for (int variant = 0; variant < 5; ++variant) {
             KvConfig cfg;
             cfg.k_format = kf;
             cfg.v_format = vf;
             cfg.k_axis = axis;
-            cfg.residual = variant == 1 ? 5 : 0;
+            cfg.residual = variant == 1 || variant == 4 ? 5 : 0;
             cfg.rotate = variant == 2;
+            cfg.sinks = variant == 3 ? 5 : variant == 4 ? 21 : 0;
             cfg.group_size = hd == 8 ? 8 : 16;
             if (axis == KeyAxis::kToken && cfg.group_size % kvrt::kv::format_traits(kf).unit(kvrt::kv::TileRole::kKey)) continue;
             const bool per_channel = axis == KeyAxis::kChannel && kf != Format::kF32;
-            const auto ek = stored_error_bound(d.k, n, 2, hd, kf, per_channel, cfg.rotate, cfg.group_size);
-            const auto ev = stored_error_bound(d.v, n, 2, hd, vf, false, cfg.rotate, cfg.group_size);
+            const auto ek = stored_error_bound(d.k, n, 2, hd, kf, per_channel, cfg.rotate, cfg.group_size, cfg.sinks);
+            const auto ev = stored_error_bound(d.v, n, 2, hd, vf, false, cfg.rotate, cfg.group_size, cfg.sinks);
             const std::vector<float> out = run_cache(cfg, c, d, 2);
             double worst = 0;  // largest err / bound
             for (int t = 0; t < n; ++t) {
@@ -306,29 +309,92 @@ TEST_CASE("decode and prefill paths agree on a quantized cache") {
   c.n_prompt = 200;
   c.n_decode = 0;
   const Data d = make_data(c, 5, 4.0f);
-  KvConfig cfg;
-  cfg.k_format = Format::kQ4;
-  cfg.v_format = Format::kQ8;
-  const std::vector<float> tiled = run_cache(cfg, c, d, 2);
-  Case one = c;  // same tokens, fed one at a time through the decode path
-  one.n_prompt = 0;
-  one.n_decode = 200;
-  const std::vector<float> fused = run_cache(cfg, one, d, 1);
-  // The paths differ by what decode rounds (q to int8, value weights to int16): within the
-  // bound of attention_bound with those terms alone (no stored error: both read the same cache).
-  const std::vector<double> none(d.k.size(), 0.0);
-  double worst = 0;
-  for (int t = 0; t < c.n_prompt; ++t) {
-    for (int h = 0; h < c.n_heads; ++h) {
-      const double bound = attention_bound(c, d, none, none, false, true, true, t, h);
-      for (int i = 0; i < c.shape.head_dim; ++i) {
-        const size_t idx = (static_cast<size_t>(t) * c.n_heads + h) * c.shape.head_dim + i;
-        worst = std::max(worst, std::abs(tiled[idx] - fused[idx]) / bound);
+  for (int sinks : {0, 7, 70}) {  // sinks shift the tiles off the 64-position chunks of both paths
+    KvConfig cfg;
+    cfg.k_format = Format::kQ4;
+    cfg.v_format = Format::kQ8;
+    cfg.sinks = sinks;
+    const std::vector<float> tiled = run_cache(cfg, c, d, 2);
+    Case one = c;  // same tokens, fed one at a time through the decode path
+    one.n_prompt = 0;
+    one.n_decode = 200;
+    const std::vector<float> fused = run_cache(cfg, one, d, 1);
+    // The paths differ by what decode rounds (q to int8, value weights to int16): within the
+    // bound of attention_bound with those terms alone (no stored error: both read the same cache).
+    const std::vector<double> none(d.k.size(), 0.0);
+    double worst = 0;
+    for (int t = 0; t < c.n_prompt; ++t) {
+      for (int h = 0; h < c.n_heads; ++h) {
+        const double bound = attention_bound(c, d, none, none, false, true, true, t, h);
+        for (int i = 0; i < c.shape.head_dim; ++i) {
+          const size_t idx = (static_cast<size_t>(t) * c.n_heads + h) * c.shape.head_dim + i;
+          worst = std::max(worst, std::abs(tiled[idx] - fused[idx]) / bound);
+        }
       }
     }
+    INFO("sinks " << sinks << ": worst difference / bound " << worst);
+    CHECK(worst <= 1.0);
   }
-  INFO("worst difference / bound " << worst);
-  CHECK(worst <= 1.0);
+}
+
+namespace {
+
+// Outputs of attention over layer `layer` of a cache with this setting, the same K, V and queries
+// written to every layer (prefill of c.n_prompt tokens, then decode).
+std::vector<float> run_layer(const KvConfig& cfg, const Case& c, const Data& d, int layer) {
+  const int hd = c.shape.head_dim, nkv = c.shape.n_kv_heads, n = c.n_prompt + c.n_decode;
+  KvCache cache(cfg, c.shape);
+  kvrt::ops::AttentionScratch scratch(c.shape, c.n_heads, std::max(c.n_prompt, 1), 1);
+  const size_t q_tok = static_cast<size_t>(c.n_heads) * hd, kv_tok = static_cast<size_t>(nkv) * hd;
+  std::vector<float> out(q_tok * n);
+  for (int pos = 0; pos < n;) {
+    const int len = pos == 0 && c.n_prompt > 0 ? c.n_prompt : 1;
+    for (int l = 0; l < c.shape.n_layers; ++l) cache.write(l, pos, len, &d.k[pos * kv_tok], &d.v[pos * kv_tok]);
+    kvrt::ops::AttentionArgs a;
+    a.layer = layer;
+    a.q = &d.q[pos * q_tok];
+    a.n_tokens = len;
+    a.pos0 = pos;
+    a.n_heads = c.n_heads;
+    a.out = &out[pos * q_tok];
+    kvrt::ops::attention(cache, a, scratch);
+    pos += len;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("each layer of a mixed setting attends exactly as a uniform cache of its formats") {
+  Case c;
+  c.shape = CacheShape{4, 2, 64, 160};
+  c.n_heads = 4;
+  c.n_prompt = 70;
+  c.n_decode = 30;
+  const Data d = make_data(c, 11, 4.0f);
+  const KvConfig mixed = kvrt::kv::parse_setting("q4,g=16,axis=channel,r=8,layers[0,-1]=q8,k[1]=f32,v[2]=q2");
+  const char* uniform[] = {"q8,g=16,axis=channel,r=8", "k=f32,v=q4,g=16,axis=channel,r=8", "k=q4,v=q2,g=16,axis=channel,r=8",
+                           "q8,g=16,axis=channel,r=8"};
+  for (int layer = 0; layer < 4; ++layer) {
+    CAPTURE(layer);
+    CHECK(run_layer(mixed, c, d, layer) == run_layer(kvrt::kv::parse_setting(uniform[layer]), c, d, layer));
+  }
+}
+
+TEST_CASE("with sinks covering the context, a quantized setting attends exactly as the FP32 cache") {
+  Case c;
+  c.shape = CacheShape{2, 2, 64, 100};
+  c.n_heads = 4;
+  c.n_prompt = 70;
+  c.n_decode = 30;
+  const Data d = make_data(c, 12, 4.0f);
+  for (const char* setting : {"q4,sinks=100", "q2,axis=channel,r=16,sinks=100,layers[0]=q8", "q8,rot=1,sinks=1000"}) {
+    CAPTURE(setting);
+    const KvConfig cfg = kvrt::kv::parse_setting(setting);
+    KvConfig f32;
+    f32.rotate = cfg.rotate;
+    CHECK(run_layer(cfg, c, d, 0) == run_layer(f32, c, d, 0));
+  }
 }
 
 TEST_CASE("byte accounting equals the layout prediction") {
@@ -356,6 +422,25 @@ TEST_CASE("byte accounting equals the layout prediction") {
   q4.residual = 16;
   const KvCache cache(q4, shape);
   CHECK(cache.bytes_in_use(100) == static_cast<size_t>(100 * 8 * 4 * 80 + 2 * 8 * 16 * 4 * 64 * 4));
+  // Per-layer formats: the bytes of each layer's own formats. q8 / q8 on layers 0 and 7, f32 keys
+  // on layer 1, q4 elsewhere (all token axis, G = 32).
+  const KvCache mixed(kvrt::kv::parse_setting("q4,layers[0,-1]=q8,k[1]=f32"), shape);
+  CHECK(mixed.bytes_per_token() == 4 * (2 * (68 + 68) + (256 + 40) + 5 * (40 + 40)));
+  // Sinks: FP32 rows of both sides, a fixed extra before the packed positions.
+  KvConfig sunk = q4;
+  sunk.sinks = 4;
+  const KvCache with_sinks(sunk, shape);
+  CHECK(with_sinks.bytes_per_token() == cache.bytes_per_token());
+  CHECK(with_sinks.bytes_in_use(100) == static_cast<size_t>(96 * 8 * 4 * 80 + 2 * 8 * 4 * 4 * 64 * 4 + 2 * 8 * 16 * 4 * 64 * 4));
+  CHECK(with_sinks.bytes_in_use(3) == static_cast<size_t>(2 * 8 * 3 * 4 * 64 * 4 + 2 * 8 * 16 * 4 * 64 * 4));
+  // The buffers the caches hold are those the layout plans, whatever the protections.
+  for (const char* setting : {"q4,layers[0,-1]=q8,k[1]=f32", "q4,r=16,sinks=4", "q2,axis=channel,r=32,sinks=5,k[2]=q8,v[3]=f32",
+                              "f32,sinks=300,layers[1]=q4", "q8,rot=1,sinks=17,v[-1]=q2"}) {
+    CAPTURE(setting);
+    const KvCache k(kvrt::kv::parse_setting(setting), shape);
+    CHECK(k.bytes_allocated() == k.layout().bytes());
+    CHECK(k.bytes_allocated() == kvrt::kv::plan_cache(kvrt::kv::parse_setting(setting), shape).bytes());
+  }
 }
 
 TEST_CASE("the FP32 window is bounded by the context, whatever the residual asked for") {
@@ -367,8 +452,8 @@ TEST_CASE("the FP32 window is bounded by the context, whatever the residual aske
     huge.residual = 1 << 20;  // issue 9: this allocated 1.3 GB at n_ctx 16
     all.residual = 16;        // a window of the whole context
     const KvCache a(huge, shape), b(all, shape);
-    CHECK(a.layout().k.window == 16);
-    CHECK(a.layout().v.window == 16);
+    CHECK(a.layout().layers[0].k.window == 16);
+    CHECK(a.layout().layers[0].v.window == 16);
     CHECK(a.bytes_allocated() == b.bytes_allocated());
     CHECK(a.bytes_allocated() < 64 * 1024);
   }
@@ -418,4 +503,34 @@ TEST_CASE("invalid KV settings are clear errors") {
   CHECK_THROWS_AS(KvCache(odd, CacheShape{1, 2, 8, 32}), kvrt::Error);
   odd.k_format = Format::kQ8;
   CHECK_NOTHROW(KvCache(odd, CacheShape{1, 2, 7, 32}));
+}
+
+TEST_CASE("a copy of a cache with sinks and per-layer formats attends exactly as the original") {
+  const CacheShape shape{3, 2, 64, 160};
+  Case c;
+  c.shape = shape;
+  c.n_heads = 4;
+  c.n_prompt = 100;
+  const Data d = make_data(c, 13, 4.0f);
+  const KvConfig cfg = kvrt::kv::parse_setting("q4,axis=channel,r=8,sinks=5,layers[0]=q8,k[-1]=f32");
+  KvCache a(cfg, shape), b(cfg, shape);
+  for (int l = 0; l < shape.n_layers; ++l) a.write(l, 0, c.n_prompt, d.k.data(), d.v.data());
+  b.copy_from(a);
+  kvrt::ops::AttentionScratch scratch(shape, c.n_heads, 1, 1);
+  const size_t q_tok = size_t(c.n_heads) * shape.head_dim;
+  for (int l = 0; l < shape.n_layers; ++l) {
+    std::vector<float> out_a(q_tok), out_b(q_tok);
+    for (auto [cache, out] : {std::pair<KvCache*, float*>{&a, out_a.data()}, {&b, out_b.data()}}) {
+      kvrt::ops::AttentionArgs args;
+      args.layer = l;
+      args.q = &d.q[(c.n_prompt - 1) * q_tok];
+      args.n_tokens = 1;
+      args.pos0 = c.n_prompt - 1;
+      args.n_heads = c.n_heads;
+      args.out = out;
+      kvrt::ops::attention(*cache, args, scratch);
+    }
+    CAPTURE(l);
+    CHECK(out_a == out_b);
+  }
 }

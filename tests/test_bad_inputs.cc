@@ -125,6 +125,8 @@ TEST_CASE("bad flags and values are usage errors (exit 2)") {
       {"unknown KV format", "run " + m + "--kv q3 -p hi", 2, "q3"},
       {"unknown key format", "run " + m + "--kv-k int2 -p hi", 2, "int2"},
       {"unknown key axis", "run " + m + "--kv q8 --k-axis diagonal -p hi", 2, "diagonal"},
+      {"bad layer list", "run " + m + "--kv 'q4,layers[0,x]=q8' -p hi", 2, "'x' is not a layer index"},
+      {"layer outside the model", "run " + m + "--kv 'q4,layers[-6]=q8' -p hi", 2, "outside the model's 5 layers"},
       {"prompt and prompt file", "run " + m + "-p hi -f " + quote(tmp / "p.txt"), 2, "either -p or -f"},
       {"info with an unknown flag", "info " + m + "--bogus", 2, "--bogus"},
   };

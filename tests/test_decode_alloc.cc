@@ -1,7 +1,8 @@
 // Nothing is allocated inside a decode step: malloc (and so operator new) is counted around
 // Session::eval of one token, for the f32 cache and every KV setting of validation/settings.toml,
-// plus a residual window on token tiles, on stories260K; and on quantized weights (the packed
-// products and their activation blocks), on synthetic models of every activation format.
+// plus a residual window on token tiles and settings with sinks and per-layer formats, on
+// stories260K; and on quantized weights (the packed products and their activation blocks), on
+// synthetic models of every activation format.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -114,6 +115,8 @@ TEST_CASE("a decode step allocates nothing, for every KV setting of validation/s
   std::vector<validate::Setting> settings = validate::read_settings(test::source_dir() + "/validation/settings.toml");
   settings.insert(settings.begin(), {"f32", kv::KvConfig{}});
   settings.push_back({"q8 r16", kv::parse_setting("q8,r=16")});
+  settings.push_back({"q4 sinks4 ends q8", kv::parse_setting("q4,sinks=4,layers[0,-1]=q8")});
+  settings.push_back({"q2 ch r32 sinks5 mixed", kv::parse_setting("q2,axis=channel,r=32,sinks=5,k[1]=q8,v[2]=f32")});
   // 72 steps cross at least one packed tile of 16 positions, two channel tiles of G = 8 and a
   // kAccChunk boundary.
   for (const auto& s : settings) {

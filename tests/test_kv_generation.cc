@@ -1,10 +1,12 @@
 // The quantized cache inside the real model (stories260K): greedy text with q8 against FP32,
-// and the KL divergence of each format against FP32 over the reference text.
+// the KL divergence of each format against FP32 over the reference text, and protections (sinks,
+// per-layer formats) that must give the logits of the uniform setting they store.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <vector>
 
+#include "common/error.h"
 #include "model/sampler.h"
 #include "model/session.h"
 #include "test_util.h"
@@ -102,4 +104,51 @@ TEST_CASE("KL divergence against FP32 over the reference text, per format") {
   CHECK(kl_q8 < 0.01);
   CHECK(kl_q8 < kl_k8v4);
   CHECK(kl_k8v4 < kl_q4);
+}
+
+namespace {
+
+// Logits of every position of the reference text's first n tokens: a prefill of the first half,
+// then one token at a time (both attention paths).
+std::vector<float> text_logits(const kv::KvConfig& kv, int n) {
+  const auto& m = stories();
+  const int n_vocab = m.config().n_vocab, n_prefill = n / 2;
+  std::vector<int32_t> tokens = m.tokenizer().encode(test::read_file(test::text_dir() + "/tinystories_sample.txt"), true);
+  REQUIRE(int(tokens.size()) >= n);
+  std::vector<float> logits(size_t(n) * n_vocab);  // [n][n_vocab]
+  auto s = make_session(kv, n);
+  s.eval(tokens.data(), n_prefill, logits.data());
+  for (int t = n_prefill; t < n; ++t) {
+    s.eval(&tokens[size_t(t)], 1);
+    std::copy(s.last_logits(), s.last_logits() + n_vocab, &logits[size_t(t) * n_vocab]);
+  }
+  return logits;
+}
+
+}  // namespace
+
+TEST_CASE("protections that store the same numbers give the same logits, bit for bit") {
+  const int n = 100;  // stories260K has 5 layers
+  const std::pair<const char*, const char*> same[] = {
+      {"q8", "q4,layers[0,1,2,3,4]=q8"},            // every layer overridden: the uniform setting
+      {"q8", "q2,layers[0,1,-3,-2,-1]=q8"},         // the same, counted from the last layer
+      {"k=q8,v=q4", "q4,k[0,1,2,3,4]=q8"},          // keys alone
+      {"q4", "q4,sinks=0"},                         // no sinks
+      {"f32", "q4,sinks=100"},                      // sinks over the whole context: FP32 keys and values
+      {"f32", "q2,axis=channel,r=32,sinks=100,layers[1]=q8"},
+  };
+  for (const auto& [a, b] : same) {
+    CAPTURE(a);
+    CAPTURE(b);
+    CHECK(text_logits(kv::parse_setting(a), n) == text_logits(kv::parse_setting(b), n));
+  }
+  // And a protection that changes the numbers does change the logits.
+  CHECK(text_logits(kv::parse_setting("q4"), n) != text_logits(kv::parse_setting("q4,sinks=4"), n));
+  CHECK(text_logits(kv::parse_setting("q4"), n) != text_logits(kv::parse_setting("q4,layers[-1]=q8"), n));
+}
+
+TEST_CASE("a session names its setting with layer indices counted from the first layer") {
+  const auto s = make_session(kv::parse_setting("q4,sinks=4,layers[0,-1]=q8,v[-2]=f32"), 64);
+  CHECK(s.kv_cache().config().name() == "k=q4,v=q4,g=8,axis=token,r=0,rot=0,sinks=4,v[3]=f32,layers[0,4]=q8");
+  CHECK_THROWS_AS(make_session(kv::parse_setting("q4,layers[5]=q8"), 64), Error);
 }

@@ -62,8 +62,59 @@ TEST_CASE("bad settings are usage errors that name the field") {
   CHECK(error_of("k=q4,q8").find("first") != std::string::npos);
   CHECK(error_of("k=q8,").find("empty") == std::string::npos);  // an empty field is not "an empty setting"
   CHECK_FALSE(error_of("k=q8,").empty());
-  // Per-layer fields fit the grammar (commas inside brackets do not split) but are not supported yet.
-  CHECK(error_of("k=q4,v=q4,layers[0,1,-2,-1]=q8").find("layers[0,1,-2,-1]=q8") != std::string::npos);
+  CHECK(error_of("q8,sinks=-1").find("sinks=-1") != std::string::npos);
+}
+
+TEST_CASE("per-layer formats and sinks: the canonical name groups them and reads back") {
+  const KvConfig c = kv::parse_setting("k=q4,v=q4,layers[0,1,-2,-1]=q8");
+  REQUIRE(c.layers.size() == 8);  // one entry per layer and side
+  CHECK(c.name() == "k=q4,v=q4,g=0,axis=token,r=0,rot=0,layers[-2,-1,0,1]=q8");
+  CHECK(same(kv::parse_setting(c.name()), c));
+  // Resolved for a 6-layer model: indices from the last become absolute; the name reads back.
+  const KvConfig r = kv::resolve_layers(c, 6);
+  CHECK(r.name() == "k=q4,v=q4,g=0,axis=token,r=0,rot=0,layers[0,1,4,5]=q8");
+  CHECK(kv::resolve_layers(kv::parse_setting(r.name()), 6).name() == r.name());
+  CHECK(r.format(kv::TileRole::kKey, 4) == Format::kQ8);
+  CHECK(r.format(kv::TileRole::kValue, 2) == Format::kQ4);
+  // Sides apart, sinks, a later per-layer field winning, and a per-layer field before k= still
+  // overriding it (per-layer fields override k and v wherever they stand).
+  const KvConfig m = kv::parse_setting("layers[2]=q8,k=q8,v=q8,sinks=4,k[0]=f32,v[-1]=q4,layers[3]=q2,k[3]=q8");
+  CHECK(m.sinks == 4);
+  // layers[2]=q8 and k[3]=q8 are the setting's own format; k[3] replaced layers[3]'s key.
+  CHECK(m.name() == "k=q8,v=q8,g=0,axis=token,r=0,rot=0,sinks=4,k[0]=f32,v[-1]=q4,v[3]=q2");
+  CHECK(same(kv::parse_setting(m.name()), m));
+  const KvConfig first = kv::parse_setting("layers[0]=q8,k=q4,v=q4");
+  CHECK(kv::resolve_layers(first, 2).format(kv::TileRole::kKey, 0) == Format::kQ8);
+  CHECK(kv::resolve_layers(first, 2).format(kv::TileRole::kKey, 1) == Format::kQ4);
+  // Two spellings of one layer (0 and -2 of 2 layers): the later wins once resolved.
+  CHECK(kv::resolve_layers(kv::parse_setting("q4,layers[0]=q8,layers[-2]=q2"), 2).name() ==
+        "k=q4,v=q4,g=0,axis=token,r=0,rot=0,layers[0]=q2");
+  // Without protections the name is the one records of earlier versions carry.
+  CHECK(kv::parse_setting("q8,sinks=0").name() == "k=q8,v=q8,g=0,axis=token,r=0,rot=0");
+  CHECK_FALSE(kv::parse_setting("f32,layers[1]=q8").is_f32());
+  CHECK(kv::parse_setting("f32,sinks=8,layers[1]=f32").is_f32());
+}
+
+TEST_CASE("bad per-layer fields and layers outside the model are usage errors that say why") {
+  CHECK(error_of("q4,layers[]=q8").find("indices") != std::string::npos);
+  CHECK(error_of("q4,layers[0,x]=q8").find("'x' is not a layer index") != std::string::npos);
+  CHECK(error_of("q4,layers[0,]=q8").find("'' is not a layer index") != std::string::npos);
+  CHECK(error_of("q4,layers[0=q8").find("KEY[i,j,...]=FORMAT") != std::string::npos);
+  CHECK(error_of("q4,layers[0]x=q8").find("nothing may follow") != std::string::npos);
+  CHECK(error_of("q4,g[0]=8").find("only k, v and layers") != std::string::npos);
+  CHECK(error_of("q4,layers[0]=q9").find("q9") != std::string::npos);
+  CHECK(error_of("q4,layers[0,1]").find("=FORMAT") != std::string::npos);
+  for (const char* text : {"q4,layers[6]=q8", "q4,k[-7]=q8"}) {
+    CAPTURE(text);
+    try {
+      kv::resolve_layers(kv::parse_setting(text), 6);
+      FAIL("a layer outside the model was accepted");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::kUsage);
+      CHECK(std::string(e.what()).find("outside the model's 6 layers (0..5, or -6..-1") != std::string::npos);
+    }
+  }
+  CHECK_NOTHROW(kv::resolve_layers(kv::parse_setting("q4,layers[5,-6]=q8"), 6));
 }
 
 TEST_CASE("setting lists: ';' between settings, and the older comma form of kvrt bench") {
@@ -103,7 +154,27 @@ TEST_CASE("TOML settings, the C API and the CLI read the same fields as the text
   CHECK(c.k_format == KVRT_KV_Q4);
   CHECK(c.k_axis == KVRT_KEY_AXIS_CHANNEL);
   CHECK(c.residual == 32);
+  CHECK(c.sinks == 0);
+  CHECK(c.n_layer_formats == 0);
   CHECK(kvrt_kv_config_parse("", &c) == KVRT_ERR_INVALID_ARGUMENT);
+  // Sinks and per-layer formats: TOML (kv and the sinks key) and the C API hold what the text says.
+  std::ofstream(path) << "[[setting]]\nlabel = \"p\"\nkv = \"q4,layers[0,-1]=q8,v[1]=f32\"\nsinks = 4\n";
+  const auto p = validate::read_settings(path);
+  REQUIRE(p.size() == 1);
+  const KvConfig protected_q4 = kv::parse_setting("q4,sinks=4,layers[0,-1]=q8,v[1]=f32");
+  CHECK(same(p[0].kv, protected_q4));
+  CHECK(validate::setting_label(p[0].kv, ops::MatmulPrecision::kF32) == "q4/q4 sinks4 v[1]=f32,layers[-1,0]=q8");
+  REQUIRE(kvrt_kv_config_parse("q4,sinks=4,layers[0,-1]=q8,v[1]=f32", &c) == KVRT_OK);
+  CHECK(c.sinks == 4);
+  REQUIRE(c.n_layer_formats == 5);
+  CHECK(c.layer_formats[0].layer == 0);
+  CHECK(c.layer_formats[0].side == KVRT_KV_KEYS);
+  CHECK(c.layer_formats[0].format == KVRT_KV_Q8);
+  CHECK(c.layer_formats[4].layer == 1);
+  CHECK(c.layer_formats[4].side == KVRT_KV_VALUES);
+  CHECK(c.layer_formats[4].format == KVRT_KV_F32);
+  CHECK(kvrt_kv_config_parse("q4,layers[0,x]=q8", &c) == KVRT_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(kvrt_last_error()).find("'x'") != std::string::npos);
 }
 
 TEST_CASE("kvrt bench accepts every setting of validation/settings.toml, as their canonical names") {

@@ -213,6 +213,29 @@ TEST_CASE("--matmul bf16 is a validated setting: run refuses it without a PASS r
   CHECK(q8.err.find("does not cover it") != std::string::npos);
 }
 
+TEST_CASE("a protected setting is validated under its canonical name, which kvrt run finds from any spelling") {
+  TempDir tmp;
+  const std::string rec = tmp / "r.toml";
+  const auto v = run_kvrt("validate " + model_arg() + " -t 1 -c 128 --kv 'q4,sinks=4,layers[0,-1]=q8' --record " + rec, tmp);
+  INFO(v.out, v.err);
+  REQUIRE((v.exit_code == 0 || v.exit_code == 1));
+  const std::string name = "k=q4,v=q4,g=8,axis=token,r=0,rot=0,sinks=4,layers[0,4]=q8";  // stories260K: 5 layers
+  CHECK(kvrt::test::read_file(rec).find("name = \"" + name + "\"") != std::string::npos);
+  CHECK(v.out.find("q4/q4 sinks4 layers[-1,0]=q8") != std::string::npos);  // the label: the setting as given
+  const bool pass = v.exit_code == 0;
+  const auto r = run_kvrt("run " + model_arg() + " -c 128 -p Once -n 4 --kv 'q4,layers[4,0]=q8,sinks=4' --record " + rec, tmp);
+  INFO(r.err);
+  CHECK(r.exit_code == (pass ? 0 : 3));
+  CHECK(r.err.find(pass ? "validated for 128 positions" : "says FAIL") != std::string::npos);
+  CHECK(r.err.find("KV setting " + name) != std::string::npos);
+  const auto other = run_kvrt("run " + model_arg() + " -c 128 -p Once -n 4 --kv 'q4,sinks=4,layers[0]=q8' --record " + rec, tmp);
+  CHECK(other.exit_code == 3);
+  CHECK(other.err.find("does not cover it") != std::string::npos);
+  const auto outside = run_kvrt("run " + model_arg() + " -p Once -n 4 --kv 'q4,layers[5]=q8'", tmp);
+  CHECK(outside.exit_code == 2);
+  CHECK(outside.err.find("outside the model's 5 layers") != std::string::npos);
+}
+
 TEST_CASE("an edited record and a record for other thresholds are refused by kvrt run") {
   TempDir tmp;
   const std::string rec = tmp / "r.toml", thresholds = tmp / "thresholds.toml";

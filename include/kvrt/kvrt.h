@@ -50,8 +50,10 @@ extern "C" {
  * 5: the precision of the prefill matrix products as a validated setting: kvrt_matmul_precision,
  *    kvrt_session_options.matmul, kvrt_validate_options.matmul, kvrt_validation_entry.matmul and
  *    kvrt_validation_check_setting. Fields are appended, so programs that fill the structs with
- *    the *_default calls build unchanged (and get f32, as before). */
-#define KVRT_API_VERSION 5
+ *    the *_default calls build unchanged (and get f32, as before).
+ * 6: kvrt_kv_config gains sinks and per-layer formats (n_layer_formats, layer_formats), so its
+ *    size and that of kvrt_session_options changed: programs built for 5 must be rebuilt. */
+#define KVRT_API_VERSION 6
 
 /* Most threads a session or a validation run may use (n_threads); more is KVRT_ERR_INVALID_ARGUMENT.
  * When the system cannot create the threads asked for, the OpenMP runtime (libgomp) prints a
@@ -147,6 +149,18 @@ KVRT_EXPORT int kvrt_token_is_end_of_generation(const kvrt_model* model, int32_t
 typedef enum kvrt_kv_format { KVRT_KV_F32 = 0, KVRT_KV_Q8 = 1, KVRT_KV_Q4 = 2, KVRT_KV_Q2 = 3 } kvrt_kv_format;
 typedef enum kvrt_key_axis { KVRT_KEY_AXIS_TOKEN = 0, KVRT_KEY_AXIS_CHANNEL = 1 } kvrt_key_axis;
 
+typedef enum kvrt_kv_side { KVRT_KV_KEYS = 0, KVRT_KV_VALUES = 1 } kvrt_kv_side;
+
+/* One side of one layer stored in its own format (the text form's k[..]=, v[..]= and layers[..]=). */
+typedef struct kvrt_kv_layer_format {
+  int32_t layer;           /* layer index; negative counts from the last layer (-1 = the last) */
+  kvrt_kv_side side;
+  kvrt_kv_format format;
+} kvrt_kv_layer_format;
+
+/* Most per-layer entries a kvrt_kv_config holds (two per layer when both sides are overridden). */
+#define KVRT_KV_MAX_LAYER_FORMATS 256
+
 typedef struct kvrt_kv_config {
   kvrt_kv_format k_format; /* keys */
   kvrt_kv_format v_format; /* values */
@@ -154,16 +168,22 @@ typedef struct kvrt_kv_config {
   kvrt_key_axis k_axis;    /* channel = per-channel key groups along tokens (needs a residual window) */
   int32_t residual;        /* most recent tokens kept in FP32 */
   int32_t rotate;          /* non-zero: Hadamard rotation before quantization */
+  int32_t sinks;           /* first positions kept in FP32 (attention sinks), keys and values */
+  int32_t n_layer_formats; /* entries of layer_formats in use, 0..KVRT_KV_MAX_LAYER_FORMATS */
+  kvrt_kv_layer_format layer_formats[KVRT_KV_MAX_LAYER_FORMATS]; /* over k_format/v_format; later entries win */
 } kvrt_kv_config;
 
-/* f32 keys and values, default group, token axis, no residual, no rotation. */
+/* f32 keys and values, default group, token axis, no residual, no rotation, no sinks, no
+ * per-layer formats. */
 KVRT_EXPORT void kvrt_kv_config_default(kvrt_kv_config* out_config);
 
 /* Parses a setting, as `kvrt run --kv` and validation/settings.toml do: a format name for both
  * sides ("f32", "q8", "q4", "q2"), then key=value fields, or the canonical form used in reports and
  * validation records, "k=q4,v=q8,g=32,axis=token,r=0,rot=0" (any subset, any order, applied left
- * to right; e.g. "q4,axis=channel,r=32"). Unknown names and empty text are
- * KVRT_ERR_INVALID_ARGUMENT. */
+ * to right; e.g. "q4,axis=channel,r=32"), with "sinks=N" and per-layer formats such as
+ * "layers[0,1,-2,-1]=q8", "k[0]=f32", "v[-1]=q8". Unknown names, bad layer lists and empty text
+ * are KVRT_ERR_INVALID_ARGUMENT; layer indices are checked against a model when a session or a
+ * validation check uses the setting. */
 KVRT_EXPORT kvrt_status kvrt_kv_config_parse(const char* text, kvrt_kv_config* out_config);
 
 /* ---- matrix-product precision ------------------------------------------------------------ */

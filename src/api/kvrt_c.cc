@@ -57,13 +57,24 @@ ops::MatmulPrecision to_matmul(const kvrt_matmul_precision& p) {
 kvrt_matmul_precision to_c_matmul(ops::MatmulPrecision p) { return static_cast<kvrt_matmul_precision>(p); }
 
 kvrt_kv_config to_c_config(const kv::KvConfig& kv) {
-  return {from_format(kv.k_format), from_format(kv.v_format), kv.group_size,
-          kv.k_axis == kv::KeyAxis::kChannel ? KVRT_KEY_AXIS_CHANNEL : KVRT_KEY_AXIS_TOKEN, kv.residual, kv.rotate ? 1 : 0};
+  const std::vector<kv::LayerFormat>& layers = kv.layers;
+  if (layers.size() > KVRT_KV_MAX_LAYER_FORMATS)
+    throw Error("the KV setting has " + std::to_string(layers.size()) + " per-layer formats, more than a kvrt_kv_config holds (" +
+                    std::to_string(KVRT_KV_MAX_LAYER_FORMATS) + ")", ErrorKind::kUsage);
+  kvrt_kv_config c{from_format(kv.k_format), from_format(kv.v_format), kv.group_size,
+                   kv.k_axis == kv::KeyAxis::kChannel ? KVRT_KEY_AXIS_CHANNEL : KVRT_KEY_AXIS_TOKEN, kv.residual, kv.rotate ? 1 : 0,
+                   kv.sinks, static_cast<int32_t>(layers.size()), {}};
+  for (size_t i = 0; i < layers.size(); ++i)
+    c.layer_formats[i] = {layers[i].layer, layers[i].side == kv::TileRole::kKey ? KVRT_KV_KEYS : KVRT_KV_VALUES, from_format(layers[i].format)};
+  return c;
 }
 
 kv::KvConfig to_kv_config(const kvrt_kv_config& c) {
-  if (c.group_size < 0 || c.residual < 0)
-    throw Error("KV group size and residual must not be negative", ErrorKind::kUsage);
+  if (c.group_size < 0 || c.residual < 0 || c.sinks < 0)
+    throw Error("KV group size, residual and sinks must not be negative", ErrorKind::kUsage);
+  if (c.n_layer_formats < 0 || c.n_layer_formats > KVRT_KV_MAX_LAYER_FORMATS)
+    throw Error("n_layer_formats " + std::to_string(c.n_layer_formats) + " is outside 0.." + std::to_string(KVRT_KV_MAX_LAYER_FORMATS),
+                ErrorKind::kUsage);
   const int axis = raw_enum(c.k_axis);
   if (axis != KVRT_KEY_AXIS_TOKEN && axis != KVRT_KEY_AXIS_CHANNEL)
     throw Error("unknown key axis value " + std::to_string(axis), ErrorKind::kUsage);
@@ -74,6 +85,14 @@ kv::KvConfig to_kv_config(const kvrt_kv_config& c) {
   kv.k_axis = axis == KVRT_KEY_AXIS_CHANNEL ? kv::KeyAxis::kChannel : kv::KeyAxis::kToken;
   kv.residual = c.residual;
   kv.rotate = c.rotate != 0;
+  kv.sinks = c.sinks;
+  for (int i = 0; i < c.n_layer_formats; ++i) {
+    const kvrt_kv_layer_format& l = c.layer_formats[i];
+    const int side = raw_enum(l.side);
+    if (side != KVRT_KV_KEYS && side != KVRT_KV_VALUES)
+      throw Error("unknown side value " + std::to_string(side) + " in layer_formats[" + std::to_string(i) + "]", ErrorKind::kUsage);
+    kv.layers.push_back({l.layer, side == KVRT_KV_KEYS ? kv::TileRole::kKey : kv::TileRole::kValue, to_format(raw_enum(l.format))});
+  }
   return kv;
 }
 
@@ -223,7 +242,7 @@ kvrt_status kvrt_detokenize(const kvrt_model* model, const int32_t* tokens, size
 }
 
 void kvrt_kv_config_default(kvrt_kv_config* out) {
-  if (out) *out = kvrt_kv_config{KVRT_KV_F32, KVRT_KV_F32, 0, KVRT_KEY_AXIS_TOKEN, 0, 0};
+  if (out) *out = kvrt_kv_config{};  // f32 / f32 (0), token axis (0), every count 0
 }
 
 kvrt_status kvrt_kv_config_parse(const char* text, kvrt_kv_config* out) {

@@ -22,11 +22,10 @@ struct kvrt_validation {
 namespace kvrt::api {
 namespace {
 
-// The setting as the cache resolves it (group 0 = the cache's default), so names match records.
-kv::KvConfig resolved(const kv::KvConfig& kv, int head_dim) {
-  kv::KvConfig r = kv;
-  r.group_size = kv::resolve_group(kv, head_dim);
-  return r;
+// The setting as the cache resolves it (group 0 = the cache's default, layer indices from the
+// last made absolute), so names match records.
+kv::KvConfig resolved(const kv::KvConfig& kv, const model::ModelConfig& c) {
+  return kv::resolve_setting(kv, {c.n_layers, c.n_kv_heads, c.head_dim, c.n_ctx_train});
 }
 
 std::string or_empty(const char* s) { return s ? s : ""; }
@@ -75,7 +74,7 @@ kvrt_status kvrt_validation_check_setting(const kvrt_model* model, const kvrt_kv
     KVRT_REQUIRE(kv);
     if (n_ctx < 0) return fail(KVRT_ERR_INVALID_ARGUMENT, "context length " + std::to_string(n_ctx) + " is negative");
     const kvrt::kv::KvConfig config =
-        kvrt::api::resolved(kvrt::api::to_kv_config(*kv), model->model->config().head_dim);
+        kvrt::api::resolved(kvrt::api::to_kv_config(*kv), model->model->config());
     const kvrt::ops::MatmulPrecision precision = kvrt::api::to_matmul(matmul);
     if (config.is_f32() && precision == kvrt::ops::MatmulPrecision::kF32) return KVRT_OK;
     const kvrt::validate::GateQuery q{model->path, config.name(), precision, record_path ? record_path : "",

@@ -2,15 +2,19 @@
 // layout of both sides and every byte they take. The cache allocates exactly this layout, and the
 // C API's memory plan counts it, so the two cannot disagree.
 //
-// Each side (keys, values) keeps, per layer:
-//   packed  positions [0, n_packed): f32 rows, token tiles (kv/tiles.h, 16 tokens of one kv head)
-//           or channel tiles (kv/channel_tile.h, G tokens of one kv head), per kv head
+// Each side (keys, values) keeps, per layer, in that layer's format (a setting may give some
+// layers their own, KvConfig::layers):
+//   sinks   positions [0, sinks): FP32 rows (attention sinks), never quantized
+//   packed  positions [sinks, n_packed): f32 rows, token tiles (kv/tiles.h, 16 tokens of one kv
+//           head) or channel tiles (kv/channel_tile.h, G tokens of one kv head), per kv head,
+//           counted from the first position after the sinks
 //   ring    positions [n_packed, length): the FP32 window of the most recent positions,
 //           slot = pos % window
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "kv/formats.h"
 #include "kv/kv_config.h"
@@ -40,17 +44,28 @@ struct SideLayout {
   size_t tile_bytes = 0;    // one tile (or row) of one kv head
   int n_tiles = 0;          // tiles per layer and kv head, for n_ctx positions
   int window = 0;           // FP32 ring slots; 0 packs every position as it is written
+  int sinks = 0;            // FP32 rows before the packed positions (the same on every side)
 
   double bytes_per_token() const { return static_cast<double>(tile_bytes) / tile_tokens; }  // one kv head
+};
+
+// Both sides of one layer.
+struct LayerLayout {
+  SideLayout k, v;
+  const SideLayout& side(TileRole role) const { return role == TileRole::kKey ? k : v; }
 };
 
 struct CacheLayout {
   CacheShape shape;
   int group = 0;  // values per quantization group (along head_dim, or tokens of channel tiles)
-  SideLayout k, v;
+  int sinks = 0;  // positions kept as FP32 rows on both sides of every layer (at most n_ctx)
+  std::vector<LayerLayout> layers;  // [n_layers]
 
-  size_t packed_layer_bytes(const SideLayout& s) const;  // [n_tiles][n_kv_heads][tile_bytes]
-  size_t ring_floats(const SideLayout& s) const;         // all layers: [n_layers][window][n_kv_heads][head_dim]
+  size_t packed_layer_bytes(const SideLayout& s) const;  // one layer: [n_tiles][n_kv_heads][tile_bytes]
+  size_t ring_floats(const SideLayout& s) const;         // one layer: [window][n_kv_heads][head_dim]
+  size_t sink_floats() const;                            // one layer and side: [sinks][n_kv_heads][head_dim]
+  size_t packed_bytes(TileRole role) const;              // all layers of one side
+  size_t ring_floats(TileRole role) const;               // all layers of one side
   // The write path's scratch (kv_cache.cc), only where the setting needs it: a token of every kv
   // head rotated, a ring position leaving for a token tile, G positions of one kv head for a
   // channel tile, one row of blocks of one kv head for a token tile.
@@ -59,15 +74,19 @@ struct CacheLayout {
   size_t gathered_floats() const;
   size_t blocks_bytes() const;
   size_t bytes() const;                                  // everything the cache allocates
-  double bytes_per_token() const;                        // packed bytes of one position, all layers, K and V
+  // Packed bytes of one position after the sinks, all layers, K and V. The sinks and the FP32
+  // windows are a fixed extra (bytes_in_use).
+  double bytes_per_token() const;
+  size_t bytes_in_use(int n_tokens) const;  // n_tokens positions stored, the windows included
 };
 
-// The group a cache with this setting uses for head_dim: the setting's, or the default (the largest
-// that fits, up to 32); kvrt::Error(kUsage) when it does not fit the formats' tiles.
-int resolve_group(const KvConfig& config, int head_dim);
+// The setting as a cache of this shape resolves it: layer indices made absolute (resolve_layers)
+// and the group chosen (the setting's, or the largest that fits every layer's formats, up to 32).
+// kvrt::Error(kUsage) names a layer outside the model or a group that does not fit the tiles.
+KvConfig resolve_setting(const KvConfig& config, const CacheShape& shape);
 
 // Checks the setting against the shape (kvrt::Error(kUsage) naming what does not fit), resolves
-// the default group and lays both sides out.
+// it (resolve_setting) and lays both sides of every layer out.
 CacheLayout plan_cache(const KvConfig& config, const CacheShape& shape);
 
 // Bytes an allocation of n bytes takes (64-byte aligned blocks), as the cache allocates them.

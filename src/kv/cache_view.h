@@ -1,5 +1,5 @@
-// What attention reads of the cache: per layer and kv head, each side's packed tiles, its FP32
-// ring of recent positions and its format's row. A narrow, read-only view (KvCache::view); the
+// What attention reads of the cache: per layer and kv head, each side's FP32 sink rows, packed
+// tiles, FP32 ring of recent positions and its format's row. A narrow, read-only view (KvCache::view); the
 // ops never see how the cache is allocated or written.
 #pragma once
 
@@ -15,15 +15,21 @@ struct SideView {
   const SideLayout* layout;  // format, role, packing, tile size, window
   const uint8_t* packed;     // tile 0 of this layer and kv head; tile i at packed + i * tile_stride
   size_t tile_stride;        // bytes from one tile (or row) of this kv head to the next
-  int n_packed;              // positions [0, n_packed) are packed, the rest of the length is in the ring
+  int n_packed;              // positions [0, n_packed) are sinks or packed, the rest of the length is in the ring
   const float* ring;         // slot 0 of this layer and kv head: [head_dim] floats per slot
   size_t ring_stride;        // floats from one slot to the next
+  const float* sinks;        // sink row 0 of this layer and kv head (positions [0, layout->sinks))
+  size_t sink_stride;        // floats from one sink row to the next
 
   const FormatTraits& format() const { return *layout->format; }
   Packing packing() const { return layout->packing; }
   bool rotated() const { return layout->rotated; }
-  // The tile holding position pos < n_packed (for kRows, its row).
-  const uint8_t* tile_of(int pos) const { return packed + static_cast<size_t>(pos / layout->tile_tokens) * tile_stride; }
+  int n_sinks() const { return layout->sinks; }
+  // Index of position pos >= n_sinks() among the packed positions (tiles start at the sinks' end).
+  int packed_index(int pos) const { return pos - layout->sinks; }
+  // The tile holding position n_sinks() <= pos < n_packed (for kRows, its row).
+  const uint8_t* tile_of(int pos) const { return packed + static_cast<size_t>(packed_index(pos) / layout->tile_tokens) * tile_stride; }
+  const float* sink_row(int pos) const { return sinks + static_cast<size_t>(pos) * sink_stride; }
   // The ring row of position pos >= n_packed, and how many positions from pos on are contiguous.
   const float* ring_row(int pos) const { return ring + static_cast<size_t>(pos % layout->window) * ring_stride; }
   int ring_run(int pos, int end) const { return std::min(end - pos, layout->window - pos % layout->window); }

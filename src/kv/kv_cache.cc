@@ -27,13 +27,16 @@ AlignedBytes alloc_aligned(size_t n_bytes) {
   return AlignedBytes(static_cast<uint8_t*>(p));
 }
 
-// One side's storage, laid out by its SideLayout (kv/cache_layout.h).
+// One side's storage, laid out by the SideLayouts of its layers (kv/cache_layout.h).
 struct Side {
-  const SideLayout* layout = nullptr;
-  size_t layer_bytes = 0;
-  AlignedBytes packed;        // [n_layers][n_tiles][n_kv_heads][tile_bytes]
-  std::vector<float> ring;    // [n_layers][window][n_kv_heads][head_dim]
-  std::vector<int> n_packed;  // [n_layers]
+  TileRole role = TileRole::kKey;
+  AlignedBytes packed;              // per layer [n_tiles][n_kv_heads][tile_bytes], at packed_offset[layer]
+  size_t packed_bytes = 0;          // the allocation of packed
+  std::vector<size_t> packed_offset;  // [n_layers] bytes
+  std::vector<float> ring;          // per layer [window][n_kv_heads][head_dim], at ring_offset[layer]
+  std::vector<size_t> ring_offset;  // [n_layers] floats
+  std::vector<float> sinks;         // [n_layers][sinks][n_kv_heads][head_dim]
+  std::vector<int> n_packed;        // [n_layers] positions [0, n_packed) are sinks or packed
 };
 
 }  // namespace
@@ -50,58 +53,76 @@ struct KvCache::Storage {
   std::vector<uint8_t> blocks;   // one row of blocks of one kv head
 
   const CacheShape& shape() const { return layout.shape; }
+  const SideLayout& side_layout(const Side& s, int layer) const { return layout.layers[layer].side(s.role); }
+  size_t token_floats() const { return static_cast<size_t>(shape().n_kv_heads) * shape().head_dim; }
+  // Tile (or row) tile_idx of the packed positions, counted from the first after the sinks.
   uint8_t* tile(Side& s, int layer, int tile_idx, int kv_head) {
-    return s.packed.get() + layer * s.layer_bytes + (static_cast<size_t>(tile_idx) * shape().n_kv_heads + kv_head) * s.layout->tile_bytes;
+    return s.packed.get() + s.packed_offset[layer] +
+           (static_cast<size_t>(tile_idx) * shape().n_kv_heads + kv_head) * side_layout(s, layer).tile_bytes;
   }
   float* ring_row(Side& s, int layer, int pos, int kv_head) {
-    const SideLayout& l = *s.layout;
-    return s.ring.data() + ((static_cast<size_t>(layer) * l.window + pos % l.window) * shape().n_kv_heads + kv_head) * shape().head_dim;
+    const SideLayout& l = side_layout(s, layer);
+    return s.ring.data() + s.ring_offset[layer] + (static_cast<size_t>(pos % l.window) * shape().n_kv_heads + kv_head) * shape().head_dim;
+  }
+  float* sink_row(Side& s, int layer, int pos) {
+    return s.sinks.data() + (static_cast<size_t>(layer) * layout.sinks + pos) * token_floats();
   }
 };
 using Storage = KvCache::Storage;
 
 namespace {
 
-void init_side(Side& s, const SideLayout& l, const CacheLayout& layout) {
-  s.layout = &l;
-  s.layer_bytes = layout.packed_layer_bytes(l);
-  s.packed = alloc_aligned(s.layer_bytes * layout.shape.n_layers);
-  s.ring.assign(layout.ring_floats(l), 0.0f);
+void init_side(Side& s, TileRole role, const CacheLayout& layout) {
+  s.role = role;
+  size_t packed = 0, ring = 0;
+  for (const LayerLayout& l : layout.layers) {
+    s.packed_offset.push_back(packed);
+    s.ring_offset.push_back(ring);
+    packed += layout.packed_layer_bytes(l.side(role));
+    ring += layout.ring_floats(l.side(role));
+  }
+  s.packed = alloc_aligned(packed);
+  s.packed_bytes = aligned_size(packed);
+  s.ring.assign(ring, 0.0f);
+  s.sinks.assign(layout.sink_floats() * layout.shape.n_layers, 0.0f);
   s.n_packed.assign(layout.shape.n_layers, 0);
 }
 
 // Packs position pos (FP32 rows [n_kv_heads][head_dim], already rotated) as rows or token tiles:
 // an f32 row, or a row of blocks moved into its slot of the tile.
 void pack_position(Storage& c, Side& s, int layer, int pos, const float* x) {
-  const SideLayout& l = *s.layout;
+  const SideLayout& l = c.side_layout(s, layer);
   const FormatTraits& f = *l.format;
-  const int hd = c.shape().head_dim, g = c.layout.group;
+  const int hd = c.shape().head_dim, g = c.layout.group, i = pos - l.sinks;
   for (int h = 0; h < c.shape().n_kv_heads; ++h) {
     if (l.packing == Packing::kRows) {
-      std::memcpy(c.tile(s, layer, pos, h), x + h * hd, l.tile_bytes);
+      std::memcpy(c.tile(s, layer, i, h), x + h * hd, l.tile_bytes);
       continue;
     }
     simd::kernels().format[static_cast<int>(f.format)].quantize(x + h * hd, hd, g, c.blocks.data());
-    f.tile_store_row(f.tile(l.role, hd, g), c.blocks.data(), pos % kTileTokens, c.tile(s, layer, pos / kTileTokens, h));
+    f.tile_store_row(f.tile(l.role, hd, g), c.blocks.data(), i % kTileTokens, c.tile(s, layer, i / kTileTokens, h));
   }
 }
 
 // Packs the G ring positions starting at pos into one channel-axis tile per kv head.
 void pack_channel_tile(Storage& c, Side& s, int layer, int pos) {
+  const SideLayout& l = c.side_layout(s, layer);
   const int hd = c.shape().head_dim, g = c.layout.group;
   for (int h = 0; h < c.shape().n_kv_heads; ++h) {
     for (int t = 0; t < g; ++t) std::memcpy(&c.gathered[t * hd], c.ring_row(s, layer, pos + t, h), sizeof(float) * hd);
-    s.layout->format->channel_quantize(c.gathered.data(), g, hd, c.tile(s, layer, pos / g, h));
+    l.format->channel_quantize(c.gathered.data(), g, hd, c.tile(s, layer, (pos - l.sinks) / g, h));
   }
 }
 
-// Stores one token: packs what leaves the residual window first, then fills the ring slot.
+// Stores one token: a sink row, or packs what leaves the residual window first, then fills the
+// ring slot.
 void write_token(Storage& c, Side& s, int layer, int pos, const float* x) {
-  const SideLayout& l = *s.layout;
+  const SideLayout& l = c.side_layout(s, layer);
   const int hd = c.shape().head_dim;
   int& n_packed = s.n_packed[layer];
-  if (l.window == 0) {
-    pack_position(c, s, layer, pos, x);
+  if (pos < l.sinks || l.window == 0) {
+    if (pos < l.sinks) std::memcpy(c.sink_row(s, layer, pos), x, c.token_floats() * sizeof(float));
+    else pack_position(c, s, layer, pos, x);
     n_packed = pos + 1;
     return;
   }
@@ -122,10 +143,10 @@ void write_token(Storage& c, Side& s, int layer, int pos, const float* x) {
 
 void write_side(Storage& c, Side& s, int layer, int pos, int n_tokens, const float* x) {
   const int hd = c.shape().head_dim;
-  const size_t token_floats = static_cast<size_t>(c.shape().n_kv_heads) * hd;
+  const size_t token_floats = c.token_floats();
   for (int t = 0; t < n_tokens; ++t) {
     const float* src = x + t * token_floats;
-    if (s.layout->rotated) {
+    if (c.side_layout(s, layer).rotated) {
       std::memcpy(c.rotated.data(), src, token_floats * sizeof(float));
       for (int h = 0; h < c.shape().n_kv_heads; ++h) simd::kernels().hadamard(c.rotated.data() + h * hd, hd);
       src = c.rotated.data();
@@ -135,10 +156,12 @@ void write_side(Storage& c, Side& s, int layer, int pos, int n_tokens, const flo
 }
 
 SideView side_view(const Storage& c, const Side& s, int layer, int kv_head) {
-  const SideLayout& l = *s.layout;
+  const SideLayout& l = c.side_layout(s, layer);
   const size_t nkv = c.shape().n_kv_heads, hd = c.shape().head_dim;
-  const float* ring = l.window > 0 ? s.ring.data() + (static_cast<size_t>(layer) * l.window * nkv + kv_head) * hd : nullptr;
-  return {&l, s.packed.get() + layer * s.layer_bytes + kv_head * l.tile_bytes, l.tile_bytes * nkv, s.n_packed[layer], ring, nkv * hd};
+  const float* ring = l.window > 0 ? s.ring.data() + s.ring_offset[layer] + kv_head * hd : nullptr;
+  const float* sinks = l.sinks > 0 ? s.sinks.data() + static_cast<size_t>(layer) * c.layout.sink_floats() + kv_head * hd : nullptr;
+  return {&l,   s.packed.get() + s.packed_offset[layer] + kv_head * l.tile_bytes, l.tile_bytes * nkv, s.n_packed[layer], ring, nkv * hd,
+          sinks, nkv * hd};
 }
 
 }  // namespace
@@ -146,10 +169,9 @@ SideView side_view(const Storage& c, const Side& s, int layer, int kv_head) {
 KvCache::KvCache(const KvConfig& config, const CacheShape& shape) : s_(std::make_unique<Storage>()) {
   Storage& c = *s_;
   c.layout = plan_cache(config, shape);
-  c.config = config;
-  c.config.group_size = c.layout.group;
-  init_side(c.k, c.layout.k, c.layout);
-  init_side(c.v, c.layout.v, c.layout);
+  c.config = resolve_setting(config, shape);
+  init_side(c.k, TileRole::kKey, c.layout);
+  init_side(c.v, TileRole::kValue, c.layout);
   c.length.assign(shape.n_layers, 0);
   c.rotated.assign(c.layout.rotated_floats(), 0.0f);
   c.leaving.assign(c.layout.leaving_floats(), 0.0f);
@@ -191,14 +213,16 @@ void KvCache::copy_from(const KvCache& src) {
   KVRT_ASSERT(c.layout.bytes() == o.layout.bytes() && c.config.name() == o.config.name());
   KVRT_ASSERT(c.shape().n_layers == o.shape().n_layers && c.shape().n_ctx == o.shape().n_ctx);
   for (auto [to, from] : {std::pair<Side*, const Side*>{&c.k, &o.k}, {&c.v, &o.v}}) {
-    const SideLayout& l = *to->layout;
-    // Per layer, the tiles in use come first: [n_tiles][n_kv_heads][tile_bytes].
+    // Per layer, the tiles in use come first: [n_tiles][n_kv_heads][tile_bytes], after the sinks.
     for (int layer = 0; layer < c.shape().n_layers; ++layer) {
-      const size_t n_tiles = size_t(from->n_packed[layer] + l.tile_tokens - 1) / size_t(l.tile_tokens);
-      const size_t offset = size_t(layer) * to->layer_bytes;
+      const SideLayout& l = c.side_layout(*to, layer);
+      const int n_packed = std::max(0, from->n_packed[layer] - l.sinks);
+      const size_t n_tiles = size_t(n_packed + l.tile_tokens - 1) / size_t(l.tile_tokens);
+      const size_t offset = to->packed_offset[layer];
       std::memcpy(to->packed.get() + offset, from->packed.get() + offset, n_tiles * c.shape().n_kv_heads * l.tile_bytes);
     }
     std::copy(from->ring.begin(), from->ring.end(), to->ring.begin());
+    std::copy(from->sinks.begin(), from->sinks.end(), to->sinks.begin());
     std::copy(from->n_packed.begin(), from->n_packed.end(), to->n_packed.begin());
   }
   std::copy(o.length.begin(), o.length.end(), c.length.begin());
@@ -214,14 +238,16 @@ HeadView KvCache::view(int layer, int kv_head) const {
   return {c.shape().head_dim, c.layout.group, side_view(c, c.k, layer, kv_head), side_view(c, c.v, layer, kv_head)};
 }
 
-size_t KvCache::bytes_allocated() const { return s_->layout.bytes(); }
+// What the storage holds, counted from the buffers themselves (the layout predicts it: layout().bytes()).
+size_t KvCache::bytes_allocated() const {
+  const Storage& c = *s_;
+  size_t n = c.blocks.size();
+  for (const Side* s : {&c.k, &c.v}) n += s->packed_bytes + (s->ring.size() + s->sinks.size()) * sizeof(float);
+  return n + (c.rotated.size() + c.leaving.size() + c.gathered.size()) * sizeof(float);
+}
 
 double KvCache::bytes_per_token() const { return s_->layout.bytes_per_token(); }
 
-// Packed bytes of the positions plus the FP32 windows, which are a fixed extra.
-size_t KvCache::bytes_in_use(int n_tokens) const {
-  const CacheLayout& l = s_->layout;
-  return static_cast<size_t>(bytes_per_token() * n_tokens + 0.5) + (l.ring_floats(l.k) + l.ring_floats(l.v)) * sizeof(float);
-}
+size_t KvCache::bytes_in_use(int n_tokens) const { return s_->layout.bytes_in_use(n_tokens); }
 
 }  // namespace kvrt::kv

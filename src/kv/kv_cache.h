@@ -21,7 +21,7 @@ class KvCache {
   KvCache(const KvConfig& config, const CacheShape& shape);
   ~KvCache();
 
-  const KvConfig& config() const;  // as given, with the group resolved
+  const KvConfig& config() const;  // as given, resolved for the shape (resolve_setting)
   const CacheShape& shape() const;
   const CacheLayout& layout() const;
 
@@ -38,10 +38,11 @@ class KvCache {
   // What attention reads of one layer and kv head; valid until the next write or clear.
   HeadView view(int layer, int kv_head) const;
   // Test harnesses only (validate's negative control damages stored scales on purpose): the
-  // packed tiles of one side, layer and kv head, writable, laid out as view() shows them.
+  // packed tiles of one side, layer and kv head (from the first position after the sinks),
+  // writable, laid out as view() shows them.
   uint8_t* packed_for_test(int layer, int kv_head, TileRole side);
 
-  size_t bytes_allocated() const;  // all storage for n_ctx positions (layout().bytes())
+  size_t bytes_allocated() const;  // all storage for n_ctx positions, counted from the buffers
   double bytes_per_token() const;  // over all layers, K and V, as the layout predicts
   size_t bytes_in_use(int n_tokens) const;
 

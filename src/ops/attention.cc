@@ -124,8 +124,8 @@ void decode_item(const kv::KvCache& cache, const AttentionArgs& a, int kv_head, 
   std::fill(ts.m.begin(), ts.m.begin() + group, -INFINITY);
   std::fill(ts.l.begin(), ts.l.begin() + group, 0.0f);
   std::fill(ts.o.begin(), ts.o.begin() + static_cast<size_t>(group) * hd, 0.0f);
-  for (int j0 = first_key(a, pos) / kTile * kTile; j0 < n_pos; j0 += kTile) {
-    const int j1 = std::min(n_pos, j0 + kTile);
+  for (int j0 = chunk_start(view, first_key(a, pos)), j1; j0 < n_pos; j0 = j1) {
+    j1 = chunk_end(view, j0, n_pos);
     k_scores(view, ts.q.data(), group, j0, j1, ts.s.data(), ts);
     for (int i = 0; i < group; ++i) finish_scores(a, pos, j0, ts.s.data() + i * kTile, j1 - j0);
     softmax_step(ts, group, j1 - j0, hd);

@@ -1,6 +1,7 @@
 // Shared pieces of the decode (attention.cc) and prefill (attention_prefill.cc) attention paths.
 #pragma once
 
+#include <algorithm>
 #include <vector>
 
 #include "kv/cache_view.h"
@@ -10,6 +11,18 @@
 namespace kvrt::ops {
 
 constexpr int kTile = 64;  // key positions per online-softmax step (a multiple of simd::kGemmCols)
+
+// Key positions are read in chunks of kTile positions, the sinks apart, so that every chunk of
+// packed positions starts on a tile: [0, 64), ... up to the sinks' end, then [sinks, sinks + 64), ...
+// The chunk holding position j, and the end of the chunk that starts at j0 (at most n_pos).
+inline int chunk_start(const kv::HeadView& v, int j) {
+  const int sinks = v.k.n_sinks();
+  return j < sinks ? j / kTile * kTile : sinks + (j - sinks) / kTile * kTile;
+}
+inline int chunk_end(const kv::HeadView& v, int j0, int n_pos) {
+  const int sinks = v.k.n_sinks();
+  return std::min(n_pos, j0 < sinks ? std::min(sinks, j0 + kTile) : j0 + kTile);
+}
 
 // Per-thread buffers, sized once; `rows` = query rows handled together (GQA group x tokens).
 struct ThreadScratch {

@@ -42,11 +42,15 @@ void prefill_block(const kv::KvCache& cache, const AttentionArgs& a, int kv_head
   std::fill(ts.l.begin(), ts.l.begin() + padded, 0.0f);
   std::fill(ts.o.begin(), ts.o.begin() + static_cast<size_t>(padded) * hd, 0.0f);
   const int n_pos = a.pos0 + t1;  // the last query token sees keys before n_pos
-  for (int j0 = first_key(a, a.pos0 + t0) / kTile * kTile; j0 < n_pos; j0 += kTile) {
-    const int j1 = std::min(n_pos, j0 + kTile);
+  for (int j0 = chunk_start(view, first_key(a, a.pos0 + t0)), j1; j0 < n_pos; j0 = j1) {
+    j1 = chunk_end(view, j0, n_pos);
     load_k_tile(view, j0, j1, ts);
     k.gemm_qk({ts.q.data(), ts.kt.data(), ts.s.data(), padded, hd, kTile});
-    for (int r = 0; r < n_rows; ++r) finish_scores(a, a.pos0 + t0 + r / group, j0, ts.s.data() + r * kTile, kTile);
+    for (int r = 0; r < n_rows; ++r) {  // -inf beyond the chunk too: the sinks' chunks may end before n_pos
+      float* s = ts.s.data() + r * kTile;
+      finish_scores(a, a.pos0 + t0 + r / group, j0, s, j1 - j0);
+      std::fill(s + (j1 - j0), s + kTile, -INFINITY);
+    }
     online_softmax_step(ts, n_rows, kTile, hd);
     std::fill(ts.s.begin() + static_cast<size_t>(n_rows) * kTile, ts.s.begin() + static_cast<size_t>(padded) * kTile, 0.0f);
     load_rows(view, view.v, j0, j1, ts.x.data());

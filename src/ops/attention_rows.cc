@@ -1,5 +1,5 @@
-// Reading K and V of one kv head through the cache's read view: packed rows, token tiles,
-// channel tiles and the FP32 residual ring.
+// Reading K and V of one kv head through the cache's read view: FP32 sink rows, packed rows,
+// token tiles, channel tiles and the FP32 residual ring.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -44,7 +44,7 @@ void channel_scores(const kv::HeadView& v, const float* q, int n_q, int j0, int 
     }
   }
   const size_t row = f.code_bytes(hd);  // one token's codes
-  const uint8_t* codes = tile + f.channel_codes_offset(hd) + (j0 % g) * row;
+  const uint8_t* codes = tile + f.channel_codes_offset(hd) + (s.packed_index(j0) % g) * row;
   simd::kernels().format[static_cast<int>(f.format)].dot_codes({ts.qd.data(), n_q, static_cast<size_t>(hd), codes, row, j1 - j0, hd, g, scores, stride});
   for (int i = 0; i < n_q; ++i) {
     for (int j = 0; j < j1 - j0; ++j) scores[i * stride + j] += ts.bias[i];
@@ -58,18 +58,23 @@ void k_scores(const kv::HeadView& v, const float* q, int n_q, int j0, int j1, fl
   const int hd = v.head_dim;
   const simd::Kernels& k = simd::kernels();
   const size_t stride = kTile;
-  const int p1 = std::min(j1, s.n_packed);
+  const int p0 = std::max(j0, s.n_sinks()), p1 = std::min(j1, s.n_packed);
+  if (j0 < std::min(j1, s.n_sinks())) {
+    const int n = std::min(j1, s.n_sinks()) - j0;
+    k.dot({q, n_q, static_cast<size_t>(hd), reinterpret_cast<const uint8_t*>(s.sink_row(j0)), s.sink_stride * sizeof(float), n, hd, 0, scores, stride});
+  }
   if (s.packing() == Packing::kChannelTiles) {
     const int g = v.group;
-    for (int j = j0; j < p1; j = (j / g + 1) * g) {
-      const int end = std::min(p1, (j / g + 1) * g);
+    for (int j = p0; j < p1;) {
+      const int end = std::min(p1, j + g - s.packed_index(j) % g);
       channel_scores(v, q, n_q, j, end, scores + (j - j0), stride, ts);
+      j = end;
     }
-  } else if (j0 < p1 && s.packing() == Packing::kRows) {
-    k.dot({q, n_q, static_cast<size_t>(hd), s.tile_of(j0), s.tile_stride, p1 - j0, hd, v.group, scores, stride});
-  } else if (j0 < p1) {
-    KVRT_ASSERT(j0 % kv::kTileTokens == 0);
-    k.format[static_cast<int>(s.format().format)].dot({q, n_q, static_cast<size_t>(hd), s.tile_of(j0), s.tile_stride, p1 - j0, hd, v.group, scores, stride, &ts.codes});
+  } else if (p0 < p1 && s.packing() == Packing::kRows) {
+    k.dot({q, n_q, static_cast<size_t>(hd), s.tile_of(p0), s.tile_stride, p1 - p0, hd, v.group, scores + (p0 - j0), stride});
+  } else if (p0 < p1) {
+    KVRT_ASSERT(s.packed_index(p0) % kv::kTileTokens == 0);
+    k.format[static_cast<int>(s.format().format)].dot({q, n_q, static_cast<size_t>(hd), s.tile_of(p0), s.tile_stride, p1 - p0, hd, v.group, scores + (p0 - j0), stride, &ts.codes});
   }
   if (std::max(j0, s.n_packed) < j1) {
     for_ring_runs(s, std::max(j0, s.n_packed), j1, [&](int j, int n, const uint8_t* rows, size_t rs) {
@@ -82,13 +87,17 @@ void v_accumulate(const kv::HeadView& v, const float* p, int n_q, int j0, int j1
   const SideView& s = v.v;
   const int hd = v.head_dim;
   const simd::Kernels& k = simd::kernels();
-  const int p1 = std::min(j1, s.n_packed);
-  if (j0 < p1) {
-    const simd::AccArgs a{p, n_q, kTile, s.tile_of(j0), s.tile_stride, p1 - j0, hd, v.group, o, static_cast<size_t>(hd)};
+  const int p0 = std::max(j0, s.n_sinks()), p1 = std::min(j1, s.n_packed);
+  if (j0 < std::min(j1, s.n_sinks())) {
+    const int n = std::min(j1, s.n_sinks()) - j0;
+    k.acc({p, n_q, kTile, reinterpret_cast<const uint8_t*>(s.sink_row(j0)), s.sink_stride * sizeof(float), n, hd, 0, o, static_cast<size_t>(hd)});
+  }
+  if (p0 < p1) {
+    const simd::AccArgs a{p + (p0 - j0), n_q, kTile, s.tile_of(p0), s.tile_stride, p1 - p0, hd, v.group, o, static_cast<size_t>(hd)};
     if (s.packing() == Packing::kRows) {
       k.acc(a);
     } else {
-      KVRT_ASSERT(j0 % kv::kTileTokens == 0);
+      KVRT_ASSERT(s.packed_index(p0) % kv::kTileTokens == 0);
       k.format[static_cast<int>(s.format().format)].acc(a);
     }
   }
@@ -107,11 +116,13 @@ void load_rows(const kv::HeadView& v, const SideView& s, int j0, int j1, float* 
     float* dst = x + static_cast<size_t>(j - j0) * hd;
     if (j >= s.n_packed) {
       std::memcpy(dst, s.ring_row(j), sizeof(float) * hd);
+    } else if (j < s.n_sinks()) {
+      std::memcpy(dst, s.sink_row(j), sizeof(float) * hd);
     } else if (s.packing() == Packing::kChannelTiles) {
-      f.channel_dequantize_row(s.tile_of(j), j % g, hd, dst);
+      f.channel_dequantize_row(s.tile_of(j), s.packed_index(j) % g, hd, dst);
     } else if (s.packing() == Packing::kRows) {
       std::memcpy(dst, s.tile_of(j), sizeof(float) * hd);
-    } else if (j % kv::kTileTokens == 0) {  // whole tiles: x has room for them (j0 is tile-aligned, kTile rows)
+    } else if (s.packed_index(j) % kv::kTileTokens == 0) {  // whole tiles: x has room for them (chunks start on a tile, kTile rows)
       KVRT_ASSERT(j - j0 + kv::kTileTokens <= kTile);
       dequantize_tile(s.tile_of(j), hd, g, dst);
     }

@@ -19,14 +19,15 @@ float scale_factor(float noise, uint64_t key) {
 // Multiplies the scale of every group of position pos of one side (token tiles) by its factor.
 void damage_position(kv::KvCache& cache, kv::TileRole side, int layer, int pos, float noise) {
   const kv::CacheLayout& l = cache.layout();
-  const kv::SideLayout& s = side == kv::TileRole::kKey ? l.k : l.v;
+  const kv::SideLayout& s = l.layers[size_t(layer)].side(side);
   const kv::TileFormat f = s.format->tile(side, l.shape.head_dim, l.group);
   const size_t stride = s.tile_bytes * l.shape.n_kv_heads;
+  const int i = pos - s.sinks;  // among the packed positions
   for (int h = 0; h < l.shape.n_kv_heads; ++h) {
-    uint8_t* tile = cache.packed_for_test(layer, h, side) + static_cast<size_t>(pos / kv::kTileTokens) * stride;
+    uint8_t* tile = cache.packed_for_test(layer, h, side) + static_cast<size_t>(i / kv::kTileTokens) * stride;
     const uint64_t key = (static_cast<uint64_t>(layer) << 40) ^ (uint64_t(pos) << 8) ^ h;
     for (int b = 0; b < f.n_groups(); ++b) {
-      uint8_t* p = tile + f.scale_offset(0, b, pos % kv::kTileTokens);
+      uint8_t* p = tile + f.scale_offset(0, b, i % kv::kTileTokens);
       kv::store_scale(p, kv::load_scale(p) * scale_factor(noise, key * 4099 + b));
     }
   }
@@ -38,12 +39,13 @@ std::function<void(kv::KvCache&, int, int, int)> scale_damage(float scale_noise)
   auto done = std::make_shared<std::vector<int>>();  // [n_layers] positions damaged so far
   return [scale_noise, done](kv::KvCache& cache, int layer, int pos0, int) {
     const kv::CacheLayout& l = cache.layout();
-    if (l.k.packing != kv::Packing::kTokenTiles || l.v.packing != kv::Packing::kTokenTiles)
+    const kv::LayerLayout& ll = l.layers[size_t(layer)];
+    if (ll.k.packing != kv::Packing::kTokenTiles || ll.v.packing != kv::Packing::kTokenTiles)
       throw Error("the negative control damages token tiles only, not " + cache.config().name(), ErrorKind::kUsage);
     done->resize(size_t(l.shape.n_layers), 0);
     const kv::HeadView v = cache.view(layer, 0);
     int& from = (*done)[size_t(layer)];
-    if (pos0 == 0) from = 0;  // the cache was cleared (or is new)
+    if (pos0 == 0) from = l.sinks;  // the cache was cleared (or is new); sinks stay FP32
     for (int pos = from; pos < v.k.n_packed; ++pos) damage_position(cache, kv::TileRole::kKey, layer, pos, scale_noise);
     for (int pos = from; pos < v.v.n_packed; ++pos) damage_position(cache, kv::TileRole::kValue, layer, pos, scale_noise);
     from = v.k.n_packed;

@@ -31,7 +31,7 @@ kv::KvConfig read_kv(const TomlView& v) {
   const auto text = [](std::optional<int64_t> x) { return x ? std::optional<std::string>(std::to_string(*x)) : std::nullopt; };
   field("kv", v.string("kv"));
   for (const char* key : {"k", "v", "k_axis"}) field(key, v.string(key));
-  for (const char* key : {"group", "residual"}) field(key, text(v.integer(key)));
+  for (const char* key : {"group", "residual", "sinks"}) field(key, text(v.integer(key)));
   if (const std::optional<bool> r = v.boolean("rotate")) field("rotate", *r ? "1" : "0");
   return c;
 }
@@ -48,7 +48,7 @@ std::vector<Setting> read_settings(const std::string& path) {
   for (const auto& node : *arr) {
     if (!node.is_table()) top.fail(&node, "each [[setting]] must be a table");
     const TomlView v(path, *node.as_table(), "setting");
-    v.allow_only({"label", "kv", "k", "v", "group", "k_axis", "residual", "rotate", "matmul"});
+    v.allow_only({"label", "kv", "k", "v", "group", "k_axis", "residual", "rotate", "sinks", "matmul"});
     Setting s;
     s.label = v.required_string("label");
     s.kv = read_kv(v);
@@ -78,6 +78,9 @@ std::string setting_label(const kv::KvConfig& kv, ops::MatmulPrecision matmul) {
   if (kv.k_axis == kv::KeyAxis::kChannel) label += " ch";
   if (kv.residual > 0) label += " r" + std::to_string(kv.residual);
   if (kv.rotate) label += " rot";
+  if (kv.sinks > 0) label += " sinks" + std::to_string(kv.sinks);
+  const std::string name = kv.name();  // per-layer formats follow the fields of every setting
+  if (const size_t at = name.find('['); at != std::string::npos) label += " " + name.substr(name.rfind(',', at) + 1);
   if (matmul != ops::MatmulPrecision::kF32) label += std::string(" ") + ops::matmul_precision_name(matmul);
   return label;
 }

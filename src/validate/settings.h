@@ -13,11 +13,13 @@ namespace kvrt::validate {
 std::string default_validation_dir();
 
 // [[setting]] entries: label, and the setting as kv = "k=q4,v=q4,axis=channel,r=32" (the syntax of
-// kv::parse_setting) and/or the single fields k, v, group, k_axis, residual, rotate (applied after
-// kv), and matmul = "f32" (default) or "bf16". Errors name file and line.
+// kv::parse_setting, per-layer formats included) and/or the single fields k, v, group, k_axis,
+// residual, rotate, sinks (applied after kv), and matmul = "f32" (default) or "bf16". Errors name
+// file and line.
 std::vector<Setting> read_settings(const std::string& path);
 
-// A short table label for a setting given without one, e.g. "q4/q4 ch r32 rot" or "q8/q8 bf16".
+// A short table label for a setting given without one, e.g. "q4/q4 ch r32 rot", "q8/q8 bf16" or
+// "q4/q4 sinks4 layers[0,-1]=q8".
 std::string setting_label(const kv::KvConfig& kv, ops::MatmulPrecision matmul);
 
 // The negative control: q8 keys and values with every stored scale perturbed by a relative
