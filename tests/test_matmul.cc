@@ -12,6 +12,7 @@
 
 #include "common/half.h"
 #include "kvrt_config.h"
+#include "matmul_problem.h"
 #include "ops/matmul.h"
 #include "simd/dispatch.h"
 
@@ -21,35 +22,8 @@ using kvrt::ops::Matmul;
 using kvrt::ops::WeightMatrix;
 using kvrt::simd::WeightType;
 
-struct Problem {
-  int64_t m, n_out, n_in;
-  WeightType type;
-  std::vector<float> x;         // [m][n_in]
-  std::vector<float> w;         // [n_out][n_in] as f32 (f16/bf16 weights: their exact f32 values)
-  std::vector<uint16_t> w_16;   // [n_out][n_in] when type is f16 or bf16
-
-  WeightMatrix weights() const {
-    const void* data = type == WeightType::kF32 ? static_cast<const void*>(w.data()) : w_16.data();
-    return {data, type, n_out, n_in};
-  }
-};
-
-Problem make_problem(int64_t m, int64_t n_out, int64_t n_in, WeightType type, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  Problem p{m, n_out, n_in, type, std::vector<float>(size_t(m * n_in)), std::vector<float>(size_t(n_out * n_in)), {}};
-  for (float& v : p.x) v = normal(rng);
-  for (float& v : p.w) v = normal(rng);
-  if (type != WeightType::kF32) {
-    const bool f16 = type == WeightType::kF16;
-    p.w_16.resize(p.w.size());
-    for (size_t i = 0; i < p.w.size(); ++i) {
-      p.w_16[i] = f16 ? kvrt::f32_to_f16(p.w[i]) : kvrt::f32_to_bf16(p.w[i]);
-      p.w[i] = f16 ? kvrt::f16_to_f32(p.w_16[i]) : kvrt::bf16_to_f32(p.w_16[i]);
-    }
-  }
-  return p;
-}
+using Problem = kvrt::test::MatmulProblem;
+using kvrt::test::make_problem;
 
 // Checks y against sum_k x*w in double. The weights the reference sees are exactly the ones the
 // kernel sees (bf16 widens to f32 exactly), so the only error is f32 accumulation: any summation

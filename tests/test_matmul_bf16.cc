@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "common/half.h"
 #include "kvrt_config.h"
+#include "matmul_problem.h"
 #include "ops/matmul.h"
 #include "simd/cpu_features.h"
 #include "simd/dispatch.h"
@@ -31,34 +32,8 @@ bool bf16_here() { return kvrt::ops::bf16_unavailable(kvrt::simd::cpu_features()
 
 float round_bf16(float v) { return kvrt::bf16_to_f32(kvrt::f32_to_bf16(v)); }
 
-struct Problem {
-  int64_t m, n_out, n_in;
-  WeightType type;
-  std::vector<float> x;        // [m][n_in]
-  std::vector<float> w;        // [n_out][n_in], the exact values of the stored weights
-  std::vector<uint16_t> w_16;  // [n_out][n_in] stored f16 or bf16 weights
-
-  WeightMatrix weights() const {
-    return {type == WeightType::kF32 ? static_cast<const void*>(w.data()) : w_16.data(), type, n_out, n_in};
-  }
-};
-
-Problem make_problem(int64_t m, int64_t n_out, int64_t n_in, WeightType type, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  Problem p{m, n_out, n_in, type, std::vector<float>(size_t(m * n_in)), std::vector<float>(size_t(n_out * n_in)), {}};
-  for (float& v : p.x) v = normal(rng);
-  for (float& v : p.w) v = normal(rng);
-  if (type != WeightType::kF32) {
-    const bool f16 = type == WeightType::kF16;
-    p.w_16.resize(p.w.size());
-    for (size_t i = 0; i < p.w.size(); ++i) {
-      p.w_16[i] = f16 ? kvrt::f32_to_f16(p.w[i]) : kvrt::f32_to_bf16(p.w[i]);
-      p.w[i] = f16 ? kvrt::f16_to_f32(p.w_16[i]) : kvrt::bf16_to_f32(p.w_16[i]);
-    }
-  }
-  return p;
-}
+using Problem = kvrt::test::MatmulProblem;
+using kvrt::test::make_problem;
 
 std::vector<float> run(Matmul& mm, const Problem& p) {
   std::vector<float> y(size_t(p.m * p.n_out), std::nanf(""));  // every output must be written
