@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/half.h"
+#include "quant_types.h"
 #include "simd/dispatch.h"
 #include "simd/weight_blocks.h"
 #include "simd/weight_codecs.h"
@@ -21,9 +22,7 @@ using simd::WeightType;
 
 namespace {
 
-constexpr WeightType kQuantTypes[] = {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_1, WeightType::kQ5_0,
-                                      WeightType::kQ5_1, WeightType::kIQ4_NL, WeightType::kQ2_K, WeightType::kQ3_K,
-                                      WeightType::kQ4_K, WeightType::kQ5_K, WeightType::kQ6_K};
+using test::kQuantTypes;
 constexpr int kRows = 7;
 constexpr int kMaxM = 4;
 constexpr int64_t kRowLengths[] = {256, 2816};

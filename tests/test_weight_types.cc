@@ -15,6 +15,7 @@
 #include "common/half.h"
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
+#include "quant_types.h"
 #include "simd/dispatch.h"
 #include "simd/weight_blocks.h"
 #include "test_util.h"
@@ -24,9 +25,7 @@ using simd::WeightType;
 
 namespace {
 
-constexpr WeightType kQuantTypes[] = {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_1, WeightType::kQ5_0,
-                                      WeightType::kQ5_1, WeightType::kIQ4_NL, WeightType::kQ2_K, WeightType::kQ3_K,
-                                      WeightType::kQ4_K, WeightType::kQ5_K, WeightType::kQ6_K};
+using test::kQuantTypes;
 
 std::vector<float> gaussian(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
