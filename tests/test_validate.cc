@@ -58,7 +58,11 @@ TEST_CASE("bootstrap interval is deterministic for a seed, brackets the mean and
 }
 
 TEST_CASE("decide: PASS on the upper bound, FAIL on the corrected lower bound, INCONCLUSIVE between or when few") {
-  Check c{Metric::kKl, "all", 0.7, Interval{0.5, 0.4, 0.6, 20}};
+  Check c;
+  c.metric = Metric::kKl;
+  c.scope = "all";
+  c.limit = 0.7;
+  c.interval = Interval{0.5, 0.4, 0.6, 20};
   c.fail_lower = 0.35;
   CHECK(decide(c, 5) == Verdict::kPass);
   c.limit = 0.3;
