@@ -64,94 +64,93 @@ float dot_affine(const uint8_t* w, const uint8_t* act, int64_t n) {
   return sum;
 }
 
-// Q2_K: value 128n + 32j + 16half + l is bits 2j of qs[32n + 16half + l], sub-block 8n + 2j + half.
-float dot_q2_k(const uint8_t* w, const uint8_t* act, int64_t n) {
-  const BlockQ2_K* x = blocks<BlockQ2_K>(w);
-  const BlockQ8_K* y = blocks<BlockQ8_K>(act);
-  float sum = 0.0f;
-  for (int64_t b = 0; b < n / kQK_K; ++b) {
-    int32_t isum = 0, msum = 0;
-    for (int s = 0; s < 16; ++s) {
-      const int n2 = s / 8, j = (s % 8) / 2, half = s % 2;
-      int32_t sub = 0;
-      for (int l = 0; l < 16; ++l) sub += ((x[b].qs[32 * n2 + 16 * half + l] >> (2 * j)) & 3) * y[b].qs[16 * s + l];
-      isum += (x[b].scales[s] & 0xF) * sub;
-      msum += (x[b].scales[s] >> 4) * y[b].bsums[s];
-    }
-    const float da = q8_k_scale(y[b]);
-    sum += da * h(x[b].d) * float(isum) - da * h(x[b].dmin) * float(msum);
-  }
-  return sum;
-}
+// The K types: a super-block of 256 values in sub-blocks of kSub (16 or 32) values, each with an
+// integer scale and, for the affine ones, an integer min; Code(b, v) is value v's code (Q3_K's
+// and Q6_K's with their bias). Σ d_a (d_w Σ_s scale_s Σ_{v in s} code_v a_v - dmin_w Σ_s min_s
+// Σ_{v in s} a_v), the last sums from Q8_K's bsums (16 values each).
+template <class Block>
+struct KType;
 
-// Q3_K: Q2_K's low bits; bit 4n + j of hmask[16half + l] set adds 4, and codes are biased by -4.
-float dot_q3_k(const uint8_t* w, const uint8_t* act, int64_t n) {
-  const BlockQ3_K* x = blocks<BlockQ3_K>(w);
-  const BlockQ8_K* y = blocks<BlockQ8_K>(act);
-  float sum = 0.0f;
-  for (int64_t b = 0; b < n / kQK_K; ++b) {
-    int32_t isum = 0;
-    for (int s = 0; s < 16; ++s) {
-      const int n2 = s / 8, j = (s % 8) / 2, half = s % 2;
-      int32_t sub = 0;
-      for (int l = 0; l < 16; ++l) {
-        const int low = (x[b].qs[32 * n2 + 16 * half + l] >> (2 * j)) & 3;
-        const int high = (x[b].hmask[16 * half + l] >> (4 * n2 + j)) & 1;
-        sub += (low + 4 * high - 4) * y[b].qs[16 * s + l];
-      }
-      isum += (q3_k_scale(s, x[b].scales) - 32) * sub;
-    }
-    sum += q8_k_scale(y[b]) * h(x[b].d) * float(isum);
-  }
-  return sum;
-}
+template <>
+struct KType<BlockQ2_K> {  // value 128n + 32j + l: bits 2j of qs[32n + l]
+  static constexpr int kSub = 16;
+  static int code(const BlockQ2_K& b, int v) { return (b.qs[32 * (v / 128) + v % 32] >> (2 * ((v % 128) / 32))) & 3; }
+  static int scale(const BlockQ2_K& b, int s) { return b.scales[s] & 0xF; }
+  static int min(const BlockQ2_K& b, int s) { return b.scales[s] >> 4; }
+};
 
-// Q4_K and Q5_K: sub-block s (32 values) in the nibbles (s % 2) of qs[32 (s / 2) ..], Q5_K's fifth
-// bit in bit s of qh[l]; the min term from the two 16-value sums of the sub-block.
+template <>
+struct KType<BlockQ3_K> {  // Q2_K's low bits; bit 4n + j of hmask[l] set adds 4; biased by -4
+  static constexpr int kSub = 16;
+  static int code(const BlockQ3_K& b, int v) {
+    const int n2 = v / 128, j = (v % 128) / 32, l = v % 32;
+    return ((b.qs[32 * n2 + l] >> (2 * j)) & 3) + 4 * ((b.hmask[l] >> (4 * n2 + j)) & 1) - 4;
+  }
+  static int scale(const BlockQ3_K& b, int s) { return q3_k_scale(s, b.scales) - 32; }
+};
+
+// Q4_K and Q5_K: sub-block s in the nibbles s % 2 of qs[32 (s / 2) ..], Q5_K's fifth bit bit s of qh[l].
 template <class Block, bool kFifthBit>
-float dot_k_affine(const uint8_t* w, const uint8_t* act, int64_t n) {
+struct KAffine {
+  static constexpr int kSub = 32;
+  static int code(const Block& b, int v) {
+    const int s = v / 32, l = v % 32;
+    const int q = (b.qs[32 * (s / 2) + l] >> (4 * (s % 2))) & 0xF;
+    if constexpr (kFifthBit) return q | ((b.qh[l] >> s) & 1) << 4;
+    return q;
+  }
+  static int scale(const Block& b, int s) {
+    uint8_t sc, m;
+    k_scale_min(s, b.scales, sc, m);
+    return sc;
+  }
+  static int min(const Block& b, int s) {
+    uint8_t sc, m;
+    k_scale_min(s, b.scales, sc, m);
+    return m;
+  }
+};
+template <>
+struct KType<BlockQ4_K> : KAffine<BlockQ4_K, false> {};
+template <>
+struct KType<BlockQ5_K> : KAffine<BlockQ5_K, true> {};
+
+template <>
+struct KType<BlockQ6_K> {  // low 4 bits in nibble k / 2 of ql[64n + 32(k % 2) + l], top 2 at bits 2k of qh[32n + l]; -32
+  static constexpr int kSub = 16;
+  static int code(const BlockQ6_K& b, int v) {
+    const int n2 = v / 128, k = (v % 128) / 32, l = v % 32;
+    const int low = (b.ql[64 * n2 + 32 * (k % 2) + l] >> (4 * (k / 2))) & 0xF;
+    const int high = (b.qh[32 * n2 + l] >> (2 * k)) & 3;
+    return (low | high << 4) - 32;
+  }
+  static int scale(const BlockQ6_K& b, int s) { return b.scales[s]; }
+};
+
+template <class T>
+concept HasMin = requires(const T& t) { t.dmin; };
+
+template <class Block>
+float dot_k(const uint8_t* w, const uint8_t* act, int64_t n) {
+  using K = KType<Block>;
   const Block* x = blocks<Block>(w);
   const BlockQ8_K* y = blocks<BlockQ8_K>(act);
   float sum = 0.0f;
   for (int64_t b = 0; b < n / kQK_K; ++b) {
     int32_t isum = 0, msum = 0;
-    for (int s = 0; s < 8; ++s) {
-      uint8_t sc, m;
-      k_scale_min(s, x[b].scales, sc, m);
+    for (int s = 0; s < kQK_K / K::kSub; ++s) {
       int32_t sub = 0;
-      for (int l = 0; l < 32; ++l) {
-        int q = (x[b].qs[32 * (s / 2) + l] >> (4 * (s % 2))) & 0xF;
-        if constexpr (kFifthBit) q |= ((x[b].qh[l] >> s) & 1) << 4;
-        sub += q * y[b].qs[32 * s + l];
+      for (int v = K::kSub * s; v < K::kSub * (s + 1); ++v) sub += K::code(x[b], v) * y[b].qs[v];
+      isum += K::scale(x[b], s) * sub;
+      if constexpr (HasMin<Block>) {
+        int32_t a = 0;
+        for (int j = K::kSub / 16 * s; j < K::kSub / 16 * (s + 1); ++j) a += y[b].bsums[j];
+        msum += K::min(x[b], s) * a;
       }
-      isum += sc * sub;
-      msum += m * (y[b].bsums[2 * s] + y[b].bsums[2 * s + 1]);
     }
     const float da = q8_k_scale(y[b]);
-    sum += da * h(x[b].d) * float(isum) - da * h(x[b].dmin) * float(msum);
-  }
-  return sum;
-}
-
-// Q6_K: value 128n + 32k + l has its low 4 bits in ql[64n + 32(k % 2) + l] (nibble k / 2) and its
-// top 2 bits at bits 2k of qh[32n + l]; codes are biased by -32; sub-blocks of 16.
-float dot_q6_k(const uint8_t* w, const uint8_t* act, int64_t n) {
-  const BlockQ6_K* x = blocks<BlockQ6_K>(w);
-  const BlockQ8_K* y = blocks<BlockQ8_K>(act);
-  float sum = 0.0f;
-  for (int64_t b = 0; b < n / kQK_K; ++b) {
-    int32_t isum = 0;
-    for (int s = 0; s < 16; ++s) {
-      int32_t sub = 0;
-      for (int v = 16 * s; v < 16 * s + 16; ++v) {
-        const int n2 = v / 128, k = (v % 128) / 32, l = v % 32;
-        const int low = (x[b].ql[64 * n2 + 32 * (k % 2) + l] >> (4 * (k / 2))) & 0xF;
-        const int high = (x[b].qh[32 * n2 + l] >> (2 * k)) & 3;
-        sub += ((low | high << 4) - 32) * y[b].qs[v];
-      }
-      isum += x[b].scales[s] * sub;
-    }
-    sum += q8_k_scale(y[b]) * h(x[b].d) * float(isum);
+    if constexpr (HasMin<Block>) sum += da * h(x[b].d) * float(isum) - da * h(x[b].dmin) * float(msum);
+    else sum += da * h(x[b].d) * float(isum);
   }
   return sum;
 }
@@ -166,11 +165,11 @@ void install_weight_dots(Kernels& k) {
   k.weight[weight_index(W::kIQ4_NL)].decode = decode_rows<dot_symmetric<BlockIQ4_NL, code_iq4_nl>>;
   k.weight[weight_index(W::kQ4_1)].decode = decode_rows<dot_affine<BlockQ4_1, code_q4_1>>;
   k.weight[weight_index(W::kQ5_1)].decode = decode_rows<dot_affine<BlockQ5_1, code_q5_1>>;
-  k.weight[weight_index(W::kQ2_K)].decode = decode_rows<dot_q2_k>;
-  k.weight[weight_index(W::kQ3_K)].decode = decode_rows<dot_q3_k>;
-  k.weight[weight_index(W::kQ4_K)].decode = decode_rows<dot_k_affine<BlockQ4_K, false>>;
-  k.weight[weight_index(W::kQ5_K)].decode = decode_rows<dot_k_affine<BlockQ5_K, true>>;
-  k.weight[weight_index(W::kQ6_K)].decode = decode_rows<dot_q6_k>;
+  k.weight[weight_index(W::kQ2_K)].decode = decode_rows<dot_k<BlockQ2_K>>;
+  k.weight[weight_index(W::kQ3_K)].decode = decode_rows<dot_k<BlockQ3_K>>;
+  k.weight[weight_index(W::kQ4_K)].decode = decode_rows<dot_k<BlockQ4_K>>;
+  k.weight[weight_index(W::kQ5_K)].decode = decode_rows<dot_k<BlockQ5_K>>;
+  k.weight[weight_index(W::kQ6_K)].decode = decode_rows<dot_k<BlockQ6_K>>;
 }
 
 }  // namespace kvrt::simd::scalar
