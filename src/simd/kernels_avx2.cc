@@ -22,12 +22,13 @@ namespace kvrt::simd::avx2 {
 #include "simd/matmul_tiles.inc"
 
 // The avx2 rung: the row kernels, the tile kernels of every quantized format (kernels_avx2_int.cc), the decode
-// products of the weight types (weight_dot_avx2.cc) and the matmul tiles (16 registers: 12 accumulators, 3 rows of
+// products of the weight types (weight_dot_avx2.cc), their widening to FP32 (weight_codecs_avx2.cc) and the matmul tiles (16 registers: 12 accumulators, 3 rows of
 // x, W from memory operands).
 void install(Kernels& t) {
   install_rows<xsimd::fma3<xsimd::avx2>, xsimd::sse4_2>(t);
   tiles::install(t);
   weights::install(t);
+  codecs::install(t);
   install_matmul<xsimd::fma3<xsimd::avx2>, 3, 4>(t, "avx2");
 }
 

@@ -21,12 +21,13 @@ namespace kvrt::simd::avx512 {
 #include "simd/kernels_table.inc"
 #include "simd/matmul_tiles.inc"
 
-// The avx512 rung: the row kernels and the matmul tiles (32 registers: 16 accumulators plus the
-// loaded rows). The format tile kernels stay as the avx2 rung left them; the avx512-vnni rung
+// The avx512 rung: the row kernels, the matmul tiles (32 registers: 16 accumulators plus the
+// loaded rows) and the widening of quantized weights on zmm (weight_codecs_avx512.cc). The format tile kernels stay as the avx2 rung left them; the avx512-vnni rung
 // (kernels_vnni.cc) replaces dot and acc.
 void install(Kernels& t) {
   install_rows<xsimd::avx512bw, xsimd::fma3<xsimd::avx2>, xsimd::sse4_2>(t);
   install_matmul<xsimd::avx512f, 4, 4>(t, "avx512");
+  codecs::install(t);
 }
 
 }  // namespace kvrt::simd::avx512

@@ -9,7 +9,9 @@ namespace kvrt::simd {
 namespace avx2 { void install(Kernels& table); }
 namespace avx2::tiles { void install(Kernels& table); }  // tile kernels of every quantized format, kernels_avx2_int.cc
 namespace avx2::weights { void install(Kernels& table); }  // decode products of the weight types, weight_dot_avx2.cc
+namespace avx2::codecs { void install(Kernels& table); }  // to_float of the quantized weight types, weight_codecs_avx2.cc
 namespace avx512 { void install(Kernels& table); }
+namespace avx512::codecs { void install(Kernels& table); }  // the same on zmm, weight_codecs_avx512.cc
 namespace avx512vnni { void install(Kernels& table); }  // sets dot and acc of every quantized format
 namespace avx512vnni::weights { void install(Kernels& table); }  // decode products of the weight types, weight_dot_vnni.cc
 namespace neon { void install(Kernels& table); }
