@@ -13,6 +13,7 @@
 #include "common/half.h"
 #include "kvrt_config.h"
 #include "matmul_problem.h"
+#include "quant_types.h"
 #include "ops/matmul.h"
 #include "simd/dispatch.h"
 
@@ -63,10 +64,10 @@ std::vector<float> run(Matmul& mm, const Problem& p) {
 struct Shape {
   int64_t m, n_out, n_in;
 };
-// Decode (m = 1), a short prompt with odd sizes everywhere, prefill-sized blocks, and sizes below
-// one vector so every tile edge and k tail is taken.
-constexpr Shape kShapes[] = {{1, 64, 64},    {1, 257, 1023}, {7, 33, 29},  {64, 100, 130},
-                             {300, 67, 515}, {5, 3, 3},      {2, 1, 17},   {300, 256, 64}};
+// Decode (m = 1), a short prompt with odd sizes everywhere, prefill-sized blocks, sizes below
+// one vector so every tile edge and k tail is taken, and more W rows than one widened block (256).
+constexpr Shape kShapes[] = {{1, 64, 64},  {1, 257, 1023}, {7, 33, 29},     {64, 100, 130}, {300, 67, 515},
+                             {5, 3, 3},    {2, 1, 17},     {300, 256, 64},  {9, 600, 96}};
 
 }  // namespace
 
@@ -164,9 +165,7 @@ TEST_CASE("matmul: decode-sized products on quantized weights run on the packed 
   // |y - x · w| <= Σ_k |w_k| max|x_block(k)| / 127 plus f32 rounding; threads split W's rows and
   // each row's product is one kernel call, so 1 and 2 threads agree bit for bit.
   Matmul one(1), two(2);
-  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_1, WeightType::kQ5_0, WeightType::kQ5_1,
-                          WeightType::kIQ4_NL, WeightType::kQ2_K, WeightType::kQ3_K, WeightType::kQ4_K,
-                          WeightType::kQ5_K, WeightType::kQ6_K}) {
+  for (WeightType type : kvrt::test::kQuantTypes) {
     const kvrt::simd::WeightTypeTraits& t = kvrt::simd::weight_type_traits(type);
     const int64_t act_block = kvrt::simd::weight_type_traits(t.act).block;
     for (int64_t m : {1, 4}) {
@@ -200,5 +199,22 @@ TEST_CASE("matmul: decode-sized products on quantized weights run on the packed 
       }
       CHECK(n_bad == 0);
     }
+  }
+}
+
+TEST_CASE("matmul: prefill-sized products on quantized weights match the product of the decoded weights") {
+  // W is widened a block of 256 rows at a time by the type's to_float kernel: 600 rows are two
+  // full blocks and a partial one, whose columns of y are written apart and copied in.
+  Matmul mm(2);
+  for (WeightType type : kvrt::test::kQuantTypes) {
+    const kvrt::simd::WeightTypeTraits& t = kvrt::simd::weight_type_traits(type);
+    INFO(t.name);
+    Problem p = make_problem(9, 600, 512, WeightType::kF32, 31);
+    std::vector<uint8_t> packed(size_t(t.row_bytes(p.n_out * p.n_in)));  // W [n_out][n_in] in blocks
+    t.from_float_ref(p.w.data(), p.n_out * p.n_in, packed.data());
+    t.to_float_ref(packed.data(), p.n_out * p.n_in, p.w.data());  // the reference sees the decoded weights
+    std::vector<float> y(size_t(p.m * p.n_out), std::nanf(""));  // every output must be written
+    mm.run(p.x.data(), p.m, WeightMatrix{packed.data(), type, p.n_out, p.n_in}, y.data());
+    check_against_reference(p, y);
   }
 }

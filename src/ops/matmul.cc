@@ -2,7 +2,8 @@
 // quantized type run as integer dot products on its packed blocks (matmul_packed.cc); other
 // decode-sized products stream W once through the blocked tiles, in W's stored type; larger
 // products go to oneDNN, with W other than F32 widened kWidenRows rows at a time (the type's
-// to_float kernel) into an L2-sized buffer.
+// to_float kernel) into an L2-sized buffer, and the columns of y they give written densely, then
+// copied into y (oneDNN's fast kernels want a dense y).
 // At bf16 precision, x is rounded to bf16 once per call and W kWidenRows rows at a time (to_float,
 // then the BF16 type's from_float), except W stored as BF16, which oneDNN reads in place.
 //
@@ -95,18 +96,30 @@ struct Matmul::Impl {
     }
     const auto to_float = weight_kernels(w.type).to_float;
     grow(widened, kWidenRows * w.n_in);
+    if (w.n_out > kWidenRows) grow(y_block, m * kWidenRows);
     for (int64_t j0 = 0; j0 < w.n_out; j0 += kWidenRows) {
       const int64_t nb = std::min(kWidenRows, w.n_out - j0);
 #pragma omp parallel for num_threads(n_threads) schedule(static)
       for (int64_t r = 0; r < nb; ++r) to_float(w.row(j0 + r), w.n_in, widened.data() + r * w.n_in);
-      gemm.run(x, m, widened.data(), nb, w.n_in, y + j0, w.n_out);
+      if (nb == w.n_out) {
+        gemm.run(x, m, widened.data(), nb, w.n_in, y, w.n_out);
+        continue;
+      }
+      gemm.run(x, m, widened.data(), nb, w.n_in, y_block.data(), nb);
+      copy_columns(m, nb, y + j0, w.n_out);
     }
   }
 
+  // y_block [m][nb] into columns of y (row stride ldy): oneDNN 2.6 runs its brgemm kernels
+  // (brg:avx512_core, brg:avx512_core_bf16) only for a dense y, and falls back to gemm:jit (f32,
+  // slower) or an emulated bf16 for a block of columns written in place.
+  void copy_columns(int64_t m, int64_t nb, float* y, int64_t ldy) {
+#pragma omp parallel for num_threads(n_threads) schedule(static)
+    for (int64_t i = 0; i < m; ++i) std::copy_n(y_block.data() + i * nb, nb, y + i * ldy);
+  }
+
   // The same with x and W rounded to bf16; W rows other than F32 pass through FP32 first (one row
-  // per thread, in L1), which rounds exactly as rounding the stored value would. oneDNN 2.6 has
-  // native bf16 kernels only for a dense y, so a block of columns is written to y_block [m][nb]
-  // and copied into y.
+  // per thread, in L1), which rounds exactly as rounding the stored value would.
   void gemm_bf16(const float* x, int64_t m, const WeightMatrix& w, float* y) {
     const auto to_bf16 = weight_kernels(simd::WeightType::kBF16).from_float;
     grow(x_bf16, m * w.n_in);
@@ -136,9 +149,7 @@ struct Matmul::Impl {
         continue;
       }
       gemm.run_bf16(x_bf16.data(), m, w_bf16.data(), nb, w.n_in, y_block.data(), nb);
-#pragma omp parallel for num_threads(n_threads) schedule(static)
-      for (int64_t i = 0; i < m; ++i)
-        std::copy_n(y_block.data() + i * nb, nb, y + i * w.n_out + j0);
+      copy_columns(m, nb, y + j0, w.n_out);
     }
   }
 
@@ -188,6 +199,7 @@ size_t Matmul::scratch_bytes(int n_threads, MatmulPrecision precision, const Mat
     bytes += size_t(plan.n_rows * kWidenRows) * sizeof(float);
   } else {
     bytes += size_t(kWidenRows * plan.n_in_widened) * sizeof(float);
+    if (plan.n_in_widened > 0) bytes += size_t(plan.n_rows * kWidenRows) * sizeof(float);
   }
 #else
   (void)precision;
@@ -215,6 +227,7 @@ void Matmul::reserve(const MatmulPlan& plan) {
     Impl::grow(impl_->y_block, plan.n_rows * kWidenRows);
   } else {
     Impl::grow(impl_->widened, kWidenRows * plan.n_in_widened);
+    if (plan.n_in_widened > 0) Impl::grow(impl_->y_block, plan.n_rows * kWidenRows);
   }
 #endif
 }
