@@ -60,10 +60,10 @@ class Curriculum:
     share of dense copy sequences and the largest fact-to-cue distance as functions of the
     tokens trained, so a run can be extended without changing what it has seen."""
 
-    PHASES = [(500, 256, 2048), (2000, 512, 2048), (None, 1024, 4096)]  # (end step, length, tokens/step)
-    COPY_FULL_TOKENS = 1_000_000  # 80% dense copy sequences until here,
-    COPY_TOKENS = 6_000_000       # then falling to 15% by here
-    DISTANCE_TOKENS = 6_000_000   # the largest distance grows from 96 to the full length by here
+    PHASES = [(600, 256, 2048), (1800, 512, 2048), (None, 1024, 4096)]  # (end step, length, tokens/step)
+    COPY_FULL_TOKENS = 500_000    # 50% dense copy sequences until here,
+    COPY_TOKENS = 3_000_000       # then falling to 10% by here
+    DISTANCE_TOKENS = 4_000_000   # the largest distance grows from 96 to the full length by here
 
     def __init__(self, seq_len):
         self.full = seq_len
@@ -83,7 +83,7 @@ class Curriculum:
 
     def copy_share(self, tokens):
         frac = max(0.0, tokens - self.COPY_FULL_TOKENS) / (self.COPY_TOKENS - self.COPY_FULL_TOKENS)
-        return 0.8 - 0.65 * min(1.0, frac)
+        return 0.5 - 0.4 * min(1.0, frac)
 
 
 def sample_distance(rng, max_d):
@@ -145,7 +145,9 @@ class Builder:
         return self.tok.encode(", ".join(items) + ".")
 
     def retrieval_sequence(self, rng, seq_len, max_d):
-        n_facts = rng.randint(1, max(2, seq_len // 128))
+        # Up to one fact (and its cue) per 48 tokens: many retrievals per sequence, each a
+        # gradient signal, with sparse sequences like the held-out cases among them.
+        n_facts = rng.randint(1, max(2, seq_len // 48))
         n_copies = rng.randint(0, max(1, seq_len // 256))
         events = self.fact_events(rng, seq_len, max_d, n_facts)
         events += self.copy_events(rng, seq_len, max_d, n_copies)
@@ -190,6 +192,7 @@ class Builder:
         return ids, [a for a in answers if a <= seq_len]
 
     def sequence(self, rng, seq_len, max_d, copy_share):
+        """(ids, answer positions, True for a dense copy sequence)."""
         if rng.random() < copy_share:
-            return self.copy_sequence(rng, seq_len)
-        return self.retrieval_sequence(rng, seq_len, max_d)
+            return (*self.copy_sequence(rng, seq_len), True)
+        return (*self.retrieval_sequence(rng, seq_len, max_d), False)

@@ -18,12 +18,12 @@ kBlock = 256  # query positions per attention block
 
 @dataclasses.dataclass
 class Config:
-    d_model: int = 256
+    d_model: int = 128
     n_layers: int = 4
     n_heads: int = 4
     n_kv_heads: int = 2
     head_dim: int = 64
-    d_ff: int = 512
+    d_ff: int = 384
     n_vocab: int = 512
     n_ctx: int = 1024
     rope_base: float = 10000.0

@@ -65,6 +65,34 @@ TRAIN_CUES = [
     "I know the {R} of {N}! It is",
     "Remember, {N}'s {R} was",
 ]
+# More training wording, so that retrieval keys on the name and not on a template: an opening
+# (or none), a core that states the value (before or after the relation) and an ending. The
+# held-out templates are not among them (check_disjoint).
+TRAIN_FACT_OPENINGS = ["", "One day, ", "In the morning, ", "At the park, ", "Later, ", "Then ",
+                       "After lunch, ", "That night, ", "At school, ", "Yesterday, "]
+TRAIN_FACT_CORES = [
+    "the {R} of {N} was {V}", "{N}'s {R} was {V}", "{N} got a new {R}: {V}", "{N} made {V} the {R}",
+    "{N} had a {R}. It was {V}", "{N} said the {R} was {V}", "the {R} for {N} is {V}",
+    "{N} found out the {R}: it was {V}", "{N} named the {R} {V}", "{N} wrote {V} as the {R}",
+    "{N} and the {R} {V} went home", "({N}, {R}: {V})", "{N} looked at the {R} and saw {V}",
+    "{V} is what {N} calls the {R}", "the {R} ({N}) is {V}", "{N} whispered the {R}, {V}",
+]
+TRAIN_FACT_ENDINGS = [".", "!", ", and everyone knew it.", ". {N} was happy.", ". It was a good day."]
+TRAIN_CUE_OPENINGS = ["", "Later, ", "Then Mom asked: ", "Now, ", "At the end of the day, ",
+                      "The next day, ", "Dad said, "]
+TRAIN_CUE_CORES = [
+    "the {R} of {N} was", "{N}'s {R} was", "what was {N}'s {R}? It was", "{N} said the {R} is",
+    "the {R} of {N}:", "{N} remembered the {R}. It was", "Q: {N}'s {R}? A:", "{N} knew the {R}:",
+    "who has the {R}? {N}. And it is", "the {R} for {N} is", "{N} looked for the {R} and found",
+]
+
+
+def composed_templates(openings, cores, endings):
+    return [o + c + e for o in openings for c in cores for e in endings]
+
+
+TRAIN_FACTS = TRAIN_FACTS + composed_templates(TRAIN_FACT_OPENINGS, TRAIN_FACT_CORES, TRAIN_FACT_ENDINGS)
+TRAIN_CUES = TRAIN_CUES + composed_templates(TRAIN_CUE_OPENINGS, TRAIN_CUE_CORES, [""])
 HELDOUT_FACTS = [
     "{N} kept the {R} in a small box, and it was {V}.",
     "A note said: the {R} of {N} = {V}.",

@@ -36,6 +36,8 @@ def parse_args():
     ap.add_argument("--seq-len", type=int, default=1024)
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--warmup", type=int, default=100)
+    ap.add_argument("--answer-weight", type=float, default=4.0,
+                    help="loss weight of copied tokens (answers, copies) against 1 for the others")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--eval-every", type=int, default=250)
     ap.add_argument("--ckpt-minutes", type=float, default=5.0)
@@ -63,18 +65,19 @@ def lr_at(step, a):
 
 def make_batch(builder, curriculum, a, step):
     tokens, n, batch_tokens = curriculum.at_step(step)
-    batch, answers = [], []
+    batch, answers, dense = [], [], []
     for i in range(batch_tokens // n):
         rng = tasks.make_rng("train", a.seed, step, i)
-        ids, ans = builder.sequence(rng, n, curriculum.max_distance(tokens, n), curriculum.copy_share(tokens))
+        ids, ans, is_copy = builder.sequence(rng, n, curriculum.max_distance(tokens, n), curriculum.copy_share(tokens))
         batch.append(ids)
         answers.append(ans)
+        dense.append(is_copy)
     ids = torch.tensor(batch, dtype=torch.long)
     mask = torch.zeros(ids.shape[0], n, dtype=torch.bool)  # [B][T]: targets that are copies
     for b, ans in enumerate(answers):
         for pos in ans:
             mask[b, pos - 1] = True
-    return ids, mask
+    return ids, mask, torch.tensor(dense)
 
 
 def encode_case(tok, prompt, answer):
@@ -183,12 +186,13 @@ def train_loop(net, opt, builder, curriculum, a, c, step, tok, val_cases, nll_te
     tokens_done = curriculum.at_step(step)[0]
     while step < a.steps and not (a.max_steps_this_run and step - start_step >= a.max_steps_this_run):
         t0 = time.time()
-        ids, copy_mask = make_batch(builder, curriculum, a, step)
+        ids, copy_mask, dense = make_batch(builder, curriculum, a, step)
         for g in opt.param_groups:
             g["lr"] = lr_at(step, a)
         logits = net(ids[:, :-1])
         losses = F.cross_entropy(logits.reshape(-1, c.n_vocab), ids[:, 1:].reshape(-1), reduction="none")
-        loss = losses.mean()
+        weights = 1.0 + (a.answer_weight - 1.0) * copy_mask.reshape(-1).float()
+        loss = (losses * weights).sum() / weights.sum()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
@@ -196,13 +200,15 @@ def train_loop(net, opt, builder, curriculum, a, c, step, tok, val_cases, nll_te
         step += 1
         tokens_done += ids[:, 1:].numel()
         dt = time.time() - t0
-        entry = {"step": step, "tokens": tokens_done, "loss": round(loss.item(), 4),
+        entry = {"step": step, "tokens": tokens_done, "loss": round(losses.mean().item(), 4),
                  "seq_len": ids.shape[1] - 1,
                  "max_d": curriculum.max_distance(curriculum.at_step(step - 1)[0], ids.shape[1] - 1),
                  "lr": round(lr_at(step - 1, a), 6), "tok_s": round(ids[:, 1:].numel() / dt)}
-        if copy_mask.any():
-            hit = logits.argmax(-1)[copy_mask] == ids[:, 1:][copy_mask]
-            entry["copy_acc"] = round(hit.float().mean().item(), 4)
+        hit = logits.argmax(-1) == ids[:, 1:]
+        for key, rows in (("copy_acc", dense), ("answer_acc", ~dense)):  # dense copies; facts and copies in text
+            m = copy_mask & rows[:, None]
+            if m.any():
+                entry[key] = round(hit[m].float().mean().item(), 4)
         if step % a.eval_every == 0 or step == a.steps:
             entry.update(evaluate(net, tok, val_cases, nll_texts))
         log.write(json.dumps(entry) + "\n")
