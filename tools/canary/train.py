@@ -3,15 +3,17 @@
 
 Resumes from RUN/checkpoint.pt when it exists: the data of step s is a pure function of (--seed,
 s), so a resumed run sees the same batches as an uninterrupted one. A checkpoint is written every
---ckpt-minutes and at the end; the log (RUN/log.jsonl, one JSON object per line) keeps the loss,
-the accuracy on copied tokens and, every --eval-every steps, greedy recall by distance on a
-validation set of held-out cases (heldout.py with another seed) and the NLL on held-out stories.
+--ckpt-minutes, at the end and on SIGTERM or SIGINT; the log (RUN/log.jsonl, one JSON object per
+line) keeps the loss, the accuracy on copied tokens and, every --eval-every steps, greedy recall
+by distance on a validation set of held-out cases (heldout.py with another seed) and the NLL on
+held-out stories.
 See README.md for the command lines (train.sh sets the threads and BLAS).
 """
 import argparse
 import json
 import math
 import os
+import signal
 import sys
 import time
 
@@ -183,8 +185,13 @@ def main():
 
 def train_loop(net, opt, builder, curriculum, a, c, step, tok, val_cases, nll_texts, log, ckpt_path):
     last_ckpt, t_start, start_step = time.time(), time.time(), step
+    # SIGTERM or SIGINT (the end of a session, `kill PID`) ends the run after the current step
+    # with a checkpoint, so nothing trained is lost.
+    stop = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, frame: stop.append(signum))
     tokens_done = curriculum.at_step(step)[0]
-    while step < a.steps and not (a.max_steps_this_run and step - start_step >= a.max_steps_this_run):
+    while step < a.steps and not stop and not (a.max_steps_this_run and step - start_step >= a.max_steps_this_run):
         t0 = time.time()
         ids, copy_mask, dense = make_batch(builder, curriculum, a, step)
         for g in opt.param_groups:
