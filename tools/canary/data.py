@@ -55,35 +55,64 @@ class StoryPool:
 
 
 class Curriculum:
-    """What the data looks like at a training step. Three phases of sequence length and batch
-    size (short sequences first: copying is learned fastest there, and they cost less), then the
-    share of dense copy sequences and the largest fact-to-cue distance as functions of the
-    tokens trained, so a run can be extended without changing what it has seen."""
+    """What the data looks like, as a function of the tokens trained and of one event: the step
+    at which the model has learned to copy (the gate).
 
-    PHASES = [(600, 256, 2048), (1800, 512, 2048), (None, 1024, 4096)]  # (end step, length, tokens/step)
-    COPY_FULL_TOKENS = 500_000    # 50% dense copy sequences until here,
-    COPY_TOKENS = 3_000_000       # then falling to 10% by here
-    DISTANCE_TOKENS = 4_000_000   # the largest distance grows from 96 to the full length by here
+    Before the gate: 256-token sequences, 2048 tokens a step, 80% dense copy sequences, facts at
+    most 96 tokens before their cues. A fixed schedule cannot know when copying appears (a first
+    run still copied nothing after 1M tokens, as its share of copies fell), so the gate opens when
+    the mean greedy accuracy on dense copy sequences (an exponential moving average over about 20
+    steps) reaches GATE_COPY_ACC. After it, by tokens trained since the gate: sequences of 256,
+    then 512, then 1024 tokens (4096 tokens a step); the copy share falls from 50% to 10%; the
+    largest fact-to-cue distance grows from 96 to the full length. The state (tokens trained, the
+    average, the gate) is saved in checkpoints: every sequence is a pure function of (seed,
+    step, index, the gate's token count), so a resumed run sees the same data as an
+    uninterrupted one."""
 
-    def __init__(self, seq_len):
+    GATE_COPY_ACC = 0.6
+    PHASES = [(1_000_000, 256, 2048), (3_000_000, 512, 2048), (None, 1024, 4096)]  # (end, length, tokens/step)
+    COPY_TOKENS = 2_500_000      # the copy share falls from 50% to 10% over this many tokens,
+    DISTANCE_TOKENS = 3_500_000  # and the distance reaches the full length after this many
+
+    def __init__(self, seq_len, state=None):
         self.full = seq_len
+        self.tokens, self.copy_avg, self.gate = 0, 0.0, None
+        if state:
+            self.tokens, self.copy_avg, self.gate = state["tokens"], state["copy_avg"], state["gate"]
 
-    def at_step(self, step):
-        """(tokens trained before this step, sequence length, tokens per step)."""
-        tokens, start = 0, 0
+    def state(self):
+        return {"tokens": self.tokens, "copy_avg": self.copy_avg, "gate": self.gate}
+
+    def since_gate(self):
+        return None if self.gate is None else self.tokens - self.gate
+
+    def shape(self):
+        """(sequence length, tokens per step) of the next step."""
+        since = self.since_gate()
+        if since is None:
+            return min(256, self.full), 2048
         for end, length, batch in self.PHASES:
-            if end is None or step < end:
-                return tokens + (step - start) * batch, min(length, self.full), batch
-            tokens += (end - start) * batch
-            start = end
+            if end is None or since < end:
+                return min(length, self.full), batch
 
-    def max_distance(self, tokens, seq_len):
-        frac = min(1.0, tokens / self.DISTANCE_TOKENS)
+    def max_distance(self, seq_len):
+        since = self.since_gate()
+        frac = 0.0 if since is None else min(1.0, since / self.DISTANCE_TOKENS)
         return int(min(seq_len - 40, 96 + frac * (self.full - 96)))
 
-    def copy_share(self, tokens):
-        frac = max(0.0, tokens - self.COPY_FULL_TOKENS) / (self.COPY_TOKENS - self.COPY_FULL_TOKENS)
-        return 0.5 - 0.4 * min(1.0, frac)
+    def copy_share(self):
+        since = self.since_gate()
+        if since is None:
+            return 0.8
+        return 0.5 - 0.4 * min(1.0, since / self.COPY_TOKENS)
+
+    def advance(self, n_tokens, copy_acc):
+        """After a step of n_tokens tokens; copy_acc is its accuracy on dense copies, or None."""
+        self.tokens += n_tokens
+        if copy_acc is not None:
+            self.copy_avg += 0.05 * (copy_acc - self.copy_avg)
+        if self.gate is None and self.copy_avg >= self.GATE_COPY_ACC:
+            self.gate = self.tokens
 
 
 def sample_distance(rng, max_d):

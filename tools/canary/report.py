@@ -3,7 +3,9 @@
 
   report.py recall RESULTS.tsv        recall by distance bucket (canary_eval recall output)
   report.py nll TORCH.tsv KVRT.tsv... NLL per text: torch (f32, f16 weights) against kvrt runs
+  report.py curve RUN/log.jsonl       the training curve: val recall by bucket at each evaluation
 """
+import json
 import math
 import os
 import sys
@@ -52,8 +54,34 @@ def nll(torch_path, kvrt_paths):
               f"from torch ({'f16' if ref is t16 else 'f32'} weights) {diff:.1e} (texts' means have 6 decimals)")
 
 
+def curve(path):
+    """One row per evaluation. A step logged twice (a run resumed from an earlier checkpoint)
+    counts once: its last entry, with an evaluation from an earlier one. tokens/s is the mean of
+    the training steps since the last row."""
+    by_step = {}
+    with open(path, encoding="utf-8") as f:
+        for e in map(json.loads, f):
+            by_step[e["step"]] = {**by_step.get(e["step"], {}), **e}
+    buckets = [f"{lo}-{hi}" for lo, hi in heldout.BUCKETS]
+    print("| step | tokens | seq | max distance | copy acc | answer acc | " + " | ".join(buckets) +
+          " | held-out NLL | tokens/s |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | " + " | ".join("---:" for _ in buckets) + " | ---: | ---: |")
+    rates = []
+    for step in sorted(by_step):
+        e = by_step[step]
+        rates.append(e["tok_s"])
+        if "recall" not in e:
+            continue
+        recalls = " | ".join(f"{e['recall'][b]:.0%}" for b in buckets)
+        print(f"| {step} | {e['tokens'] / 1e6:.2f}M | {e['seq_len']} | {e['max_d']} | {e.get('copy_acc', 0):.2f} | "
+              f"{e.get('answer_acc', 0):.2f} | {recalls} | {e['heldout_nll']:.3f} | {sum(rates) / len(rates):.0f} |")
+        rates = []
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "recall":
         recall(sys.argv[2])
+    elif sys.argv[1] == "curve":
+        curve(sys.argv[2])
     else:
         nll(sys.argv[2], sys.argv[3:])

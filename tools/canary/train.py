@@ -66,11 +66,11 @@ def lr_at(step, a):
 
 
 def make_batch(builder, curriculum, a, step):
-    tokens, n, batch_tokens = curriculum.at_step(step)
+    n, batch_tokens = curriculum.shape()
     batch, answers, dense = [], [], []
     for i in range(batch_tokens // n):
         rng = tasks.make_rng("train", a.seed, step, i)
-        ids, ans, is_copy = builder.sequence(rng, n, curriculum.max_distance(tokens, n), curriculum.copy_share(tokens))
+        ids, ans, is_copy = builder.sequence(rng, n, curriculum.max_distance(n), curriculum.copy_share())
         batch.append(ids)
         answers.append(ans)
         dense.append(is_copy)
@@ -136,10 +136,10 @@ def load_config(a, ckpt):
     return c
 
 
-def save(path, net, opt, step, a, c):
+def save(path, net, opt, step, a, c, curriculum):
     tmp = path + ".tmp"
     torch.save({"model": net.state_dict(), "opt": opt.state_dict(), "step": step,
-                "config": vars(c), "args": vars(a)}, tmp)
+                "config": vars(c), "args": vars(a), "curriculum": curriculum.state()}, tmp)
     os.replace(tmp, path)
 
 
@@ -172,7 +172,7 @@ def main():
     tok = spm.SpmTokenizer(a.vocab)
     pool = data.StoryPool(os.path.join(a.data, "stories_train.tsv"), tok)
     builder = data.Builder(tok, pool)
-    curriculum = data.Curriculum(a.seq_len)
+    curriculum = data.Curriculum(c.n_ctx, ckpt["curriculum"] if ckpt else None)
     val_cases = records.read_records(os.path.join(a.data, "val.tsv"))
     nll_texts = [r[1] for r in records.read_records(os.path.join(a.data, "nll_texts.tsv"))]
     n_params = sum(p.numel() for p in net.parameters())
@@ -190,7 +190,6 @@ def train_loop(net, opt, builder, curriculum, a, c, step, tok, val_cases, nll_te
     stop = []
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda signum, frame: stop.append(signum))
-    tokens_done = curriculum.at_step(step)[0]
     while step < a.steps and not stop and not (a.max_steps_this_run and step - start_step >= a.max_steps_this_run):
         t0 = time.time()
         ids, copy_mask, dense = make_batch(builder, curriculum, a, step)
@@ -205,17 +204,17 @@ def train_loop(net, opt, builder, curriculum, a, c, step, tok, val_cases, nll_te
         torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
         opt.step()
         step += 1
-        tokens_done += ids[:, 1:].numel()
         dt = time.time() - t0
-        entry = {"step": step, "tokens": tokens_done, "loss": round(losses.mean().item(), 4),
-                 "seq_len": ids.shape[1] - 1,
-                 "max_d": curriculum.max_distance(curriculum.at_step(step - 1)[0], ids.shape[1] - 1),
+        entry = {"step": step, "loss": round(losses.mean().item(), 4), "seq_len": ids.shape[1] - 1,
+                 "max_d": curriculum.max_distance(ids.shape[1] - 1), "copy_share": round(curriculum.copy_share(), 3),
                  "lr": round(lr_at(step - 1, a), 6), "tok_s": round(ids[:, 1:].numel() / dt)}
         hit = logits.argmax(-1) == ids[:, 1:]
         for key, rows in (("copy_acc", dense), ("answer_acc", ~dense)):  # dense copies; facts and copies in text
             m = copy_mask & rows[:, None]
             if m.any():
                 entry[key] = round(hit[m].float().mean().item(), 4)
+        curriculum.advance(ids[:, 1:].numel(), entry.get("copy_acc"))
+        entry.update(tokens=curriculum.tokens, copy_avg=round(curriculum.copy_avg, 4), gate=curriculum.gate)
         if step % a.eval_every == 0 or step == a.steps:
             entry.update(evaluate(net, tok, val_cases, nll_texts))
         log.write(json.dumps(entry) + "\n")
@@ -223,9 +222,9 @@ def train_loop(net, opt, builder, curriculum, a, c, step, tok, val_cases, nll_te
         if step % 10 == 0 or "recall" in entry:
             print(json.dumps(entry), flush=True)
         if time.time() - last_ckpt > 60 * a.ckpt_minutes or step == a.steps:
-            save(ckpt_path, net, opt, step, a, c)
+            save(ckpt_path, net, opt, step, a, c, curriculum)
             last_ckpt = time.time()
-    save(ckpt_path, net, opt, step, a, c)
+    save(ckpt_path, net, opt, step, a, c, curriculum)
     print(f"canary: stopped at step {step} after {time.time() - t_start:.0f} s", flush=True)
 
 
