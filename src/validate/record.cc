@@ -38,6 +38,7 @@ std::string body_text(const Record& r) {
     std::snprintf(bpt, sizeof bpt, "%.6g", s.bytes_per_token);
     o << "bytes_per_token = " << bpt << "\n";
     o << "n_ctx = " << s.n_ctx << "\n";
+    if (!s.tune_name.empty()) o << "tune_name = " << toml_quote(s.tune_name) << "\n";
   }
   return o.str();
 }
@@ -71,7 +72,8 @@ Record parse_record(const std::string& path, const toml::table& doc) {
   top.allow_only({"format", "kvrt_version", "isa", "model_path", "model_sha256", "thresholds_path",
                   "thresholds_sha256", "case_dirs", "acceptance_sha256", "max_len", "content_sha256",
                   "setting"});
-  if (top.integer("format").value_or(0) != kRecordFormat) top.fail_key("format", "is not a known record format");
+  const int64_t format = top.integer("format").value_or(0);
+  if (format != kRecordFormat && format != 3) top.fail_key("format", "is not a known record format");
   Record r;
   r.kvrt_version = top.required_string("kvrt_version");
   r.isa = top.required_string("isa");
@@ -86,10 +88,10 @@ Record parse_record(const std::string& path, const toml::table& doc) {
     for (const auto& node : *arr) {
       if (!node.is_table()) top.fail(&node, "each [[setting]] must be a table");
       const TomlView v(path, *node.as_table(), "setting");
-      v.allow_only({"name", "matmul", "label", "verdict", "bytes_per_token", "n_ctx"});
+      v.allow_only({"name", "matmul", "label", "verdict", "bytes_per_token", "n_ctx", "tune_name"});
       r.settings.push_back({v.required_string("name"), v.string("label").value_or(""), parse_verdict(v),
                             v.number("bytes_per_token").value_or(0), int(v.integer("n_ctx").value_or(0)),
-                            parse_matmul(v)});
+                            parse_matmul(v), v.string("tune_name").value_or("")});
     }
   }
   return r;

@@ -20,6 +20,7 @@ struct RecordSetting {
   double bytes_per_token = 0;
   int n_ctx = 0;      // the context (positions) it was validated at: run may use up to this many
   ops::MatmulPrecision matmul = ops::MatmulPrecision::kF32;  // the precision of its prefill products
+  std::string tune_name{};  // the name `kvrt tune` gave it ("tuned"; `run --kv NAME` finds it), or empty
 };
 
 struct Record {
@@ -34,7 +35,8 @@ struct Record {
 
 // 2: each setting binds the context it was validated at (n_ctx).
 // 3: each setting binds the precision of its prefill products (matmul = "f32" or "bf16").
-constexpr int kRecordFormat = 3;
+// 4: a setting may carry the name kvrt tune gave it (tune_name); format 3 records are still read.
+constexpr int kRecordFormat = 4;
 
 std::string record_text(const Record& r);  // TOML with the content hash line
 void write_record(const Record& r, const std::string& path);  // creates parent directories

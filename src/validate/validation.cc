@@ -143,10 +143,16 @@ void merge_earlier(const std::string& path, Record& r) {
   if (old.model_sha256 != r.model_sha256 || old.kvrt_version != r.kvrt_version || old.isa != r.isa ||
       old.thresholds_sha256 != r.thresholds_sha256 || old.acceptance_sha256 != r.acceptance_sha256)
     return;
-  for (const auto& s : old.settings) {
-    const bool rerun = std::any_of(r.settings.begin(), r.settings.end(),
-                                   [&](const auto& n) { return n.name == s.name && n.matmul == s.matmul; });
-    if (!rerun) r.settings.push_back(s);
+  // A tune name moves to the setting the new record gives it; a setting re-run keeps its name.
+  const auto named_anew = [&](const std::string& n) {
+    return std::any_of(r.settings.begin(), r.settings.end(), [&](const auto& x) { return x.tune_name == n; });
+  };
+  for (RecordSetting s : old.settings) {
+    if (!s.tune_name.empty() && named_anew(s.tune_name)) s.tune_name.clear();
+    const auto rerun = std::find_if(r.settings.begin(), r.settings.end(),
+                                    [&](const auto& n) { return n.name == s.name && n.matmul == s.matmul; });
+    if (rerun == r.settings.end()) r.settings.push_back(s);
+    else if (rerun->tune_name.empty()) rerun->tune_name = s.tune_name;
   }
 }
 

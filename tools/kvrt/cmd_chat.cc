@@ -126,8 +126,9 @@ int cmd_chat(int argc, char** argv) {
   add_options(cl, o);
   if (!cl.parse(argc, argv)) return kExitOk;
 
-  const kv::KvConfig kv_config = o.kv.config();
-  const ops::MatmulPrecision matmul = o.kv.matmul_precision();
+  const ChosenSetting chosen = o.gate.setting(o.kv, o.model.resolved_path());
+  const kv::KvConfig& kv_config = chosen.kv;
+  const ops::MatmulPrecision matmul = chosen.matmul;
   const model::OnContextFull on_full = model::parse_on_context_full(o.on_full);
   auto model = o.model.load();
   const model::ChatTemplate format = model::ChatTemplate::for_model(model->file(), o.chat_format);

@@ -81,8 +81,9 @@ int cmd_run(int argc, char** argv) {
   o.gate.add_to(cl);
   if (!cl.parse(argc, argv)) return kExitOk;
 
-  const kv::KvConfig kv_config = o.kv.config();
-  const ops::MatmulPrecision matmul = o.kv.matmul_precision();
+  const ChosenSetting chosen = o.gate.setting(o.kv, o.model.resolved_path());
+  const kv::KvConfig& kv_config = chosen.kv;
+  const ops::MatmulPrecision matmul = chosen.matmul;
   const std::string prompt = read_prompt(o);
   auto model = o.model.load();
   const model::Tokenizer& tok = model->tokenizer();

@@ -3,8 +3,10 @@
 #include <cstdio>
 
 #include "kvrt_config.h"
+#include "common/error.h"
 #include "simd/kernels.h"
 #include "validate/gate.h"
+#include "validate/named_setting.h"
 
 namespace kvrt::cli {
 
@@ -29,6 +31,19 @@ void GateOptions::check(const std::string& model_path, const kv::KvConfig& kv, o
   const std::string path = validate::require_pass_record(q);
   std::fprintf(stderr, "kvrt: KV setting %s%s validated for %d positions (record %s)\n", kv.name().c_str(),
                products.c_str(), n_ctx, path.c_str());
+}
+
+ChosenSetting GateOptions::setting(const KvOptions& kv, const std::string& model_path) const {
+  if (!validate::is_setting_name(kv.setting)) return {kv.config(), kv.matmul_precision()};
+  if (!kv.k.empty() || !kv.v.empty() || !kv.axis.empty() || kv.group >= 0 || kv.residual >= 0 || kv.rotate ||
+      !kv.matmul.empty())
+    throw Error("--kv " + kv.setting + " takes the whole setting from the validation record; give no other KV or "
+                    "--matmul flag with it", ErrorKind::kUsage);
+  const validate::NamedSetting n = validate::find_named_setting(model_path, record, simd::isa_name(), kv.setting);
+  std::fprintf(stderr, "kvrt: KV setting '%s' is %s (record %s)\n", kv.setting.c_str(), n.setting.c_str(),
+               n.record_path.c_str());
+  ops::require_matmul_precision(n.matmul);
+  return {kv::parse_setting(n.setting), n.matmul};
 }
 
 }  // namespace kvrt::cli

@@ -7,9 +7,15 @@
 
 #include "command_line.h"
 #include "kv/kv_config.h"
+#include "kv_options.h"
 #include "ops/matmul.h"
 
 namespace kvrt::cli {
+
+struct ChosenSetting {
+  kv::KvConfig kv;
+  ops::MatmulPrecision matmul = ops::MatmulPrecision::kF32;
+};
 
 struct GateOptions {
   bool allow_unvalidated = false;
@@ -20,6 +26,11 @@ struct GateOptions {
   // context of n_ctx positions (printing which record allowed it, or a warning); throws
   // kvrt::Error(kRefused) otherwise.
   void check(const std::string& model_path, const kv::KvConfig& kv, ops::MatmulPrecision matmul, int n_ctx) const;
+  // The setting of the KV and --matmul flags, or for `--kv NAME` the one named NAME in the record
+  // (--record, or the model's default; `kvrt tune` writes it), which check() then gates as any
+  // other. A name with other KV or --matmul flags is a kvrt::Error(kUsage); a record without it,
+  // kvrt::Error(kRefused).
+  ChosenSetting setting(const KvOptions& kv, const std::string& model_path) const;
 };
 
 }  // namespace kvrt::cli
