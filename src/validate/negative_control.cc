@@ -35,25 +35,29 @@ void damage_position(kv::KvCache& cache, kv::TileRole side, int layer, int pos, 
 
 }  // namespace
 
-std::function<void(kv::KvCache&, int, int, int)> scale_damage(float scale_noise) {
-  auto done = std::make_shared<std::vector<int>>();  // [n_layers] positions damaged so far
-  return [scale_noise, done](kv::KvCache& cache, int layer, int pos0, int) {
+std::function<void(kv::KvCache&, int, int, int)> scale_damage(float scale_noise, int only_layer) {
+  auto done = std::make_shared<std::vector<int>>();  // [n_layers][K, V] positions damaged so far
+  return [scale_noise, only_layer, done](kv::KvCache& cache, int layer, int pos0, int) {
+    if (only_layer >= 0 && layer != only_layer) return;
     const kv::CacheLayout& l = cache.layout();
     const kv::LayerLayout& ll = l.layers[size_t(layer)];
-    if (ll.k.packing != kv::Packing::kTokenTiles || ll.v.packing != kv::Packing::kTokenTiles)
+    const bool k_tiles = ll.k.packing == kv::Packing::kTokenTiles, v_tiles = ll.v.packing == kv::Packing::kTokenTiles;
+    if (only_layer < 0 && !(k_tiles && v_tiles))
       throw Error("the negative control damages token tiles only, not " + cache.config().name(), ErrorKind::kUsage);
-    done->resize(size_t(l.shape.n_layers), 0);
+    done->resize(2 * size_t(l.shape.n_layers), 0);
     const kv::HeadView v = cache.view(layer, 0);
-    int& from = (*done)[size_t(layer)];
-    if (pos0 == 0) from = l.sinks;  // the cache was cleared (or is new); sinks stay FP32
-    for (int pos = from; pos < v.k.n_packed; ++pos) damage_position(cache, kv::TileRole::kKey, layer, pos, scale_noise);
-    for (int pos = from; pos < v.v.n_packed; ++pos) damage_position(cache, kv::TileRole::kValue, layer, pos, scale_noise);
-    from = v.k.n_packed;
+    int& k_from = (*done)[2 * size_t(layer)];
+    int& v_from = (*done)[2 * size_t(layer) + 1];
+    if (pos0 == 0) k_from = v_from = l.sinks;  // the cache was cleared (or is new); sinks stay FP32
+    if (k_tiles)
+      for (; k_from < v.k.n_packed; ++k_from) damage_position(cache, kv::TileRole::kKey, layer, k_from, scale_noise);
+    if (v_tiles)
+      for (; v_from < v.v.n_packed; ++v_from) damage_position(cache, kv::TileRole::kValue, layer, v_from, scale_noise);
   };
 }
 
-std::string damaged_name(const kv::KvConfig& kv, float scale_noise) {
-  return kv.name() + ",noise=" + std::to_string(scale_noise);
+std::string damaged_name(const kv::KvConfig& kv, float scale_noise, int layer) {
+  return kv.name() + ",noise=" + std::to_string(scale_noise) + (layer >= 0 ? ",noise_layer=" + std::to_string(layer) : "");
 }
 
 }  // namespace kvrt::validate

@@ -11,11 +11,13 @@
 namespace kvrt::validate {
 
 // The hook that damages, after each write of a layer, the scales of every token tile position
-// packed since the last call (kvrt::Error(kUsage) for caches without token tiles).
-std::function<void(kv::KvCache&, int layer, int pos0, int n_tokens)> scale_damage(float scale_noise);
+// packed since the last call (kvrt::Error(kUsage) for caches without token tiles). With `layer`
+// >= 0 only that layer is damaged, and only its sides stored in token tiles: an FP32 side has no
+// scales, so storing it in FP32 protects it (kvrt tune's known-answer test).
+std::function<void(kv::KvCache&, int layer, int pos0, int n_tokens)> scale_damage(float scale_noise, int layer = -1);
 
-// The name a damaged setting is recorded under: the cache's name with ",noise=<scale_noise>", so
-// it can never stand for the undamaged setting in a record.
-std::string damaged_name(const kv::KvConfig& kv, float scale_noise);
+// The name a damaged setting is recorded under: the cache's name with ",noise=<scale_noise>" (and
+// ",noise_layer=<layer>"), so it can never stand for the undamaged setting in a record.
+std::string damaged_name(const kv::KvConfig& kv, float scale_noise, int layer = -1);
 
 }  // namespace kvrt::validate

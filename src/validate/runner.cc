@@ -207,7 +207,7 @@ SettingResult make_result(const Setting& s, const model::Session& session, size_
   SettingResult r;
   r.setting = s;
   const kv::KvConfig& kv = session.kv_cache().config();
-  r.name = s.scale_noise > 0 ? damaged_name(kv, s.scale_noise) : kv.name();
+  r.name = s.scale_noise > 0 ? damaged_name(kv, s.scale_noise, s.damage_layer) : kv.name();
   r.bytes_per_token = session.kv_cache().bytes_per_token();
   r.cases.resize(n_cases);
   r.kl_by_pos.assign(size_t(bins), 0.0);
@@ -222,7 +222,7 @@ Lane make_lane(const model::Model& m, const Setting& s, int n_ctx, const RunOpti
   so.n_batch = batch;
   so.kv = s.kv;
   so.matmul = s.matmul;
-  if (s.scale_noise > 0) so.after_cache_write = scale_damage(s.scale_noise);
+  if (s.scale_noise > 0) so.after_cache_write = scale_damage(s.scale_noise, s.damage_layer);
   Lane lane;
   lane.session = std::make_unique<model::Session>(m, so);
   lane.prompt = std::make_unique<model::SessionState>(*lane.session);

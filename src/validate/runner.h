@@ -23,6 +23,7 @@ struct Setting {
   kv::KvConfig kv;
   ops::MatmulPrecision matmul = ops::MatmulPrecision::kF32;  // of the prefill products
   float scale_noise = 0;  // > 0: the negative control, stored scales damaged (validate/negative_control.h)
+  int damage_layer = -1;  // >= 0 with scale_noise: only this layer's scales (kvrt tune's known-answer test)
 };
 
 struct SettingResult;
