@@ -188,17 +188,30 @@ void load_inputs(const model::Model& model, const ValidationRequest& req, Valida
   v.report.isa = simd::isa_name();
 }
 
+int run_threads(const model::Model& model, int requested) {
+  return requested == 0 && model.file().file_size() < kSingleThreadModelBytes ? 1 : requested;
+}
+
+std::vector<Case> build_model_cases(const model::Model& model, Validation& v) {
+  const std::optional<model::ChatTemplate> chat = model::ChatTemplate::of_model(model.file());
+  return build_cases(v.case_set, model.tokenizer(), chat ? &*chat : nullptr, v.report.max_len, &v.report.skipped);
+}
+
 void run(const model::Model& model, const ValidationRequest& req, Validation& v) {
   Report& rep = v.report;
-  const std::optional<model::ChatTemplate> chat = model::ChatTemplate::of_model(model.file());
-  v.cases = build_cases(v.case_set, model.tokenizer(), chat ? &*chat : nullptr, rep.max_len, &rep.skipped);
+  v.cases = build_model_cases(model, v);
+  if (!req.case_ids.empty())
+    v.cases.erase(std::remove_if(v.cases.begin(), v.cases.end(),
+                                 [&](const Case& c) {
+                                   return std::find(req.case_ids.begin(), req.case_ids.end(), c.id) == req.case_ids.end();
+                                 }),
+                  v.cases.end());
   if (v.cases.empty())
     throw Error("no case fits in the usable context of " + std::to_string(rep.max_len) + " positions");
   drop_inapplicable(model, rep.max_len, v.settings, rep.skipped_settings);
 
   RunOptions ro;
-  ro.n_threads = req.n_threads;
-  if (ro.n_threads == 0 && model.file().file_size() < kSingleThreadModelBytes) ro.n_threads = 1;
+  ro.n_threads = run_threads(model, req.n_threads);
   ro.noise_threads = ro.n_threads;
   ro.max_len = rep.max_len;
   ro.progress = req.progress;

@@ -25,6 +25,7 @@ struct ValidationRequest {
   std::string thresholds_file;         // empty: <validation dir>/thresholds.toml
   std::string cases_dir;               // more cases beside the bundled set
   bool only_cases = false;             // use only cases_dir
+  std::vector<std::string> case_ids;   // non-empty: only the cases with these ids (kvrt tune's verdict slice)
   int max_len = 0;                     // the context to validate at (-c); 0: the model's, capped by the
                                        // thresholds file's [context] max and by available memory
   std::optional<uint64_t> seed;        // bootstrap seed; default the thresholds file's
@@ -53,6 +54,13 @@ struct Validation {
 // reads the request's files (errors name file and line), chooses the context (report.max_len) and
 // hashes the model file, all before running anything.
 void load_inputs(const model::Model& model, const ValidationRequest& req, Validation& v);
+
+// The thread count a run uses: `requested`, or for 0 all cores (one for models under 64 MiB).
+int run_threads(const model::Model& model, int requested);
+
+// The cases of v.case_set for the context v.report.max_len and the model's tokenizer and chat
+// format; those too long are named in v.report.skipped.
+std::vector<Case> build_model_cases(const model::Model& model, Validation& v);
 
 // Replays v.settings and judges them. Call load_inputs first.
 void run(const model::Model& model, const ValidationRequest& req, Validation& v);

@@ -6,7 +6,7 @@ namespace kvrt::cli {
 
 // Exit codes shared by every subcommand.
 constexpr int kExitOk = 0;
-constexpr int kExitRefused = 1;        // validate: at least one setting refused
+constexpr int kExitRefused = 1;        // validate: at least one setting refused; tune: none found
 constexpr int kExitUsage = 2;          // bad flag, bad value, bad or missing input file
 constexpr int kExitNotValidated = 3;   // run: compressed setting without a matching PASS record
 constexpr int kExitResource = 4;       // context too small for the prompt, memory cap exceeded
@@ -17,5 +17,6 @@ int cmd_chat(int argc, char** argv);
 int cmd_info(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_validate(int argc, char** argv);
+int cmd_tune(int argc, char** argv);
 
 }  // namespace kvrt::cli

@@ -26,6 +26,7 @@ constexpr Subcommand kSubcommands[] = {
     {"info", kvrt::cli::cmd_info, "describe a model file and this machine"},
     {"bench", kvrt::cli::cmd_bench, "measure prefill and decode speed per KV setting"},
     {"validate", kvrt::cli::cmd_validate, "check KV settings against the FP32 cache; write the record run needs"},
+    {"tune", kvrt::cli::cmd_tune, "find the smallest per-layer KV setting that passes validation; record it by name"},
 };
 
 void print_usage(std::FILE* out) {

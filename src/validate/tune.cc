@@ -1,0 +1,314 @@
+#include "validate/tune.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <numeric>
+
+#include "common/error.h"
+#include "kv/cache_layout.h"
+#include "kv/formats.h"
+#include "validate/bootstrap.h"
+#include "validate/named_setting.h"
+#include "validate/settings.h"
+
+namespace kvrt::validate {
+namespace {
+
+// Settings per calibration run: each lane holds a cache and a copy of it, so a model with many
+// layers calibrates in several runs (the baseline runs again in each) rather than all at once.
+constexpr size_t kCalibrationLanes = 16;
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+kv::CacheShape shape_of(const model::Model& m, int n_ctx) {
+  const model::ModelConfig& c = m.config();
+  return {c.n_layers, c.n_kv_heads, c.head_dim, n_ctx};
+}
+
+std::vector<TuneUnit> units_of(const model::Model& m) {
+  std::vector<TuneUnit> units;
+  for (int l = 0; l < m.config().n_layers; ++l)
+    for (kv::TileRole side : {kv::TileRole::kKey, kv::TileRole::kValue}) units.push_back({l, side});
+  return units;
+}
+
+// The base with unit u at ladder[rung[u]]. Each side's k= / v= is its most common rung (the
+// lower on a tie), so the per-layer entries list only the exceptions.
+kv::KvConfig candidate(const TuneRequest& req, const std::vector<TuneUnit>& units, const std::vector<int>& rung) {
+  kv::KvConfig c = req.base;
+  for (kv::TileRole side : {kv::TileRole::kKey, kv::TileRole::kValue}) {
+    std::vector<int> count(req.ladder.size(), 0);
+    for (size_t u = 0; u < units.size(); ++u)
+      if (units[u].side == side) ++count[size_t(rung[u])];
+    const kv::Format common = req.ladder[size_t(std::max_element(count.begin(), count.end()) - count.begin())];
+    (side == kv::TileRole::kKey ? c.k_format : c.v_format) = common;
+  }
+  for (size_t u = 0; u < units.size(); ++u) c.layers.push_back({units[u].layer, units[u].side, req.ladder[size_t(rung[u])]});
+  return c;
+}
+
+Setting make_setting(const TuneRequest& req, const kv::KvConfig& kv, std::string label) {
+  Setting s{std::move(label), kv, req.matmul, req.damage_noise};
+  s.damage_layer = req.damage_layer;
+  return s;
+}
+
+// Splits the cases, per category in a seeded random order, into a calibration slice (a share of
+// each category, rounded, but never so many that fewer than min_cases of it are left to decide)
+// and the verdict slice.
+void split_cases(const std::vector<Case>& cases, double share, const Thresholds& t, std::vector<Case>& calibration,
+                 std::vector<std::string>& verdict_ids) {
+  std::map<std::string, std::vector<size_t>> by_category;
+  for (size_t i : shuffled_order(cases.size(), t.bootstrap.seed)) by_category[cases[i].category].push_back(i);
+  std::vector<bool> calibrate(cases.size(), false);
+  for (const auto& [category, idx] : by_category) {
+    const size_t keep = std::min(idx.size(), size_t(std::max(t.min_cases, 1)));
+    const size_t n = std::min(size_t(share * double(idx.size()) + 0.5), idx.size() - keep);
+    for (size_t k = 0; k < n; ++k) calibrate[idx[k]] = true;
+  }
+  for (size_t i = 0; i < cases.size(); ++i) {
+    if (calibrate[i]) calibration.push_back(cases[i]);
+    else verdict_ids.push_back(cases[i].id);
+  }
+}
+
+double mean_kl(const SettingResult& r, const std::vector<Case>& cases) {
+  const std::vector<double> v = metric_values(r, cases, Metric::kKl, [](const Case&) { return true; });
+  return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
+}
+
+// unit_kl[u][r]: the KL of unit u alone at rung r, every other unit at the top rung (less the KL of
+// every unit at the top rung, when that is not f32). Returns false when the budget ended it.
+bool calibrate(const model::Model& model, const TuneRequest& req, const Validation& v,
+               const std::vector<Case>& cases, Tuning& t, double budget_seconds) {  // budget left, 0: none
+  const size_t top = req.ladder.size() - 1;
+  std::vector<Setting> settings;
+  std::vector<std::pair<size_t, size_t>> slot;  // [setting] (unit, rung)
+  for (size_t u = 0; u < t.units.size(); ++u)
+    for (size_t r = 0; r < top; ++r) {
+      std::vector<int> rung(t.units.size(), int(top));
+      rung[u] = int(r);
+      const kv::KvConfig kv = candidate(req, t.units, rung);
+      settings.push_back(make_setting(req, kv, setting_label(kv, req.matmul)));
+      slot.push_back({u, r});
+    }
+  const bool offset = req.ladder[top] != kv::Format::kF32;
+  if (offset) settings.push_back(make_setting(req, candidate(req, t.units, std::vector<int>(t.units.size(), int(top))), "top"));
+  RunOptions ro;
+  ro.n_threads = run_threads(model, req.validation.n_threads);
+  ro.noise_threads = ro.n_threads;
+  ro.max_len = v.report.max_len;
+  std::vector<double> kl(settings.size(), 0.0);
+  const Clock::time_point t0 = Clock::now();
+  for (size_t b = 0; b < settings.size(); b += kCalibrationLanes) {
+    const std::vector<Setting> batch(settings.begin() + long(b),
+                                     settings.begin() + long(std::min(settings.size(), b + kCalibrationLanes)));
+    if (budget_seconds > 0) {
+      ro.budget_seconds = budget_seconds - seconds_since(t0);
+      if (ro.budget_seconds <= 0) return false;
+    }
+    const RunResult run = run_validation(model, cases, batch, ro);
+    if (run.budget_ended) return false;
+    for (size_t i = 0; i < batch.size(); ++i) kl[b + i] = mean_kl(run.settings[i], cases);
+  }
+  const double base = offset ? kl.back() : 0.0;
+  t.unit_kl.assign(t.units.size(), std::vector<double>(req.ladder.size(), 0.0));
+  for (size_t i = 0; i < slot.size(); ++i) t.unit_kl[slot[i].first][slot[i].second] = std::max(0.0, kl[i] - base);
+  return true;
+}
+
+TuneStep make_step(const model::Model& model, const TuneRequest& req, const Tuning& t, const std::vector<int>& rung) {
+  const kv::KvConfig c = candidate(req, t.units, rung);
+  const kv::CacheShape shape = shape_of(model, t.max_len);
+  TuneStep s;
+  s.kv = kv::resolve_setting(c, shape);
+  s.name = s.kv.name();
+  s.bytes_per_token = kv::plan_cache(c, shape).bytes_per_token();
+  for (size_t u = 0; u < t.units.size(); ++u) s.calibration_kl += t.unit_kl[u][size_t(rung[u])];
+  return s;
+}
+
+// Bytes per token of one unit (one side of one layer) at each rung.
+std::vector<double> unit_bytes(const model::Model& model, const TuneRequest& req, const Tuning& t) {
+  std::vector<double> bytes;
+  for (kv::Format f : req.ladder) {
+    kv::KvConfig c = req.base;
+    c.k_format = c.v_format = f;
+    bytes.push_back(kv::plan_cache(c, shape_of(model, t.max_len)).bytes_per_token() / double(t.units.size()));
+  }
+  return bytes;
+}
+
+// From every unit at the bottom rung to every unit at the top, one rung of one unit per step: the
+// worst unit for its bytes, the one whose next rung takes the most KL away per byte it adds (the
+// first on a tie). A unit's KL at a rung is what it costs alone (calibrate).
+std::vector<TuneStep> build_path(const model::Model& model, const TuneRequest& req, const Tuning& t) {
+  const size_t top = req.ladder.size() - 1;
+  const std::vector<double> bytes = unit_bytes(model, req, t);
+  const auto gain = [&](size_t u, size_t r) {
+    return (t.unit_kl[u][r] - t.unit_kl[u][r + 1]) / std::max(bytes[r + 1] - bytes[r], 1e-9);
+  };
+  std::vector<int> rung(t.units.size(), 0);
+  std::vector<TuneStep> path{make_step(model, req, t, rung)};
+  for (;;) {
+    int worst = -1;
+    for (size_t u = 0; u < t.units.size(); ++u)
+      if (size_t(rung[u]) < top &&
+          (worst < 0 || gain(u, size_t(rung[u])) > gain(size_t(worst), size_t(rung[size_t(worst)]))))
+        worst = int(u);
+    if (worst < 0) return path;
+    ++rung[size_t(worst)];
+    path.push_back(make_step(model, req, t, rung));
+    path.back().raised = worst;
+  }
+}
+
+std::string step_line(const Tuning& t, size_t i) {
+  const TuneStep& s = t.path[i];
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "tune: step %zu of %zu, %.1f bytes/token: %s (%.1f s)", i, t.path.size() - 1,
+                s.bytes_per_token, verdict_name(s.verdict->verdict), s.seconds);
+  return buf;
+}
+
+}  // namespace
+
+std::vector<kv::Format> parse_ladder(const std::string& text) {
+  std::vector<kv::Format> ladder;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t end = std::min(text.find(',', at), text.size());
+    ladder.push_back(kv::parse_format(std::string_view(text).substr(at, end - at)));
+    if (ladder.size() > 1 && kv::format_traits(ladder.back()).bits <= kv::format_traits(ladder[ladder.size() - 2]).bits)
+      throw Error("format ladder '" + text + "': each format must take more bits per value than the one before it "
+                      "(most aggressive first, e.g. q2,q4,q8,f32)",
+                  ErrorKind::kUsage);
+    at = end + 1;
+  }
+  if (ladder.size() < 2)
+    throw Error("format ladder '" + text + "' needs at least two formats (e.g. q4,q8,f32)", ErrorKind::kUsage);
+  return ladder;
+}
+
+void load_tune_inputs(const model::Model& model, TuneRequest& req, Validation& v, std::vector<std::string>& skipped) {
+  if (req.ladder.size() < 2) throw Error("the format ladder needs at least two formats", ErrorKind::kUsage);
+  const kv::KvConfig& b = req.base;
+  if (b.k_format != kv::Format::kF32 || b.v_format != kv::Format::kF32 || !b.layers.empty())
+    throw Error("kvrt tune chooses the KV formats itself (--formats); the base setting may give only g, axis, r, "
+                    "rot and sinks, not " + b.name(),
+                ErrorKind::kUsage);
+  if (!(req.calibration_share > 0 && req.calibration_share < 1))
+    throw Error("the calibration share must be above 0 and below 1", ErrorKind::kUsage);
+  check_setting_name(req.name);
+  if (req.damage_noise > 0 && (req.damage_layer < 0 || req.damage_layer >= model.config().n_layers))
+    throw Error("the damaged layer must be one of the model's " + std::to_string(model.config().n_layers) + " layers",
+                ErrorKind::kUsage);
+  ValidationRequest vr = req.validation;
+  vr.settings.clear();
+  for (kv::Format f : req.ladder) {  // every rung, uniform: the lanes a run holds at once are bounded by these
+    kv::KvConfig c = req.base;
+    c.k_format = c.v_format = f;
+    vr.settings.push_back({setting_label(c, req.matmul), c, req.matmul});
+  }
+  vr.settings.resize(kCalibrationLanes, vr.settings.back());
+  load_inputs(model, vr, v);
+  std::vector<kv::Format> kept;
+  for (kv::Format f : req.ladder) {
+    kv::KvConfig c = req.base;
+    c.k_format = c.v_format = f;
+    try {
+      kv::plan_cache(c, shape_of(model, v.report.max_len));
+      kept.push_back(f);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kUsage) throw;
+      skipped.push_back(std::string(kv::format_name(f)) + ": " + e.what());
+    }
+  }
+  if (kept.size() < 2) {
+    std::string why;
+    for (const std::string& s : skipped) why += "; " + s;
+    throw Error("fewer than two formats of the ladder fit this model" + why, ErrorKind::kUsage);
+  }
+  req.ladder = kept;
+  ops::require_matmul_precision(req.matmul);
+}
+
+Tuning tune(const model::Model& model, const TuneRequest& req, const Validation& v) {
+  const Clock::time_point t0 = Clock::now();
+  const double budget = req.validation.budget_minutes * 60.0;
+  const auto log = [&](const std::string& s) { if (req.log) req.log(s); };
+  Tuning t;
+  t.max_len = v.report.max_len;
+  t.units = units_of(model);
+  Validation built;  // the case set built for the model, to split
+  built.case_set = v.case_set;
+  built.report.max_len = v.report.max_len;
+  std::vector<Case> calibration;
+  split_cases(build_model_cases(model, built), req.calibration_share, v.thresholds, calibration, t.verdict_ids);
+  for (const Case& c : calibration) t.calibration_ids.push_back(c.id);
+  if (calibration.empty() || t.verdict_ids.empty())
+    throw Error("the acceptance set at a context of " + std::to_string(t.max_len) +
+                " positions has no category with more than min_cases cases to split into calibration and verdict slices");
+
+  log("tune: calibrating " + std::to_string(t.units.size()) + " units on " + std::to_string(calibration.size()) +
+      " cases (" + std::to_string(t.verdict_ids.size()) + " others decide)");
+  if (!calibrate(model, req, v, calibration, t, budget > 0 ? std::max(1e-9, budget - seconds_since(t0)) : 0.0)) {
+    t.budget_ended = true;
+    t.calibration_seconds = t.seconds = seconds_since(t0);
+    return t;
+  }
+  t.calibration_seconds = seconds_since(t0);
+  t.path = build_path(model, req, t);
+
+  // Bisection for the first PASS; a top rung of f32 needs no check (the FP32 cache is never gated).
+  size_t lo = 0, hi = t.path.size() - (req.ladder.back() == kv::Format::kF32 ? 1 : 0);
+  std::unique_ptr<Validation> found;
+  while (lo < hi) {
+    const double left = budget - seconds_since(t0);
+    if (budget > 0 && left <= 0) {
+      t.budget_ended = true;
+      break;
+    }
+    const size_t mid = (lo + hi) / 2;
+    TuneStep& s = t.path[mid];
+    auto c = std::make_unique<Validation>();
+    c->thresholds = v.thresholds;
+    c->case_set = v.case_set;
+    c->report.max_len = v.report.max_len;
+    c->report.context_source = v.report.context_source;
+    c->report.model_sha256 = v.report.model_sha256;
+    c->report.isa = v.report.isa;
+    c->settings = {make_setting(req, s.kv, setting_label(s.kv, req.matmul))};
+    ValidationRequest vr = req.validation;
+    vr.settings = c->settings;
+    vr.case_ids = t.verdict_ids;
+    vr.budget_minutes = budget > 0 ? left / 60.0 : 0.0;
+    const Clock::time_point t1 = Clock::now();
+    run(model, vr, *c);
+    s.seconds = seconds_since(t1);
+    s.verdict = c->report.verdicts[0];
+    log(step_line(t, mid));
+    if (s.verdict->verdict == Verdict::kPass) {
+      t.found = int(mid);
+      found = std::move(c);
+      hi = mid;
+    } else if (c->run.budget_ended && s.verdict->verdict == Verdict::kInconclusive) {
+      t.budget_ended = true;
+      break;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  if (found) {
+    t.record = found->record;
+    t.record.settings[0].tune_name = req.name;
+  }
+  t.seconds = seconds_since(t0);
+  return t;
+}
+
+}  // namespace kvrt::validate

@@ -1,0 +1,110 @@
+// kvrt tune: search per-layer K and V formats for the smallest-memory setting that PASSes the gate
+// at the deployment context, and write it into the record under a name `kvrt run --kv NAME` takes.
+#include <cstdio>
+#include <cstdlib>
+
+#include "command_line.h"
+#include "commands.h"
+#include "common/error.h"
+#include "kv_options.h"
+#include "model_options.h"
+#include "validate/named_setting.h"
+#include "validate/output_file.h"
+#include "validate/tune.h"
+
+namespace kvrt::cli {
+namespace {
+
+struct TuneOptions {
+  ModelOptions model;
+  KvOptions kv;
+  std::string formats = "q2,q4,q8,f32", name = "tuned", cases_dir, config, record;
+  bool only_cases = false;
+  float calibration = 0.25f;
+  int max_len = 0;
+  float budget_minutes = 0;
+  std::optional<uint64_t> seed;
+  int damage_layer = -1;
+  float damage_noise = 0;
+};
+
+}  // namespace
+
+int cmd_tune(int argc, char** argv) {
+  TuneOptions o;
+  CommandLine cl("kvrt tune [-m MODEL] -c N [options]",
+                 "Searches per-layer K and V formats for the smallest-memory KV setting that PASSes the gate at a\n"
+                 "context of N positions. It starts with every layer at the most aggressive format, ranks layers\n"
+                 "(K and V apart) by their KL on a calibration slice of the acceptance set, falls back the worst\n"
+                 "one format at a time, and checks the steps with validate's statistics on the other cases only.\n"
+                 "The setting found is written into the record with its verdict under a name (--name, default\n"
+                 "tuned): `kvrt run --kv tuned` uses it. Exit 0: found; 1: no setting below FP32 passed;\n"
+                 "2: usage or input error.");
+  o.model.add_to(cl, false);
+  o.kv.add_to(cl);
+  cl.add("--formats", "LIST", "formats to choose from per layer and side, most aggressive first (default q2,q4,q8,f32)",
+         &o.formats);
+  cl.add("--name", "NAME", "the name the record gives the setting found (default tuned)", &o.name);
+  cl.add("--calibration", "SHARE", "share of each category's cases the search measures on (default 0.25); "
+         "the rest decide the verdicts", &o.calibration, 0.01f, 0.99f);
+  cl.add("--cases", "DIR", "more cases: DIR/manifest.toml in the acceptance-set format", &o.cases_dir);
+  cl.add_flag("--only-cases", "use only the --cases directory, not the bundled set", &o.only_cases);
+  cl.add("--config", "FILE", "thresholds (default validation/thresholds.toml in kvrt's data dir)", &o.config);
+  cl.add("-c,--max-len,--ctx", "N", "the deployment context: cases stretch to it and the record binds it "
+         "(default: as validate's)", &o.max_len, 16, 1 << 20);
+  cl.add("--budget", "MINUTES", "stop the search after this many minutes, keeping the smallest PASS found so far",
+         &o.budget_minutes, 0.001f, 1e6f);
+  cl.add("--seed", "S", "bootstrap and case-split seed (default: the thresholds file's)", &o.seed);
+  cl.add("--record", "PATH", "validation record to write (default: in $KVRT_STATE_DIR or ~/.local/state/kvrt)",
+         &o.record);
+  // Tests only: damages the stored scales of layer L in every candidate by the relative NOISE, so
+  // the search has a known answer; the record is not written.
+  cl.add_hidden("--debug-damage-layer", [&o](std::string_view v) {
+    const std::string s(v);
+    const size_t colon = s.find(':');
+    o.damage_layer = std::atoi(s.substr(0, colon).c_str());
+    o.damage_noise = colon == std::string::npos ? 0.0f : std::strtof(s.c_str() + colon + 1, nullptr);
+    if (!(o.damage_noise > 0)) throw Error("--debug-damage-layer needs LAYER:NOISE", ErrorKind::kUsage);
+  });
+  if (!cl.parse(argc, argv)) return kExitOk;
+  if (o.only_cases && o.cases_dir.empty()) throw Error("--only-cases needs --cases DIR", ErrorKind::kUsage);
+
+  validate::TuneRequest req;
+  req.ladder = validate::parse_ladder(o.formats);
+  req.base = o.kv.config();
+  req.matmul = o.kv.matmul_precision();
+  req.calibration_share = o.calibration;
+  req.name = o.name;
+  req.damage_layer = o.damage_layer;
+  req.damage_noise = o.damage_noise;
+  validate::check_setting_name(req.name);
+  req.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  validate::ValidationRequest& vr = req.validation;
+  vr.thresholds_file = o.config;
+  vr.cases_dir = o.cases_dir;
+  vr.only_cases = o.only_cases;
+  vr.max_len = o.max_len;
+  vr.seed = o.seed;
+  vr.n_threads = o.model.n_threads;
+  vr.budget_minutes = o.budget_minutes;
+  vr.model_path = o.model.resolved_path();
+  const std::unique_ptr<model::Model> model = o.model.load();
+  validate::Validation inputs;
+  std::vector<std::string> skipped;
+  validate::load_tune_inputs(*model, req, inputs, skipped);
+  const std::string record_path = validate::prepare_record(inputs, o.record);
+
+  validate::Tuning t = validate::tune(*model, req, inputs);
+  t.skipped_formats = skipped;
+  std::fputs(validate::tune_report_text(t, req).c_str(), stdout);
+  if (t.found < 0) return kExitRefused;
+  if (req.damage_noise > 0) {
+    std::printf("record: not written (--debug-damage-layer)\n");
+    return kExitOk;
+  }
+  validate::save_record(record_path, t.record);
+  std::printf("record: %s (kvrt run --kv %s)\n", record_path.c_str(), req.name.c_str());
+  return kExitOk;
+}
+
+}  // namespace kvrt::cli
