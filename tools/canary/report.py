@@ -57,13 +57,13 @@ def nll(torch_path, kvrt_paths):
 def curve(path):
     """One row per evaluation. A step logged twice (a run resumed from an earlier checkpoint)
     counts once: its last entry, with an evaluation from an earlier one. tokens/s is the mean of
-    the training steps since the last row."""
+    the training steps since the last row; copy acc the curriculum's moving average where logged."""
     by_step = {}
     with open(path, encoding="utf-8") as f:
         for e in map(json.loads, f):
             by_step[e["step"]] = {**by_step.get(e["step"], {}), **e}
     buckets = [f"{lo}-{hi}" for lo, hi in heldout.BUCKETS]
-    print("| step | tokens | seq | max distance | copy acc | answer acc | " + " | ".join(buckets) +
+    print("| step | tokens | seq | max distance | copy acc (avg) | answer acc | " + " | ".join(buckets) +
           " | held-out NLL | tokens/s |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: | " + " | ".join("---:" for _ in buckets) + " | ---: | ---: |")
     rates = []
@@ -73,7 +73,7 @@ def curve(path):
         if "recall" not in e:
             continue
         recalls = " | ".join(f"{e['recall'][b]:.0%}" for b in buckets)
-        print(f"| {step} | {e['tokens'] / 1e6:.2f}M | {e['seq_len']} | {e['max_d']} | {e.get('copy_acc', 0):.2f} | "
+        print(f"| {step} | {e['tokens'] / 1e6:.2f}M | {e['seq_len']} | {e['max_d']} | {e.get('copy_avg', e.get('copy_acc', 0)):.2f} | "
               f"{e.get('answer_acc', 0):.2f} | {recalls} | {e['heldout_nll']:.3f} | {sum(rates) / len(rates):.0f} |")
         rates = []
 

@@ -136,6 +136,17 @@ def load_config(a, ckpt):
     return c
 
 
+RECIPE_ARGS = ["seq_len", "lr", "warmup", "seed", "steps", "answer_weight"]
+
+
+def check_same_recipe(a, saved):
+    """A resumed run takes the arguments that shape its data and learning rate as it started."""
+    for k in RECIPE_ARGS:
+        if k in saved and saved[k] != getattr(a, k):
+            sys.exit(f"train.py: {a.run}/checkpoint.pt was trained with --{k.replace('_', '-')} {saved[k]}, "
+                     f"not {getattr(a, k)}: resume with the same arguments (or use another --run)")
+
+
 def save(path, net, opt, step, a, c, curriculum):
     tmp = path + ".tmp"
     torch.save({"model": net.state_dict(), "opt": opt.state_dict(), "step": step,
@@ -157,6 +168,8 @@ def main():
     os.makedirs(a.run, exist_ok=True)
     ckpt_path = os.path.join(a.run, "checkpoint.pt")
     ckpt = torch.load(ckpt_path) if os.path.exists(ckpt_path) else None
+    if ckpt:
+        check_same_recipe(a, ckpt["args"])
     c = load_config(a, ckpt)
     torch.manual_seed(a.seed)
     net = canary_model.Llama(c)
