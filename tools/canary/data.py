@@ -70,7 +70,7 @@ class Curriculum:
     uninterrupted one."""
 
     GATE_COPY_ACC = 0.6
-    PHASES = [(1_000_000, 256, 2048), (3_000_000, 512, 2048), (None, 1024, 4096)]  # (end, length, tokens/step)
+    PHASES = [(500_000, 256, 2048), (1_500_000, 512, 2048), (None, 1024, 4096)]  # (end, length, tokens/step)
     COPY_TOKENS = 2_500_000      # the copy share falls from 50% to 10% over this many tokens,
     DISTANCE_TOKENS = 3_500_000  # and the distance reaches the full length after this many
 
