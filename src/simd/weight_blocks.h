@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 namespace kvrt::simd {
 
@@ -130,6 +131,13 @@ struct BlockQ8_K {
   int16_t bsums[kQK_K / 16];
 };
 static_assert(sizeof(BlockQ8_K) == 292);
+
+// Q8_K's f32 scale, which a 2-byte aligned block does not promise to align.
+inline float q8_k_scale(const BlockQ8_K& b) {
+  float d;
+  std::memcpy(&d, &b.d, sizeof d);
+  return d;
+}
 
 // Scale and min of sub-block j (0..7) of Q4_K and Q5_K: 6 bits each, packed in 12 bytes.
 inline void k_scale_min(int j, const uint8_t* q, uint8_t& scale, uint8_t& min) {

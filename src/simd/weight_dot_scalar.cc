@@ -2,8 +2,6 @@
 // tests and the scalar rung's decode slots. Per block the exact integer sum of code products, then
 // y += d_w * d_a * sum (+ the min term) block after block; K types sum their sub-blocks' integer
 // sums times the sub-block scales first (all exact: |sum| < 2^31 for any codes).
-#include <cstring>
-
 #include "common/half.h"
 #include "simd/weight_blocks.h"
 #include "simd/weight_dot.h"
@@ -19,13 +17,6 @@ const Block* blocks(const uint8_t* p) {
 float h(uint16_t bits) { return f16_to_f32(bits); }
 
 int high_bit(const uint8_t qh[4], int j) { return (qh[j / 8] >> (j % 8)) & 1; }
-
-// Q8_K activations: an f32 scale, which a 2-byte aligned block does not promise.
-float q8_k_scale(const BlockQ8_K& b) {
-  float d;
-  std::memcpy(&d, &b.d, sizeof d);
-  return d;
-}
 
 // Σ q_w q_a over a 32-value block; Code gives weight code j (value order) as an int.
 template <class Block, int (*Code)(const Block&, int)>
