@@ -13,7 +13,7 @@
 namespace kvrt::simd {
 namespace {
 
-constexpr Isa kAllIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni, Isa::kNeon};
+constexpr Isa kAllIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni, Isa::kNeon, Isa::kNeonDotprod, Isa::kNeonI8mm};
 constexpr size_t kNumIsas = std::size(kAllIsas);
 
 struct Rung {
@@ -36,6 +36,8 @@ constexpr Rung kLadder[] = {
     {Isa::kAvx512Vnni, [](const CpuFeatures& f) { return f.avx512vnni; }, avx512vnni::install},
 #elif defined(__aarch64__)
     {Isa::kNeon, [](const CpuFeatures& f) { return f.neon; }, neon::install},
+    {Isa::kNeonDotprod, [](const CpuFeatures& f) { return f.dotprod; }, neon_dotprod::install},
+    {Isa::kNeonI8mm, [](const CpuFeatures& f) { return f.i8mm; }, neon_i8mm::install},
 #endif
 };
 
@@ -97,6 +99,8 @@ const char* isa_to_string(Isa isa) {
     case Isa::kAvx512: return "avx512";
     case Isa::kAvx512Vnni: return "avx512-vnni";
     case Isa::kNeon: return "neon";
+    case Isa::kNeonDotprod: return "neon-dotprod";
+    case Isa::kNeonI8mm: return "neon-i8mm";
   }
   return "?";
 }

@@ -17,4 +17,7 @@ namespace avx512vnni::weights { void install(Kernels& table); }  // decode produ
 namespace neon { void install(Kernels& table); }
 namespace neon::tiles { void install(Kernels& table); }  // tile kernels of every quantized format, kernels_neon_int.cc
 namespace neon::weights { void install(Kernels& table); }  // decode products of the weight types, weight_dot_neon.cc
+namespace neon_dotprod { void install(Kernels& table); }  // sets dot of every quantized format (sdot)
+namespace neon_dotprod::weights { void install(Kernels& table); }  // decode products with sdot, weight_dot_neon_dotprod.cc
+namespace neon_i8mm { void install(Kernels& table); }  // sets dot of every quantized format (smmla)
 }  // namespace kvrt::simd

@@ -1,7 +1,7 @@
 // Tile kernels of every quantized format for aarch64 NEON (kv/tiles.h layouts), templates over the
 // format descriptor F of kv/blocks.h, the same integer arithmetic as the scalar twins in
 // kernels_scalar.cc (exact integer sums, then the same float steps per lane).
-//   dot (q·k): lanes are 4 tokens of a key tile (a quarter); vmull_s8 multiplies 2 tokens x 4 dims
+//   dot (q·k, kernels_neon_dot.inc): lanes are 4 tokens of a key tile (a quarter); vmull_s8 multiplies 2 tokens x 4 dims
 //              by the query's 4 codes (|products| <= 128 * 128, no int16 overflow), vpadalq_s16
 //              adds pairs into int32 and vpaddq_s32 folds them to one lane per token.
 //   acc (p·V): lanes are dims; p folded into the value scales as int16 weights (AccArgs), vmlal
@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "kv/tiles.h"
 #include "simd/kernels_isa.h"
@@ -23,80 +24,38 @@ namespace kvrt::simd::neon::tiles {
 
 namespace {
 
-struct Neon : ColumnDims<kAccColumnDims> {};  // this file's tag (tile_loops.h): 4 tokens (dot) or 8 dims (acc) per step
+// This file's tag (tile_loops.h, kernels_neon_dot.inc): 4 tokens per step of dot, 8 dims per
+// column of acc.
+struct Neon : ColumnDims<kAccColumnDims> {
+  static constexpr int kQuarters = 1;
+  template <int NQ>
+  using Queries = QueryRows<NQ>;
+};
+using Tag = Neon;
 
-// The query's 4 codes at p, twice: one per token of a vmull_s8.
-inline int8x8_t query4(const int8_t* p) {
-  uint32_t w;
-  std::memcpy(&w, p, sizeof w);
-  return vreinterpret_s8_u32(vdup_n_u32(w));
-}
+#include "simd/kernels_neon_dot.inc"
 
 // acc[0] += 2 tokens x 4 dims (low half of v), acc[1] += the next 2 tokens (high half).
-inline void mul_add(int8x16_t v, int8x8_t q, int32x4_t* acc) {
-  acc[0] = vpadalq_s16(acc[0], vmull_s8(vget_low_s8(v), q));
-  acc[1] = vpadalq_s16(acc[1], vmull_s8(vget_high_s8(v), q));
+inline void mul_add(int8x16_t v, int8x16_t q, int32x4_t* acc) {
+  acc[0] = vpadalq_s16(acc[0], vmull_s8(vget_low_s8(v), vget_low_s8(q)));
+  acc[1] = vpadalq_s16(acc[1], vmull_s8(vget_high_s8(v), vget_low_s8(q)));
 }
 
 // Integer sums of group b over 4 tokens (16 code bytes per run of 4k dims) for NQ queries:
-// lane t of the result is Σ code(t) * q̃_i.
+// lane t of sums[i][0] is Σ code(t) * q̃_i.
 template <int NQ, class F>
-inline void group_sums(const uint8_t* codes, const int8_t* const* qc, int b, int group, int32x4_t* sums) {
+inline void group_sums(Neon, const uint8_t* codes, const QueryRows<NQ>& qc, int b, int group, int32x4_t (*sums)[1]) {
   constexpr int dims = kv::kKeyLaneDims * F::kPerByte;  // dims per run
   int32x4_t acc[NQ][2];
   for (int i = 0; i < NQ; ++i) acc[i][0] = acc[i][1] = vdupq_n_s32(0);
   for (int j = b * group / dims; j < (b + 1) * group / dims; ++j) {
-    if constexpr (F::kBits == 8) {
-      const int8x16_t v = vld1q_s8(reinterpret_cast<const int8_t*>(codes + j * kRun));
-      for (int i = 0; i < NQ; ++i) mul_add(v, query4(qc[i] + dims * j), acc[i]);
-    } else {
-      const uint8x16_t v = vld1q_u8(codes + j * kRun);
-      for (int s = 0; s < F::kPerByte; ++s) {
-        const int8x16_t c = vreinterpretq_s8_u8(vandq_u8(vshlq_u8(v, vdupq_n_s8(static_cast<int8_t>(-s * F::kBits))), vdupq_n_u8(F::kCodeMask)));
-        for (int i = 0; i < NQ; ++i) mul_add(c, query4(qc[i] + dims * j + kv::kKeyLaneDims * s), acc[i]);
-      }
-    }
+    const uint8x16_t v = vld1q_u8(codes + j * kRun);
+    for_slots<F::kPerByte>([&](auto s) {
+      const int8x16_t c = slot_codes<F, s()>(v);
+      for (int i = 0; i < NQ; ++i) mul_add(c, query4(qc.c[i] + dims * j + kv::kKeyLaneDims * s()), acc[i]);
+    });
   }
-  for (int i = 0; i < NQ; ++i) sums[i] = vpaddq_s32(acc[i][0], acc[i][1]);
-}
-
-// The 4 FP16 scales (or minimums) at p as floats (fcvtl, exact).
-inline float32x4_t load_scales(const uint8_t* p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const uint16_t*>(p)))); }
-
-template <int NQ, class F>
-void dot_nq(Neon, const DotArgs& a, int i0) {
-  const auto f = kv::TileFormat::of<F>(kv::TileRole::kKey, a.n, a.group);
-  constexpr size_t ss = kv::kScaleStride;
-  constexpr size_t quarter_codes = 4 * kv::kKeyLaneDims, quarter_scales = 4 * sizeof(kv::Scale);
-  const int ng = f.n_groups();
-  const QueryCodes& q = *a.qc;
-  const QueryRows<NQ> qc(a, i0);
-  for (int t0 = 0; t0 < a.n_rows; t0 += 4) {
-    const uint8_t* tile = a.rows + (t0 / kT) * a.row_stride;
-    const int quarter = t0 % kT / 4;
-    float32x4_t s[NQ];
-    for (int i = 0; i < NQ; ++i) s[i] = vdupq_n_f32(0.0f);
-    for (int b = 0; b < ng; ++b) {
-      int32x4_t sums[NQ];
-      group_sums<NQ, F>(tile + f.header_bytes() + quarter_codes * quarter, qc.c, b, a.group, sums);
-      const float32x4_t d = load_scales(tile + b * ss + quarter_scales * quarter);
-      for (int i = 0; i < NQ; ++i) {
-        const int g = (i0 + i) * ng + b;
-        s[i] = vfmaq_f32(s[i], vcvtq_f32_s32(sums[i]), vmulq_n_f32(d, q.d[g]));
-        if constexpr (!F::kSymmetric) s[i] = vfmaq_f32(s[i], load_scales(tile + (ng + b) * ss + quarter_scales * quarter), vdupq_n_f32(q.sum[g]));
-      }
-    }
-    for (int i = 0; i < NQ; ++i) {
-      float* out = a.scores + (i0 + i) * a.scores_stride + t0;
-      if (a.n_rows - t0 >= 4) {
-        vst1q_f32(out, s[i]);
-      } else {
-        float x[4];
-        vst1q_f32(x, s[i]);
-        std::copy_n(x, a.n_rows - t0, out);
-      }
-    }
-  }
+  for (int i = 0; i < NQ; ++i) sums[i][0] = vpaddq_s32(acc[i][0], acc[i][1]);
 }
 
 // Weights of one kAccChunk run, computed as scalar::acc_tiles_run does (a 1/G share of the work):
