@@ -2,7 +2,8 @@
 // with vmull_s8 (|products| <= 128 * 128 fit int16) and vpadalq_s16 into int32 lanes.
 #include <arm_neon.h>
 
-#include "common/half.h"
+#include <cstring>
+
 #include "simd/kernels_isa.h"
 #include "simd/weight_blocks.h"
 #include "simd/weight_dot.h"

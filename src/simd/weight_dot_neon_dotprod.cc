@@ -3,7 +3,8 @@
 // int32 lane in one instruction.
 #include <arm_neon.h>
 
-#include "common/half.h"
+#include <cstring>
+
 #include "simd/kernels_isa.h"
 #include "simd/weight_blocks.h"
 #include "simd/weight_dot.h"
