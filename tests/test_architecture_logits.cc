@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "kv/cache_layout.h"
 #include "kv/kv_config.h"
 #include "model/sampler.h"
 #include "model/session.h"
@@ -175,6 +176,57 @@ TEST_CASE("every KV setting runs on every architecture fixture, q8 close to f32"
       }
     }
   }
+}
+
+TEST_CASE("gemma2 a token at a time: its sliding-window layers keep a ring, match llama.cpp, save and restore exactly") {
+  const Fixture& fx = kFixtures[5];
+  REQUIRE(std::string(fx.name) == "gemma2-hd128");
+  const model::Model m(path_of(fx, ".gguf"));
+  const std::vector<int32_t> tokens = read_ids(path_of(fx, ".tokens.txt"));
+  model::SessionOptions o;
+  o.n_ctx = 256;
+  o.n_threads = 2;
+  o.n_batch = 1;  // the even layers keep the 64 positions a query sees and the run before, a ring of 128
+  {
+    model::Session s(m, o);
+    const std::vector<kv::LayerKind> kinds = s.kv_cache().layout().layer_kinds();
+    REQUIRE(kinds.size() == 2);
+    CHECK(kinds[1].sliding_window == 64);
+    CHECK(kinds[1].n_layers == 13);
+    CHECK(kinds[1].kept == 128);  // 200 positions: the ring turns
+    std::vector<float> logits(tokens.size() * size_t(m.config().n_vocab));
+    s.eval(tokens.data(), int(tokens.size()), logits.data());
+    const float diff = max_abs_diff(logits, read_floats(path_of(fx, ".logits.kvf32.f32")));
+    std::printf("%-13s %-11s f32 KV a token at a time, rings of %d positions on %d layers: max abs logit diff from llama.cpp %.3g (bound %.3g)\n",
+                fx.name, simd::isa_name(), kinds[1].kept, kinds[1].n_layers, diff, fx.tolerance);
+    CHECK(diff <= fx.tolerance);
+  }
+  // The memory a session plans is what it holds; the windowed layers' share does not grow with the context.
+  size_t windowed_bytes = 0;
+  for (int n_ctx : {256, 1024}) {
+    for (const char* kv : {"f32", "q8", "q4,axis=channel,r=32,sinks=4"}) {
+      CAPTURE(kv);
+      o.n_ctx = n_ctx;
+      o.kv = kv::parse_setting(kv);
+      const model::Session s(m, o);
+      CHECK(model::Session::planned_bytes(m, o) == s.bytes_allocated());
+      if (std::string(kv) == "f32" && n_ctx == 256) windowed_bytes = s.kv_cache().layout().layer_kinds()[1].packed_bytes;
+      if (std::string(kv) == "f32") CHECK(s.kv_cache().layout().layer_kinds()[1].packed_bytes == windowed_bytes);
+    }
+  }
+  // A state saved after the ring has turned brings back the same logits.
+  o.n_ctx = 256;
+  o.kv = kv::parse_setting("q8,sinks=4");
+  model::Session s(m, o);
+  s.eval(tokens.data(), 150);
+  model::SessionState saved(s);
+  s.save(saved);
+  const int n_vocab = m.config().n_vocab;
+  std::vector<float> first(50 * size_t(n_vocab)), again(first.size());
+  s.eval(tokens.data() + 150, 50, first.data());
+  s.restore(saved);
+  s.eval(tokens.data() + 150, 50, again.data());
+  CHECK(first == again);
 }
 
 TEST_CASE("the fixtures match llama.cpp on every other ISA this CPU runs (one child process each)") {

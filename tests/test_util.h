@@ -24,15 +24,19 @@ inline std::string stories_path() { return models_dir() + "/stories260K.gguf"; }
 inline std::string vocab_dir() { return source_dir() + "/tests/data/vocab"; }
 inline std::string text_dir() { return source_dir() + "/tests/data/text"; }
 
-// The large fixtures (../shared/fixtures beside the checkout, or $KVRT_FIXTURES_DIR). When they
-// are absent the whole test program exits with meson's skip code 77, so fixture tests live in
-// test programs of their own.
-inline std::string fixtures_dir() {
+// Where the large fixtures are looked for: ../shared/fixtures beside the checkout, or
+// $KVRT_FIXTURES_DIR (a test program of other cases checks that it is a directory to use one).
+inline std::string fixtures_path() {
   const char* env = std::getenv("KVRT_FIXTURES_DIR");
-  const std::string dir = (env && *env ? std::filesystem::path(env)
-                                       : std::filesystem::path(source_dir()) / ".." / "shared" / "fixtures")
-                              .lexically_normal()
-                              .string();
+  return (env && *env ? std::filesystem::path(env) : std::filesystem::path(source_dir()) / ".." / "shared" / "fixtures")
+      .lexically_normal()
+      .string();
+}
+
+// The large fixtures. When they are absent the whole test program exits with meson's skip code
+// 77, so fixture tests live in test programs of their own.
+inline std::string fixtures_dir() {
+  const std::string dir = fixtures_path();
   if (std::filesystem::is_directory(dir)) return dir;
   std::fprintf(stderr,
                "SKIP: the large test fixtures are not at %s; put ../shared/fixtures beside the "

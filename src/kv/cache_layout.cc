@@ -1,6 +1,7 @@
 #include "kv/cache_layout.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <numeric>
 #include <string>
 
@@ -84,10 +85,35 @@ void check_shape(const KvConfig& c, const CacheShape& s) {
     throw Error("Hadamard rotation needs a power-of-two head_dim, not " + std::to_string(s.head_dim), ErrorKind::kUsage);
   if (c.residual < 0) throw Error("KV residual window must be >= 0", ErrorKind::kUsage);
   if (c.sinks < 0) throw Error("KV sinks must be >= 0", ErrorKind::kUsage);
+  if (!s.windows.empty() && s.windows.size() != static_cast<size_t>(s.n_layers))
+    throw Error("KV cache shape gives " + std::to_string(s.windows.size()) + " sliding windows for " +
+                    std::to_string(s.n_layers) + " layers", ErrorKind::kUsage);
+  for (int w : s.windows)
+    if (w < 0) throw Error("a sliding window must be >= 0 positions, not " + std::to_string(w), ErrorKind::kUsage);
+  if (s.n_chunk <= 0) throw Error("KV cache shape: positions per write must be positive", ErrorKind::kUsage);
 }
 
-// One side of one layer; positions after the sinks are packed or wait in the ring.
-SideLayout side(const FormatTraits& f, TileRole role, const KvConfig& c, const CacheShape& s, int group) {
+// Packed positions a layer with this sliding window keeps in tiles of tile_tokens. Attention
+// reads whole runs of kRingAlign positions, from the run holding the first query's first key to
+// the chunk's last query: the ring keeps every tile of them, wherever they start, so each position
+// read is the one a cache of every position holds (a value kernel scales a run by the largest
+// scale stored in it, masked positions included), rounded up to whole kRingAlign positions and
+// tiles; 0 (all of them) when that is not fewer.
+int kept_positions(int sliding_window, int n_chunk, int tile_tokens, int n_tiles) {
+  if (sliding_window == 0) return 0;
+  const int64_t span = int64_t(sliding_window) + n_chunk - 1 + (kRingAlign - 1);  // positions read, at most
+  // The run read first starts a tile when tiles divide runs; otherwise it may start in the last
+  // position of one.
+  const int64_t tiles = kRingAlign % tile_tokens == 0 ? (span + tile_tokens - 1) / tile_tokens
+                                                      : (span - 1 + tile_tokens - 1) / tile_tokens + 1;
+  const int64_t unit = std::lcm(int64_t(tile_tokens), int64_t(kRingAlign));
+  const int64_t kept = (tiles * tile_tokens + unit - 1) / unit * unit;
+  return kept / tile_tokens < n_tiles ? int(kept) : 0;
+}
+
+// One side of one layer; positions after the sinks are packed (the last `kept` of them in a
+// sliding-window layer) or wait in the FP32 ring.
+SideLayout side(const FormatTraits& f, TileRole role, const KvConfig& c, const CacheShape& s, int layer, int group) {
   SideLayout l;
   l.format = &f;
   l.role = role;
@@ -108,6 +134,8 @@ SideLayout side(const FormatTraits& f, TileRole role, const KvConfig& c, const C
     l.window = std::min(c.residual, n_after);
   }
   l.n_tiles = (n_after + l.tile_tokens - 1) / l.tile_tokens;
+  l.kept = kept_positions(s.window_of(layer), s.n_chunk, l.tile_tokens, l.n_tiles);
+  if (l.kept > 0) l.n_tiles = l.kept / l.tile_tokens;
   return l;
 }
 
@@ -128,8 +156,9 @@ CacheLayout plan_cache(const KvConfig& config, const CacheShape& s) {
   l.group = c.group_size;
   l.sinks = std::min(c.sinks, s.n_ctx);
   for (int layer = 0; layer < s.n_layers; ++layer) {
-    l.layers.push_back({side(format_traits(c.format(TileRole::kKey, layer)), TileRole::kKey, c, s, l.group),
-                        side(format_traits(c.format(TileRole::kValue, layer)), TileRole::kValue, c, s, l.group)});
+    l.layers.push_back({side(format_traits(c.format(TileRole::kKey, layer)), TileRole::kKey, c, s, layer, l.group),
+                        side(format_traits(c.format(TileRole::kValue, layer)), TileRole::kValue, c, s, layer, l.group),
+                        s.window_of(layer)});
   }
   return l;
 }
@@ -196,12 +225,31 @@ double CacheLayout::bytes_per_token() const {
   return n * shape.n_kv_heads;
 }
 
-// Packed bytes of the positions after the sinks, plus the sinks and the FP32 windows.
+// Packed bytes of the positions after the sinks (up to the kept ones of a sliding-window layer),
+// plus the sinks and the FP32 windows.
 size_t CacheLayout::bytes_in_use(int n_tokens) const {
   const int n_sinks = std::min(n_tokens, sinks), n_packed = n_tokens - n_sinks;
-  return static_cast<size_t>(bytes_per_token() * n_packed + 0.5) +
+  double packed = 0;
+  for (const LayerLayout& l : layers)
+    for (const SideLayout* s : {&l.k, &l.v})
+      packed += s->bytes_per_token() * shape.n_kv_heads * (s->kept > 0 ? std::min(n_packed, s->kept) : n_packed);
+  return static_cast<size_t>(packed + 0.5) +
          (2 * static_cast<size_t>(n_sinks) * shape.n_kv_heads * shape.head_dim * shape.n_layers + ring_floats(TileRole::kKey) +
           ring_floats(TileRole::kValue)) * sizeof(float);
+}
+
+std::vector<LayerKind> CacheLayout::layer_kinds() const {
+  std::vector<LayerKind> kinds;
+  for (const LayerLayout& l : layers) {
+    auto kind = std::find_if(kinds.begin(), kinds.end(), [&](const LayerKind& k) { return k.sliding_window == l.sliding_window; });
+    if (kind == kinds.end()) kind = kinds.insert(kinds.end(), LayerKind{l.sliding_window});
+    ++kind->n_layers;
+    kind->bytes_per_token += (l.k.bytes_per_token() + l.v.bytes_per_token()) * shape.n_kv_heads;
+    for (const SideLayout* s : {&l.k, &l.v}) kind->kept = std::max(kind->kept, s->n_tiles * s->tile_tokens);
+    kind->packed_bytes += packed_layer_bytes(l.k) + packed_layer_bytes(l.v);
+  }
+  std::sort(kinds.begin(), kinds.end(), [](const LayerKind& a, const LayerKind& b) { return a.sliding_window < b.sliding_window; });
+  return kinds;
 }
 
 }  // namespace kvrt::kv

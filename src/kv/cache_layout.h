@@ -7,7 +7,8 @@
 //   sinks   positions [0, sinks): FP32 rows (attention sinks), never quantized
 //   packed  positions [sinks, n_packed): f32 rows, token tiles (kv/tiles.h, 16 tokens of one kv
 //           head) or channel tiles (kv/channel_tile.h, G tokens of one kv head), per kv head,
-//           counted from the first position after the sinks
+//           counted from the first position after the sinks; a sliding-window layer keeps only
+//           the last `kept` of them, in a ring of tiles (packed position i in slot i % kept)
 //   ring    positions [n_packed, length): the FP32 window of the most recent positions,
 //           slot = pos % window
 #pragma once
@@ -23,11 +24,28 @@
 namespace kvrt::kv {
 
 struct CacheShape {
+  CacheShape() = default;
+  CacheShape(int layers, int kv_heads, int dim, int ctx) : n_layers(layers), n_kv_heads(kv_heads), head_dim(dim), n_ctx(ctx) {}
+
   int n_layers = 0;
   int n_kv_heads = 0;
   int head_dim = 0;
   int n_ctx = 0;
+  // Sliding-window layers: the query at pos sees keys (pos - window, pos] only, so such a layer
+  // keeps the packed positions a chunk of n_chunk queries can see and no more (SideLayout::kept).
+  // Its sinks stay outside the ring, FP32 as on every layer; the window decides whether a query
+  // sees them. Empty: every layer keeps every position.
+  std::vector<int> windows;  // [n_layers] positions a layer's queries see; 0: every position
+  int n_chunk = 1;           // most positions one write adds before attention reads them
+
+  int window_of(int layer) const { return windows.empty() ? 0 : windows[static_cast<size_t>(layer)]; }
 };
+
+// A ring of packed positions is a whole number of this many positions, the positions attention
+// reads together (ops::kTile, which asserts it): such a read never wraps around the ring, and with
+// whole runs kept a sliding-window layer is read with the same kernel calls on the same bytes as
+// a full one.
+constexpr int kRingAlign = 64;
 
 enum class Packing : uint8_t {
   kRows,          // f32: one row of head_dim floats per position
@@ -42,7 +60,8 @@ struct SideLayout {
   bool rotated = false;     // rows stored as H·x (orthonormal Hadamard along head_dim)
   int tile_tokens = 1;      // positions per tile (1 for rows)
   size_t tile_bytes = 0;    // one tile (or row) of one kv head
-  int n_tiles = 0;          // tiles per layer and kv head, for n_ctx positions
+  int n_tiles = 0;          // tiles per layer and kv head: for n_ctx positions, or the ring's
+  int kept = 0;             // packed positions a sliding-window layer keeps, a ring of n_tiles tiles; 0: all
   int window = 0;           // FP32 ring slots; 0 packs every position as it is written
   int sinks = 0;            // FP32 rows before the packed positions (the same on every side)
 
@@ -52,7 +71,17 @@ struct SideLayout {
 // Both sides of one layer.
 struct LayerLayout {
   SideLayout k, v;
+  int sliding_window = 0;  // CacheShape::windows of this layer
   const SideLayout& side(TileRole role) const { return role == TileRole::kKey ? k : v; }
+};
+
+// The layers of one kind (every position, or one sliding window) and what they keep.
+struct LayerKind {
+  int sliding_window = 0;    // 0: the layers that keep every position
+  int n_layers = 0;
+  double bytes_per_token = 0;  // packed bytes of one position, these layers, K and V
+  int kept = 0;              // most packed positions one of them keeps (whole tiles)
+  size_t packed_bytes = 0;   // their packed storage, K and V
 };
 
 struct CacheLayout {
@@ -74,10 +103,12 @@ struct CacheLayout {
   size_t gathered_floats() const;
   size_t blocks_bytes() const;
   size_t bytes() const;                                  // everything the cache allocates
-  // Packed bytes of one position after the sinks, all layers, K and V. The sinks and the FP32
-  // windows are a fixed extra (bytes_in_use).
+  // Packed bytes of one position after the sinks, all layers, K and V, while no sliding-window
+  // layer has filled its ring. The sinks and the FP32 windows are a fixed extra (bytes_in_use).
   double bytes_per_token() const;
-  size_t bytes_in_use(int n_tokens) const;  // n_tokens positions stored, the windows included
+  // n_tokens positions stored, the windows included; a sliding-window layer stops at the positions it keeps.
+  size_t bytes_in_use(int n_tokens) const;
+  std::vector<LayerKind> layer_kinds() const;  // the full layers first, then by window
 };
 
 // The setting as a cache of this shape resolves it: layer indices made absolute (resolve_layers)
@@ -86,7 +117,10 @@ struct CacheLayout {
 KvConfig resolve_setting(const KvConfig& config, const CacheShape& shape);
 
 // Checks the setting against the shape (kvrt::Error(kUsage) naming what does not fit), resolves
-// it (resolve_setting) and lays both sides of every layer out.
+// it (resolve_setting) and lays both sides of every layer out: a sliding-window layer keeps every
+// tile attention reads for a chunk (window + n_chunk - 1 positions and the rest of the
+// kRingAlign run the first starts in), rounded up to whole kRingAlign positions, unless that is
+// not less than all of them.
 CacheLayout plan_cache(const KvConfig& config, const CacheShape& shape);
 
 // Bytes an allocation of n bytes takes (64-byte aligned blocks), as the cache allocates them.

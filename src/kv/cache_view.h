@@ -13,8 +13,9 @@ namespace kvrt::kv {
 
 struct SideView {
   const SideLayout* layout;  // format, role, packing, tile size, window
-  const uint8_t* packed;     // tile 0 of this layer and kv head; tile i at packed + i * tile_stride
+  const uint8_t* packed;     // tile 0 of this layer and kv head; tile i at packed + i % n_tiles * tile_stride
   size_t tile_stride;        // bytes from one tile (or row) of this kv head to the next
+  int n_tiles;               // tiles stored (a sliding-window layer's ring of tiles: layout->kept)
   int n_packed;              // positions [0, n_packed) are sinks or packed, the rest of the length is in the ring
   const float* ring;         // slot 0 of this layer and kv head: [head_dim] floats per slot
   size_t ring_stride;        // floats from one slot to the next
@@ -27,8 +28,16 @@ struct SideView {
   int n_sinks() const { return layout->sinks; }
   // Index of position pos >= n_sinks() among the packed positions (tiles start at the sinks' end).
   int packed_index(int pos) const { return pos - layout->sinks; }
-  // The tile holding position n_sinks() <= pos < n_packed (for kRows, its row).
-  const uint8_t* tile_of(int pos) const { return packed + static_cast<size_t>(packed_index(pos) / layout->tile_tokens) * tile_stride; }
+  // The tile holding position n_sinks() <= pos < n_packed (for kRows, its row), and whether the
+  // packed positions [pos, end) are in consecutive tiles from it (a sliding-window layer's ring
+  // does not wrap between them).
+  const uint8_t* tile_of(int pos) const {
+    return packed + static_cast<size_t>(packed_index(pos) / layout->tile_tokens % n_tiles) * tile_stride;
+  }
+  bool consecutive(int pos, int end) const {
+    const int t = layout->tile_tokens;
+    return packed_index(pos) / t % n_tiles + (end - pos + t - 1) / t <= n_tiles;
+  }
   const float* sink_row(int pos) const { return sinks + static_cast<size_t>(pos) * sink_stride; }
   // The ring row of position pos >= n_packed, and how many positions from pos on are contiguous.
   const float* ring_row(int pos) const { return ring + static_cast<size_t>(pos % layout->window) * ring_stride; }

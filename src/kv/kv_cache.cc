@@ -31,6 +31,7 @@ AlignedBytes alloc_aligned(size_t n_bytes) {
 struct Side {
   TileRole role = TileRole::kKey;
   AlignedBytes packed;              // per layer [n_tiles][n_kv_heads][tile_bytes], at packed_offset[layer]
+                                    // (a sliding-window layer's ring: tile i in slot i % n_tiles)
   size_t packed_bytes = 0;          // the allocation of packed
   std::vector<size_t> packed_offset;  // [n_layers] bytes
   std::vector<float> ring;          // per layer [window][n_kv_heads][head_dim], at ring_offset[layer]
@@ -55,10 +56,11 @@ struct KvCache::Storage {
   const CacheShape& shape() const { return layout.shape; }
   const SideLayout& side_layout(const Side& s, int layer) const { return layout.layers[layer].side(s.role); }
   size_t token_floats() const { return static_cast<size_t>(shape().n_kv_heads) * shape().head_dim; }
-  // Tile (or row) tile_idx of the packed positions, counted from the first after the sinks.
+  // Tile (or row) tile_idx of the packed positions, counted from the first after the sinks (in
+  // its ring slot in a sliding-window layer).
   uint8_t* tile(Side& s, int layer, int tile_idx, int kv_head) {
-    return s.packed.get() + s.packed_offset[layer] +
-           (static_cast<size_t>(tile_idx) * shape().n_kv_heads + kv_head) * side_layout(s, layer).tile_bytes;
+    const SideLayout& l = side_layout(s, layer);
+    return s.packed.get() + s.packed_offset[layer] + (static_cast<size_t>(tile_idx % l.n_tiles) * shape().n_kv_heads + kv_head) * l.tile_bytes;
   }
   float* ring_row(Side& s, int layer, int pos, int kv_head) {
     const SideLayout& l = side_layout(s, layer);
@@ -160,8 +162,8 @@ SideView side_view(const Storage& c, const Side& s, int layer, int kv_head) {
   const size_t nkv = c.shape().n_kv_heads, hd = c.shape().head_dim;
   const float* ring = l.window > 0 ? s.ring.data() + s.ring_offset[layer] + kv_head * hd : nullptr;
   const float* sinks = l.sinks > 0 ? s.sinks.data() + static_cast<size_t>(layer) * c.layout.sink_floats() + kv_head * hd : nullptr;
-  return {&l,   s.packed.get() + s.packed_offset[layer] + kv_head * l.tile_bytes, l.tile_bytes * nkv, s.n_packed[layer], ring, nkv * hd,
-          sinks, nkv * hd};
+  return {&l,    s.packed.get() + s.packed_offset[layer] + kv_head * l.tile_bytes, l.tile_bytes * nkv, l.n_tiles, s.n_packed[layer], ring,
+          nkv * hd, sinks, nkv * hd};
 }
 
 }  // namespace
@@ -193,6 +195,11 @@ void KvCache::write(int layer, int pos, int n_tokens, const float* k, const floa
     throw Error("context full: " + std::to_string(pos + n_tokens) + " positions exceed n_ctx " +
                     std::to_string(c.shape().n_ctx), ErrorKind::kResource);
   }
+  if (n_tokens > c.shape().n_chunk && c.shape().window_of(layer) > 0) {
+    throw Error("a write of " + std::to_string(n_tokens) + " positions to sliding-window layer " + std::to_string(layer) +
+                    " exceeds the " + std::to_string(c.shape().n_chunk) + " its ring was sized for",
+                ErrorKind::kUsage);
+  }
   write_side(c, c.k, layer, pos, n_tokens, k);
   write_side(c, c.v, layer, pos, n_tokens, v);
   c.length[layer] = pos + n_tokens;
@@ -213,11 +220,12 @@ void KvCache::copy_from(const KvCache& src) {
   KVRT_ASSERT(c.layout.bytes() == o.layout.bytes() && c.config.name() == o.config.name());
   KVRT_ASSERT(c.shape().n_layers == o.shape().n_layers && c.shape().n_ctx == o.shape().n_ctx);
   for (auto [to, from] : {std::pair<Side*, const Side*>{&c.k, &o.k}, {&c.v, &o.v}}) {
-    // Per layer, the tiles in use come first: [n_tiles][n_kv_heads][tile_bytes], after the sinks.
+    // Per layer, the tiles in use come first: [n_tiles][n_kv_heads][tile_bytes], after the sinks
+    // (a sliding-window layer's ring may be in use whole).
     for (int layer = 0; layer < c.shape().n_layers; ++layer) {
       const SideLayout& l = c.side_layout(*to, layer);
       const int n_packed = std::max(0, from->n_packed[layer] - l.sinks);
-      const size_t n_tiles = size_t(n_packed + l.tile_tokens - 1) / size_t(l.tile_tokens);
+      const size_t n_tiles = std::min(size_t(n_packed + l.tile_tokens - 1) / size_t(l.tile_tokens), size_t(l.n_tiles));
       const size_t offset = to->packed_offset[layer];
       std::memcpy(to->packed.get() + offset, from->packed.get() + offset, n_tiles * c.shape().n_kv_heads * l.tile_bytes);
     }
@@ -228,9 +236,12 @@ void KvCache::copy_from(const KvCache& src) {
   std::copy(o.length.begin(), o.length.end(), c.length.begin());
 }
 
-uint8_t* KvCache::packed_for_test(int layer, int kv_head, TileRole side) {
+uint8_t* KvCache::tile_for_test(int layer, int kv_head, TileRole side, int pos) {
   Storage& c = *s_;
-  return c.tile(side == TileRole::kKey ? c.k : c.v, layer, 0, kv_head);
+  Side& s = side == TileRole::kKey ? c.k : c.v;
+  const SideLayout& l = c.side_layout(s, layer);
+  KVRT_ASSERT(pos >= l.sinks && pos < s.n_packed[layer]);
+  return c.tile(s, layer, (pos - l.sinks) / l.tile_tokens, kv_head);
 }
 
 HeadView KvCache::view(int layer, int kv_head) const {

@@ -1,5 +1,5 @@
-// The KV cache of one session: every layer's keys and values for up to n_ctx positions,
-// allocated once at construction (kv/cache_layout.h) and never during a write. Keys and values
+// The KV cache of one session: every layer's keys and values for up to n_ctx positions (a
+// sliding-window layer's last positions only, CacheShape::windows), allocated once at construction (kv/cache_layout.h) and never during a write. Keys and values
 // are stored in tiles of 16 positions (token or channel tiles, kv/tiles.h; inside a value tile the
 // codes of 2 tokens of one dim share a lane) or FP32 rows; no tile spans more than 16 positions.
 #pragma once
@@ -26,7 +26,8 @@ class KvCache {
   const CacheLayout& layout() const;
 
   // Appends positions [pos, pos + n_tokens) of one layer; pos must equal length(layer).
-  // k, v: [n_tokens][n_kv_heads][head_dim], keys already rotated by RoPE.
+  // k, v: [n_tokens][n_kv_heads][head_dim], keys already rotated by RoPE. A sliding-window layer
+  // takes at most shape().n_chunk positions per write (kvrt::Error(kUsage) beyond).
   void write(int layer, int pos, int n_tokens, const float* k, const float* v);
 
   int length(int layer) const;  // positions stored for this layer
@@ -38,13 +39,12 @@ class KvCache {
   // What attention reads of one layer and kv head; valid until the next write or clear.
   HeadView view(int layer, int kv_head) const;
   // Test harnesses only (validate's negative control damages stored scales on purpose): the
-  // packed tiles of one side, layer and kv head (from the first position after the sinks),
-  // writable, laid out as view() shows them.
-  uint8_t* packed_for_test(int layer, int kv_head, TileRole side);
+  // packed tile (or row) of one side, layer and kv head that holds packed position pos, writable.
+  uint8_t* tile_for_test(int layer, int kv_head, TileRole side, int pos);
 
   size_t bytes_allocated() const;  // all storage for n_ctx positions, counted from the buffers
   double bytes_per_token() const;  // over all layers, K and V, as the layout predicts
-  size_t bytes_in_use(int n_tokens) const;
+  size_t bytes_in_use(int n_tokens) const;  // a sliding-window layer stops at the positions it keeps
 
   struct Storage;  // defined in kv_cache.cc only
 

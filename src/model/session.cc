@@ -46,11 +46,21 @@ size_t activation_floats(const ModelConfig& c, int n_batch) {
 
 }  // namespace
 
+kv::CacheShape Session::cache_shape(const Model& model, const SessionOptions& o) {
+  const ModelConfig& c = model.config();
+  const int n_ctx = resolve_ctx(c, o.n_ctx);
+  kv::CacheShape shape{c.n_layers, c.n_kv_heads, c.head_dim, n_ctx};
+  if (c.sliding_window == 0) return shape;
+  for (int layer = 0; layer < c.n_layers; ++layer) shape.windows.push_back(c.window_of(layer));
+  shape.n_chunk = std::clamp(o.n_batch, 1, n_ctx);  // eval writes a chunk of n_batch tokens, then attends
+  return shape;
+}
+
 size_t Session::planned_bytes(const Model& model, const SessionOptions& o) {
   const ModelConfig& c = model.config();
   const int n_ctx = resolve_ctx(c, o.n_ctx), n_threads = resolve_threads(o.n_threads);
   const int n_batch = std::clamp(o.n_batch, 1, n_ctx);
-  const kv::CacheShape shape{c.n_layers, c.n_kv_heads, c.head_dim, n_ctx};
+  const kv::CacheShape shape = cache_shape(model, o);
   return kv::plan_cache(o.kv, shape).bytes() + ops::AttentionScratch::bytes_for(shape, c.n_heads, n_threads) +
          ops::Matmul::scratch_bytes(n_threads, o.matmul, matmul_plan(model.weights(), n_batch)) +
          ops::RopeTable::bytes_for(n_ctx, c.rope_dim) + activation_floats(c, n_batch) * sizeof(float);
@@ -63,7 +73,7 @@ Session::Session(const Model& model, const SessionOptions& o)
       n_batch_(std::clamp(o.n_batch, 1, n_ctx_)),
       rope_(n_ctx_, model.config().rope_dim, model.config().rope_base, model.weights().rope_freqs) {
   const ModelConfig& c = model.config();
-  const kv::CacheShape shape{c.n_layers, c.n_kv_heads, c.head_dim, n_ctx_};
+  const kv::CacheShape shape = cache_shape(model, o);
   kv_ = std::make_unique<kv::KvCache>(o.kv, shape);
   after_cache_write_ = o.after_cache_write;
   attn_scratch_ = std::make_unique<ops::AttentionScratch>(shape, c.n_heads, n_batch_, n_threads_);

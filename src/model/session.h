@@ -69,6 +69,9 @@ class Session {
   // allocating: the C API's memory cap.
   size_t bytes_allocated() const;
   static size_t planned_bytes(const Model& model, const SessionOptions& options);
+  // The KV cache's shape for these options: a sliding-window layer keeps what a chunk of n_batch
+  // tokens sees (kv::CacheShape::windows).
+  static kv::CacheShape cache_shape(const Model& model, const SessionOptions& options);
   const char* matmul_implementation() const { return matmul_->implementation(); }
   ops::MatmulPrecision matmul_precision() const { return matmul_->precision(); }
 

@@ -11,6 +11,7 @@
 namespace kvrt::ops {
 
 constexpr int kTile = 64;  // key positions per online-softmax step (a multiple of simd::kGemmCols)
+static_assert(kv::kRingAlign % kTile == 0, "a chunk of packed positions must not wrap around a sliding-window ring");
 
 // Key positions are read in chunks of kTile positions, the sinks apart, so that every chunk of
 // packed positions starts on a tile: [0, 64), ... up to the sinks' end, then [sinks, sinks + 64), ...

@@ -1,5 +1,6 @@
 // Reading K and V of one kv head through the cache's read view: FP32 sink rows, packed rows,
-// token tiles, channel tiles and the FP32 residual ring.
+// token tiles, channel tiles and the FP32 residual ring. A chunk of packed positions is read in
+// one call: a sliding-window layer's ring of tiles never wraps inside one (kv::kRingAlign).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -71,9 +72,10 @@ void k_scores(const kv::HeadView& v, const float* q, int n_q, int j0, int j1, fl
       j = end;
     }
   } else if (p0 < p1 && s.packing() == Packing::kRows) {
+    KVRT_ASSERT(s.consecutive(p0, p1));
     k.dot({q, n_q, static_cast<size_t>(hd), s.tile_of(p0), s.tile_stride, p1 - p0, hd, v.group, scores + (p0 - j0), stride});
   } else if (p0 < p1) {
-    KVRT_ASSERT(s.packed_index(p0) % kv::kTileTokens == 0);
+    KVRT_ASSERT(s.packed_index(p0) % kv::kTileTokens == 0 && s.consecutive(p0, p1));
     k.format[static_cast<int>(s.format().format)].dot({q, n_q, static_cast<size_t>(hd), s.tile_of(p0), s.tile_stride, p1 - p0, hd, v.group, scores + (p0 - j0), stride, &ts.codes});
   }
   if (std::max(j0, s.n_packed) < j1) {
@@ -93,6 +95,7 @@ void v_accumulate(const kv::HeadView& v, const float* p, int n_q, int j0, int j1
     k.acc({p, n_q, kTile, reinterpret_cast<const uint8_t*>(s.sink_row(j0)), s.sink_stride * sizeof(float), n, hd, 0, o, static_cast<size_t>(hd)});
   }
   if (p0 < p1) {
+    KVRT_ASSERT(s.consecutive(p0, p1));
     const simd::AccArgs a{p + (p0 - j0), n_q, kTile, s.tile_of(p0), s.tile_stride, p1 - p0, hd, v.group, o, static_cast<size_t>(hd)};
     if (s.packing() == Packing::kRows) {
       k.acc(a);

@@ -21,10 +21,9 @@ void damage_position(kv::KvCache& cache, kv::TileRole side, int layer, int pos, 
   const kv::CacheLayout& l = cache.layout();
   const kv::SideLayout& s = l.layers[size_t(layer)].side(side);
   const kv::TileFormat f = s.format->tile(side, l.shape.head_dim, l.group);
-  const size_t stride = s.tile_bytes * l.shape.n_kv_heads;
   const int i = pos - s.sinks;  // among the packed positions
   for (int h = 0; h < l.shape.n_kv_heads; ++h) {
-    uint8_t* tile = cache.packed_for_test(layer, h, side) + static_cast<size_t>(i / kv::kTileTokens) * stride;
+    uint8_t* tile = cache.tile_for_test(layer, h, side, pos);
     const uint64_t key = (static_cast<uint64_t>(layer) << 40) ^ (uint64_t(pos) << 8) ^ h;
     for (int b = 0; b < f.n_groups(); ++b) {
       uint8_t* p = tile + f.scale_offset(0, b, i % kv::kTileTokens);

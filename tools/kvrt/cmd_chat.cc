@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "gate_options.h"
 #include "kv_options.h"
+#include "kv_report.h"
 #include "model/conversation.h"
 #include "model/session.h"
 #include "model_options.h"
@@ -60,14 +61,11 @@ void report_turn(int turn, const model::TurnResult& r, const model::Session& s) 
 }
 
 void report_end(int n_turns, double seconds, const model::Conversation& chat, const model::Session& s) {
-  const auto& kv = s.kv_cache();
   std::fprintf(stderr, "kvrt: %d turn%s in %.2f s; %d tokens evaluated, %d positions in the cache\n",
                n_turns, n_turns == 1 ? "" : "s", seconds, chat.n_evaluated(), s.n_past());
   std::fprintf(stderr, "kvrt: ISA %s, %d threads, matmul %s; kernels run: %s\n", simd::isa_name(),
                s.n_threads(), ops::matmul_backends().c_str(), s.matmul_implementation());
-  std::fprintf(stderr, "kvrt: KV cache %s: %.1f bytes/token, %zu bytes in use (%d positions), %zu allocated\n",
-               kv.config().name().c_str(), kv.bytes_per_token(), kv.bytes_in_use(s.n_past()), s.n_past(),
-               kv.bytes_allocated());
+  report_kv_cache(s);
 }
 
 void add_options(CommandLine& cl, ChatOptions& o) {

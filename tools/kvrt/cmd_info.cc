@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "common/resident_memory.h"
 #include "commands.h"
+#include "kv_report.h"
 #include "model/model.h"
 #include "model_options.h"
 #include "ops/matmul.h"
@@ -132,6 +133,8 @@ int cmd_info(int argc, char** argv) {
               model::rope_pairing_name(c.rope_pairing));
   std::printf("output matrix:  %s\n", c.tied_output ? "tied to token_embd" : "separate");
   std::printf("features:       %s\n", features(*model).c_str());
+  const model::SessionOptions defaults;  // f32 KV at the model's context, run's default chunk
+  std::printf("KV cache (f32): %s\n", layer_kinds(kv::plan_cache(defaults.kv, model::Session::cache_shape(*model, defaults))).c_str());
   print_tensors(model->file(), list_tensors);
   std::printf("weights:        %zu bytes mapped in place, %zu bytes converted to FP32 or copied aligned\n",
               model->weights().bytes_mapped(), model->weights().bytes_converted());

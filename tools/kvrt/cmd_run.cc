@@ -9,6 +9,7 @@
 #include "common/resident_memory.h"
 #include "gate_options.h"
 #include "kv_options.h"
+#include "kv_report.h"
 #include "model/sampler.h"
 #include "model/session.h"
 #include "model_options.h"
@@ -49,7 +50,6 @@ void write_piece(const std::string& piece) {
 
 // n_decoded: single-token forward passes timed in t_decode.
 void report(const model::Session& s, int n_prompt, double t_prefill, int n_decoded, double t_decode) {
-  const auto& kv = s.kv_cache();
   std::fprintf(stderr, "kvrt: ISA %s, %d threads, matmul %s, %s prefill products; kernels run: %s\n",
                simd::isa_name(), s.n_threads(), ops::matmul_backends().c_str(),
                ops::matmul_precision_name(s.matmul_precision()), s.matmul_implementation());
@@ -58,9 +58,7 @@ void report(const model::Session& s, int n_prompt, double t_prefill, int n_decod
   if (n_decoded > 0)
     std::fprintf(stderr, "kvrt: decode %d tokens in %.1f ms (%.1f tok/s)\n", n_decoded,
                  t_decode * 1e3, n_decoded / t_decode);
-  std::fprintf(stderr, "kvrt: KV cache %s: %.1f bytes/token, %zu bytes in use (%d positions), %zu allocated\n",
-               kv.config().name().c_str(), kv.bytes_per_token(), kv.bytes_in_use(s.n_past()),
-               s.n_past(), kv.bytes_allocated());
+  report_kv_cache(s);
   if (const auto rss = resident_bytes())
     std::fprintf(stderr, "kvrt: resident memory %.1f MiB (model file %.1f MiB, session buffers %.1f MiB)\n",
                  double(*rss) / kMiB, double(s.model().file().file_size()) / kMiB, double(s.bytes_allocated()) / kMiB);
