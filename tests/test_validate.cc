@@ -13,6 +13,7 @@
 #include "validate/case_set.h"
 #include "validate/metrics.h"
 #include "validate/record.h"
+#include "validate/report.h"
 #include "validate/settings.h"
 #include "validate/thresholds.h"
 #include "validate/verdict.h"
@@ -412,4 +413,27 @@ TEST_CASE("a record round-trips, and an edited record is refused") {
   } catch (const Error& e) {
     CHECK(e.kind() == ErrorKind::kRefused);
   }
+}
+
+TEST_CASE("on a sliding-window model the report counts, per length bucket, the cases longer than the window") {
+  std::vector<validate::Case> cases;
+  for (int n : {50, 100, 300, 700, 900}) {
+    validate::Case c;
+    c.turns = {std::vector<int32_t>(size_t(n), 1)};
+    c.bucket = validate::length_bucket(c.n_positions(), 1000);
+    cases.push_back(c);
+  }
+  validate::Report r;
+  r.cases = &cases;
+  r.max_len = 1000;
+  CHECK(validate::window_summary(r).empty());  // no window: no line
+  r.sliding_window = 250;
+  r.n_windowed_layers = 13;
+  r.n_layers = 26;
+  CHECK(validate::window_summary(r) ==
+        "sliding window 250 positions on 13 of 26 layers; cases longer than it (those layers drop their first "
+        "positions) by bucket: short 0 medium 1 long 2\n");
+  r.sliding_window = 4096;  // a validation that never reaches past the window says so
+  CHECK(validate::window_summary(r).find("none, so no case reaches past the window: validate with -c above 4096") !=
+        std::string::npos);
 }

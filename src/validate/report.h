@@ -24,6 +24,10 @@ struct Report {
   std::string matmul;                    // matrix-product backends (ops::matmul_backends)
   int n_ctx_full = 0;                    // the model's full context, for "memory saved"
   int max_len = 0;                       // the validated context: the cases were built for it
+  // The model's sliding window (0: none) and the layers it applies to: a case longer than the
+  // window has those layers drop its first positions (their cache is a ring), one no longer does not.
+  int sliding_window = 0;
+  int n_windowed_layers = 0, n_layers = 0;
   std::string context_source;            // why this context: "-c", or how the default was chosen
   int n_threads = 0;
   std::string noise_description;         // how the noise-floor lane differs from the baseline
@@ -39,6 +43,9 @@ std::vector<std::string> categories(const std::vector<Case>& cases);  // sorted,
 std::string format_number(double x);  // 3 significant digits, fixed or scientific
 
 std::string report_text(const Report& r);
+// How the cases sit against the model's sliding window: per length bucket, the cases longer than
+// it (those whose windowed layers drop positions); a line of report_text, "" without a window.
+std::string window_summary(const Report& r);
 std::string report_json(const Report& r);  // deterministic except the "seconds" line
 std::string json_quote(std::string_view s);  // a JSON string literal with escapes
 std::string report_html(const Report& r);

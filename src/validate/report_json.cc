@@ -76,7 +76,8 @@ std::string report_json(const Report& r) {
   o << "{\n  \"kvrt_version\": " << json_quote(r.kvrt_version) << ",\n  \"isa\": " << json_quote(r.isa)
     << ",\n  \"matmul\": " << json_quote(r.matmul)
     << ",\n  \"model\": {\"path\": " << json_quote(r.model_path) << ", \"sha256\": " << json_quote(r.model_sha256)
-    << ", \"full_context\": " << r.n_ctx_full << "},\n  \"max_len\": " << r.max_len << ",\n  \"context_source\": " << json_quote(r.context_source)
+    << ", \"full_context\": " << r.n_ctx_full << ", \"sliding_window\": " << r.sliding_window
+    << ", \"windowed_layers\": " << r.n_windowed_layers << "},\n  \"max_len\": " << r.max_len << ",\n  \"context_source\": " << json_quote(r.context_source)
     << ",\n  \"threads\": " << r.n_threads << ",\n  \"acceptance_sha256\": " << json_quote(r.acceptance_sha256)
     << ",\n  \"thresholds\": {\"path\": " << json_quote(r.thresholds->path) << ", \"sha256\": " << json_quote(r.thresholds->sha256)
     << "},\n  \"bootstrap\": {\"resamples\": " << bs.resamples << ", \"confidence\": " << num(bs.confidence)

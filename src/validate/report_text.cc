@@ -119,6 +119,7 @@ void set_summary(const Report& r, std::ostringstream& o) {
     o << " " << cat << " " << n;
   }
   o << "\n";
+  o << window_summary(r);
   for (const std::string& s : r.skipped) o << "skipped (longer than the validated context): " << s << "\n";
   for (const std::string& s : r.skipped_settings) o << "setting skipped (cannot apply to this model or CPU): " << s << "\n";
   const auto& b = r.thresholds->bootstrap;
@@ -195,6 +196,24 @@ Interval breakdown(const Report& r, const SettingResult& s, Metric m, const std:
                           return (category.empty() || c.category == category) && (bucket.empty() || c.bucket == bucket);
                         }),
                         r.thresholds->bootstrap);
+}
+
+std::string window_summary(const Report& r) {
+  if (r.sliding_window <= 0) return "";
+  std::ostringstream o;
+  o << "sliding window " << r.sliding_window << " positions on " << r.n_windowed_layers << " of " << r.n_layers
+    << " layers; cases longer than it (those layers drop their first positions) by bucket:";
+  int n_beyond = 0;
+  for (const char* b : kBuckets) {
+    int n = 0;
+    for (const Case& c : *r.cases) n += c.bucket == b && c.n_positions() > r.sliding_window;
+    o << " " << b << " " << n;
+    n_beyond += n;
+  }
+  if (n_beyond == 0)
+    o << "; none, so no case reaches past the window: validate with -c above " << r.sliding_window << " to cover it";
+  o << "\n";
+  return o.str();
 }
 
 }  // namespace kvrt::validate

@@ -239,6 +239,10 @@ void run(const model::Model& model, const ValidationRequest& req, Validation& v)
   rep.kvrt_version = KVRT_VERSION;
   rep.acceptance_sha256 = v.case_set.sha256;
   rep.n_ctx_full = model.config().n_ctx_train;
+  const model::ModelConfig& c = model.config();
+  rep.n_layers = c.n_layers;
+  for (int layer = 0; layer < c.n_layers; ++layer) rep.n_windowed_layers += c.window_of(layer) > 0;
+  if (rep.n_windowed_layers > 0) rep.sliding_window = c.sliding_window;
   rep.noise_description = "prefill chunks of " + std::to_string(ro.noise_batch) + " instead of " +
                           std::to_string(ro.n_batch) + " tokens (other GEMM shapes and summation order)";
   rep.n_threads = ro.n_threads > 0 ? ro.n_threads : int(sysconf(_SC_NPROCESSORS_ONLN));
