@@ -57,3 +57,17 @@ TEST_CASE("architecture rows bind every tensor of llama.cpp's fixtures with its 
   const model::ModelConfig p = model::ModelConfig::from_gguf(io::GgufFile(dir + "phi3-hd96.gguf"));
   CHECK((p.window_of(0) == 2047 && p.window_of(1) == 2047));
 }
+
+TEST_CASE("kvrt info prints gemma2's features and the KV bytes/token of each layer kind") {
+  test::TempDir tmp;
+  const auto r = test::run_kvrt("info -m '" + test::fixtures_dir() + "/arch/gemma2-hd128.gguf'", tmp);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("features:       GeGLU (tanh GELU), embeddings x 8, attention soft-cap 10, final soft-cap 8, "
+                   "post-attention and post-FFN norms, sliding window 64 on even layers") != std::string::npos);
+  // f32: 2 sides x 1 kv head x 128 dims x 4 bytes per layer; the even layers stop at 384
+  // positions with run's chunk of 256 (64 + 255 and the run of 64 the first one falls in).
+  CHECK(r.out.find("KV cache (f32): 13 full layers 13312.0 bytes/token; 13 sliding-window layers (window 64) "
+                   "13312.0 bytes/token, up to 384 positions (4.9 MiB)") != std::string::npos);
+  const auto llama = test::run_kvrt("info -m '" + test::fixtures_dir() + "/arch/llama-hd48.gguf'", tmp);
+  CHECK(llama.out.find("KV cache (f32): 2 full layers") != std::string::npos);
+}
