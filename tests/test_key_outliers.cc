@@ -45,6 +45,7 @@ std::vector<double> key_kl(const std::string& fixture, const std::vector<std::st
   RunOptions o;
   o.n_threads = 1;
   o.max_len = context();
+  o.speed.repeats = 0;  // not timed: only quality is compared here
   const RunResult r = run_validation(m, cases, ss, o);
   std::vector<double> kl;
   for (const SettingResult& s : r.settings) {

@@ -12,6 +12,7 @@
 #include "validate/bootstrap.h"
 #include "validate/case_set.h"
 #include "validate/metrics.h"
+#include "validate/recommend.h"
 #include "validate/record.h"
 #include "validate/report.h"
 #include "validate/settings.h"
@@ -305,6 +306,44 @@ TEST_CASE("sequential looks spend the error instead of adding to it; a partial l
   CHECK(judge(few, few_cases, t, final_look(t, true)).verdict == Verdict::kInconclusive);
   auto [enough, enough_cases] = kl_cases(60, 0.002, 0.001, 2 * t.min_cases);
   CHECK(judge(enough, enough_cases, t, final_look(t, true)).verdict == Verdict::kPass);
+}
+
+TEST_CASE("--prefer: the least memory or the fastest decode, among the PASSing settings only") {
+  struct Row {
+    double kv_bytes, decode;
+    Verdict verdict;
+  };
+  auto table = [](const std::vector<Row>& rows) {
+    std::pair<std::vector<SettingResult>, std::vector<SettingVerdict>> t;
+    for (const Row& r : rows) {
+      SettingResult s;
+      s.kv_bytes_full = r.kv_bytes;
+      s.speed.decode_tok_s = r.decode;
+      s.speed.prefill_tok_s = 100;
+      t.first.push_back(s);
+      t.second.push_back({r.verdict});
+    }
+    return t;
+  };
+  // 0: big and fast; 1: small and slow; 2: smallest, fastest, but FAIL; 3: mid, INCONCLUSIVE.
+  auto [rs, vs] = table({{800, 50, Verdict::kPass}, {300, 40, Verdict::kPass}, {100, 90, Verdict::kFail},
+                         {200, 60, Verdict::kInconclusive}});
+  CHECK(recommend(rs, vs, Prefer::kMemory) == 1);
+  CHECK(recommend(rs, vs, Prefer::kSpeed) == 0);
+  // Equal speed: the smaller one; equal memory: the earlier one (not the faster clock reading).
+  auto [rs2, vs2] = table({{800, 50, Verdict::kPass}, {300, 50, Verdict::kPass}, {300, 55, Verdict::kPass}});
+  CHECK(recommend(rs2, vs2, Prefer::kSpeed) == 2);
+  CHECK(recommend(rs2, vs2, Prefer::kMemory) == 1);
+  auto [rs3, vs3] = table({{800, 50, Verdict::kPass}, {300, 50, Verdict::kPass}});
+  CHECK(recommend(rs3, vs3, Prefer::kSpeed) == 1);
+  // Nothing passed: no recommendation, whatever the preference.
+  auto [rs4, vs4] = table({{100, 90, Verdict::kFail}, {200, 60, Verdict::kInconclusive}});
+  CHECK(recommend(rs4, vs4, Prefer::kMemory) == -1);
+  CHECK(recommend(rs4, vs4, Prefer::kSpeed) == -1);
+  CHECK(parse_prefer("speed") == Prefer::kSpeed);
+  CHECK(parse_prefer("memory") == Prefer::kMemory);
+  CHECK(!parse_prefer("size"));
+  CHECK(std::string(prefer_name(Prefer::kSpeed)) == "speed");
 }
 
 TEST_CASE("the run order is a permutation, fixed by the seed") {

@@ -33,9 +33,9 @@ int number_after(const std::string& text, const std::string& key) {
   return at == std::string::npos ? -1 : std::atoi(text.c_str() + at + key.size());
 }
 
-// JSON without the timing line, for run-to-run comparison.
+// JSON without the timings (run time, tok/s), for run-to-run comparison.
 std::string without_seconds(const std::string& json) {
-  return std::regex_replace(json, std::regex("\"seconds\": [^\\n]*"), "");
+  return std::regex_replace(json, std::regex("\"(seconds|prefill_tok_s|decode_tok_s)\": [^,}\\n]*"), "");
 }
 
 // The verdict of the setting whose label is `label` in the JSON report.
@@ -129,6 +129,39 @@ TEST_CASE("sequential stopping: a clearly failing setting stops at the first loo
   CHECK(json_number_of(jt, "q8/q8", "cases_run") < n_cases);
   CHECK(tiny.out.find("the budget ended the run") != std::string::npos);
   CHECK(run_kvrt("run " + model_arg() + " -c 160 -p Once -n 4 --kv q8 --record " + tmp / "r.toml", tmp).exit_code == 3);
+}
+
+TEST_CASE("speed beside quality: memory at full context and tok/s per setting; --prefer picks among the PASSing ones") {
+  TempDir tmp;
+  const std::string v = "validate " + model_arg() + " -c 160 -t 1 --kv q8 --record " + tmp / "r.toml";
+  const auto r = run_kvrt(v + " --prefer speed --json " + tmp / "r.json --html " + tmp / "r.html", tmp);
+  INFO(r.out, r.err);
+  REQUIRE((r.exit_code == 0 || r.exit_code == 1));
+  const size_t header = r.out.find("\nsetting ");
+  REQUIRE(header != std::string::npos);
+  const std::string head = r.out.substr(header, r.out.find('\n', header + 1) - header);
+  size_t at = 0;  // the columns, in this order
+  for (const char* column : {"bytes/tok", "KV@2048", "prefill t/s", "decode t/s", "kl mean", "verdict"}) {
+    INFO(column);
+    const size_t found = head.find(column, at);
+    CHECK(found != std::string::npos);
+    at = found == std::string::npos ? at : found;
+  }
+  // Timed: the baseline and the setting, never the noise floor; numbers are not compared (a busy
+  // machine may time anything).
+  CHECK(r.out.find("\nf32 baseline ") != std::string::npos);
+  const std::string j = kvrt::test::read_file(tmp / "r.json");
+  CHECK(json_number_of(j, "q8/q8", "prefill_tok_s") > 0);
+  CHECK(json_number_of(j, "q8/q8", "decode_tok_s") > 0);
+  CHECK(json_number_of(j, "noise floor", "decode_tok_s") == 0);  // null
+  CHECK(j.find("\"prefer\": \"speed\"") != std::string::npos);
+  // stories260K's full context of 2048 at 400 bytes/token (q8, FP16 scales, head_dim 8): 800 KiB.
+  CHECK(json_number_of(j, "q8/q8", "kv_bytes_at_full_context") == 400 * 2048);
+  CHECK(kvrt::test::read_file(tmp / "r.html").find("decode tok/s") != std::string::npos);
+  if (verdict_of(j, "q8/q8") == "PASS") CHECK(r.out.find("recommended (--prefer speed): q8/q8") != std::string::npos);
+  const auto bad = run_kvrt(v + " --prefer size", tmp);
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("--prefer takes memory or speed") != std::string::npos);
 }
 
 TEST_CASE("the record binds the validated context: a longer run is refused with the command that extends it") {

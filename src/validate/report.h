@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "validate/case_set.h"
+#include "validate/recommend.h"
 #include "validate/runner.h"
 #include "validate/thresholds.h"
 #include "validate/verdict.h"
@@ -20,6 +21,7 @@ struct Report {
   std::vector<SettingVerdict> verdicts;  // parallel to run->settings
   SettingVerdict noise_verdict;
   int recommended = -1;                  // index into run->settings
+  Prefer prefer = Prefer::kMemory;       // what chose it
   std::string model_path, model_sha256, isa, kvrt_version, acceptance_sha256;
   std::string matmul;                    // matrix-product backends (ops::matmul_backends)
   int n_ctx_full = 0;                    // the model's full context, for "memory saved"
@@ -30,6 +32,7 @@ struct Report {
   int n_windowed_layers = 0, n_layers = 0;
   std::string context_source;            // why this context: "-c", or how the default was chosen
   int n_threads = 0;
+  int speed_repeats = 0;                 // timed segments per measurement (validate/speed.h)
   std::string noise_description;         // how the noise-floor lane differs from the baseline
   std::vector<std::string> skipped;      // cases left out (too long)
   std::vector<std::string> skipped_settings;  // "label: why" of settings that cannot apply to the model
@@ -41,12 +44,14 @@ Interval breakdown(const Report& r, const SettingResult& s, Metric m, const std:
 std::vector<std::string> categories(const std::vector<Case>& cases);  // sorted, unique
 
 std::string format_number(double x);  // 3 significant digits, fixed or scientific
+std::string format_bytes(double bytes);  // "720.0 KiB", "1.5 MiB", "3.2 GiB"
+std::string format_rate(double tok_s);   // tokens per second, "-" when not measured
 
 std::string report_text(const Report& r);
 // How the cases sit against the model's sliding window: per length bucket, the cases longer than
 // it (those whose windowed layers drop positions); a line of report_text, "" without a window.
 std::string window_summary(const Report& r);
-std::string report_json(const Report& r);  // deterministic except the "seconds" line
+std::string report_json(const Report& r);  // deterministic except the timings (seconds, tok/s)
 std::string json_quote(std::string_view s);  // a JSON string literal with escapes
 std::string report_html(const Report& r);
 

@@ -19,6 +19,12 @@ std::string interval(const Interval& i) {
          ", \"cases\": " + std::to_string(i.n_cases) + "}";
 }
 
+// Tok/s at the validated context; null where not measured.
+std::string speed(const Speed& s) {
+  auto rate = [](double x) { return x > 0 ? num(x) : std::string("null"); };
+  return "\"prefill_tok_s\": " + rate(s.prefill_tok_s) + ", \"decode_tok_s\": " + rate(s.decode_tok_s);
+}
+
 void setting(const Report& r, const SettingResult& s, const SettingVerdict& v, std::ostringstream& o) {
   o << "    {\"label\": " << json_quote(s.setting.label) << ", \"name\": " << json_quote(s.name)
     << ", \"matmul_precision\": " << json_quote(ops::matmul_precision_name(s.setting.matmul))
@@ -27,7 +33,8 @@ void setting(const Report& r, const SettingResult& s, const SettingVerdict& v, s
     << ", \"look\": " << (s.look >= 0 ? std::to_string(s.look + 1) : std::string("null"))
     << ", \"bytes_per_token\": " << num(s.bytes_per_token)
     << ", \"bytes_saved_at_full_context\": "
-    << num((r.run->baseline_bytes_per_token - s.bytes_per_token) * r.n_ctx_full) << ",\n";
+    << num((r.run->baseline_bytes_per_token - s.bytes_per_token) * r.n_ctx_full)
+    << ", \"kv_bytes_at_full_context\": " << num(s.kv_bytes_full) << ", " << speed(s.speed) << ",\n";
   o << "     \"checks\": [";
   for (size_t i = 0; i < v.checks.size(); ++i) {
     const Check& c = v.checks[i];
@@ -97,7 +104,9 @@ std::string report_json(const Report& r) {
   o << "],\n  \"skipped_settings\": [";
   for (size_t i = 0; i < r.skipped_settings.size(); ++i) o << (i ? ", " : "") << json_quote(r.skipped_settings[i]);
   o << "],\n  \"kl_bin_width\": " << r.run->kl_bin_width << ",\n  \"baseline_bytes_per_token\": "
-    << num(r.run->baseline_bytes_per_token) << ",\n  \"noise_floor\":\n";
+    << num(r.run->baseline_bytes_per_token) << ",\n  \"baseline\": {\"kv_bytes_at_full_context\": "
+    << num(r.run->baseline_kv_bytes_full) << ", " << speed(r.run->baseline_speed) << "},\n  \"speed_repeats\": "
+    << r.speed_repeats << ",\n  \"noise_floor\":\n";
   setting(r, r.run->noise_floor, r.noise_verdict, o);
   o << ",\n  \"settings\": [\n";
   for (size_t i = 0; i < r.run->settings.size(); ++i) {
@@ -106,7 +115,7 @@ std::string report_json(const Report& r) {
   }
   o << "\n  ],\n  \"recommended\": "
     << (r.recommended >= 0 ? json_quote(r.run->settings[size_t(r.recommended)].name) : std::string("null"))
-    << ",\n  \"seconds\": " << num(r.run->seconds) << "\n}\n";
+    << ",\n  \"prefer\": " << json_quote(prefer_name(r.prefer)) << ",\n  \"seconds\": " << num(r.run->seconds) << "\n}\n";
   return o.str();
 }
 

@@ -31,19 +31,23 @@ std::string percent(double confidence) {
 
 void summary(const Report& r, std::ostringstream& o) {
   const RunResult& run = *r.run;
-  o << pad("setting", 16) << pad("bytes/tok", 11) << pad("saved@" + std::to_string(r.n_ctx_full), 13)
-    << pad("kl mean", 10) << pad("kl 95% interval", 22) << pad("top1 miss", 11) << pad("greedy miss", 13)
-    << "verdict\n";
+  o << pad("setting", 16) << pad("bytes/tok", 11) << pad("KV@" + std::to_string(r.n_ctx_full), 12)
+    << pad("prefill t/s", 13) << pad("decode t/s", 12) << pad("kl mean", 10) << pad("kl 95% interval", 22)
+    << pad("top1 miss", 11) << pad("greedy miss", 13) << "verdict\n";
+  auto head = [&](const std::string& label, double bytes_per_token, double kv_bytes, const Speed& speed) {
+    char bpt[32];
+    std::snprintf(bpt, sizeof bpt, "%.1f", bytes_per_token);
+    o << pad(label, 16) << pad(bpt, 11) << pad(format_bytes(kv_bytes), 12) << pad(format_rate(speed.prefill_tok_s), 13)
+      << pad(format_rate(speed.decode_tok_s), 12);
+  };
+  head("f32 baseline", run.baseline_bytes_per_token, run.baseline_kv_bytes_full, run.baseline_speed);
+  o << pad("-", 10) << pad("-", 22) << pad("-", 11) << pad("-", 13) << "(reference)\n";
   auto line = [&](const SettingResult& s, const SettingVerdict& v) {
-    const double saved = (run.baseline_bytes_per_token - s.bytes_per_token) * r.n_ctx_full;
+    head(s.setting.label, s.bytes_per_token, s.kv_bytes_full, s.speed);
     const Interval kl = breakdown(r, s, Metric::kKl, "", "");
-    char bpt[32], sv[32];
-    std::snprintf(bpt, sizeof bpt, "%.1f", s.bytes_per_token);
-    std::snprintf(sv, sizeof sv, "%.1f KiB", saved / 1024.0);
-    o << pad(s.setting.label, 16) << pad(bpt, 11) << pad(sv, 13) << pad(format_number(kl.mean), 10)
-      << pad(interval_text(kl), 22) << pad(format_number(breakdown(r, s, Metric::kTop1Mismatch, "", "").mean), 11)
-      << pad(format_number(breakdown(r, s, Metric::kGreedyMismatch, "", "").mean), 13)
-      << verdict_name(v.verdict) << "\n";
+    o << pad(format_number(kl.mean), 10) << pad(interval_text(kl), 22)
+      << pad(format_number(breakdown(r, s, Metric::kTop1Mismatch, "", "").mean), 11)
+      << pad(format_number(breakdown(r, s, Metric::kGreedyMismatch, "", "").mean), 13) << verdict_name(v.verdict) << "\n";
   };
   line(run.noise_floor, r.noise_verdict);
   for (size_t i = 0; i < run.settings.size(); ++i) line(run.settings[i], r.verdicts[i]);
@@ -152,18 +156,24 @@ std::string report_text(const Report& r) {
   set_summary(r, o);
   o << "\n";
   summary(r, o);
-  o << "(noise floor: FP32 against FP32 with " << r.noise_description
-    << "; its values are the resolution of this comparison)\n";
+  o << "(KV@" << r.n_ctx_full << ": KV cache memory at the model's full context, FP32 windows and sinks included; "
+    << "prefill and decode tok/s: at the validated context of " << r.max_len << " positions on " << r.n_threads
+    << (r.n_threads == 1 ? " thread" : " threads") << " on this machine, the best of at least " << r.speed_repeats
+    << " short timed segments over a synthetic cache (not timed: the noise floor); noise floor: FP32 against FP32 with "
+    << r.noise_description << ", its values are the resolution of this comparison)\n";
   details(r, r.run->noise_floor, r.noise_verdict, o);
   for (size_t i = 0; i < r.run->settings.size(); ++i) details(r, r.run->settings[i], r.verdicts[i], o);
   o << "\n";
   if (r.recommended >= 0) {
     const SettingResult& s = r.run->settings[size_t(r.recommended)];
-    const double saved = (r.run->baseline_bytes_per_token - s.bytes_per_token) * r.n_ctx_full;
-    char buf[256];
-    std::snprintf(buf, sizeof buf, "%.1f bytes/token (f32: %.1f), saves %.1f KiB of KV cache at the full context of %d",
-                  s.bytes_per_token, r.run->baseline_bytes_per_token, saved / 1024.0, r.n_ctx_full);
-    o << "recommended: " << s.setting.label << "  " << s.name << ": " << buf << "\n";
+    const RunResult& run = *r.run;
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%.1f bytes/token (f32: %.1f), ", s.bytes_per_token, run.baseline_bytes_per_token);
+    o << "recommended (--prefer " << prefer_name(r.prefer) << "): " << s.setting.label << "  " << s.name << ": " << buf
+      << format_bytes(s.kv_bytes_full) << " of KV cache at the full context of " << r.n_ctx_full << " (f32: "
+      << format_bytes(run.baseline_kv_bytes_full) << "); decode " << format_rate(s.speed.decode_tok_s) << " tok/s, prefill "
+      << format_rate(s.speed.prefill_tok_s) << " tok/s at " << r.max_len << " positions (f32: "
+      << format_rate(run.baseline_speed.decode_tok_s) << " / " << format_rate(run.baseline_speed.prefill_tok_s) << ")\n";
   } else {
     o << "recommended: none of the requested settings passed; keep the f32 cache\n";
   }
@@ -181,6 +191,21 @@ std::string format_number(double x) {
   const double a = std::fabs(x);
   if (a >= 1e-3 && a < 1e4) std::snprintf(buf, sizeof buf, "%.3g", x);
   else std::snprintf(buf, sizeof buf, "%.2e", x);
+  return buf;
+}
+
+std::string format_bytes(double bytes) {
+  char buf[32];
+  if (bytes < 1024.0 * 1024.0) std::snprintf(buf, sizeof buf, "%.1f KiB", bytes / 1024.0);
+  else if (bytes < 1024.0 * 1024.0 * 1024.0) std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / (1024.0 * 1024.0));
+  else std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+  return buf;
+}
+
+std::string format_rate(double tok_s) {
+  if (!(tok_s > 0)) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, tok_s < 100 ? "%.2f" : "%.1f", tok_s);
   return buf;
 }
 

@@ -7,6 +7,7 @@
 #include <omp.h>
 
 #include "common/error.h"
+#include "kv/cache_layout.h"
 #include "model/sampler.h"
 #include "model/session.h"
 #include "validate/negative_control.h"
@@ -203,12 +204,20 @@ void CaseRunner::run(const Case& c) {
   if (c.mode == Mode::kSampling) sample(c);
 }
 
+// KV memory of the session's setting at the model's full context.
+double kv_bytes_full(const model::Session& s) {
+  const model::ModelConfig& c = s.model().config();
+  return double(kv::plan_cache(s.kv_cache().config(), {c.n_layers, c.n_kv_heads, c.head_dim, c.n_ctx_train})
+                    .bytes_in_use(c.n_ctx_train));
+}
+
 SettingResult make_result(const Setting& s, const model::Session& session, size_t n_cases, int bins) {
   SettingResult r;
   r.setting = s;
   const kv::KvConfig& kv = session.kv_cache().config();
   r.name = s.scale_noise > 0 ? damaged_name(kv, s.scale_noise, s.damage_layer) : kv.name();
   r.bytes_per_token = session.kv_cache().bytes_per_token();
+  r.kv_bytes_full = kv_bytes_full(session);
   r.cases.resize(n_cases);
   r.kl_by_pos.assign(size_t(bins), 0.0);
   r.kl_by_pos_count.assign(size_t(bins), 0);
@@ -292,7 +301,7 @@ std::optional<std::pair<bool, bool>> CaseScore::outcomes(Metric m) const {
 RunResult run_validation(const model::Model& model, const std::vector<Case>& cases,
                          const std::vector<Setting>& settings, const RunOptions& o) {
   Pace pace;
-  int n_ctx = 1;
+  int n_ctx = o.max_len;  // the speed segments run at max_len
   for (const Case& c : cases) n_ctx = std::max(n_ctx, c.n_positions());
   RunResult r;
   r.kl_bin_width = std::max(1, (o.max_len + o.kl_bins - 1) / o.kl_bins);
@@ -306,6 +315,7 @@ RunResult run_validation(const model::Model& model, const std::vector<Case>& cas
     r.settings.push_back(make_result(s, *lanes.back().session, cases.size(), o.kl_bins));
   }
   r.baseline_bytes_per_token = lanes[0].session->kv_cache().bytes_per_token();
+  r.baseline_kv_bytes_full = kv_bytes_full(*lanes[0].session);
   lanes[1].out = &r.noise_floor;
   for (size_t i = 0; i < settings.size(); ++i) lanes[i + 2].out = &r.settings[i];
 
@@ -345,6 +355,10 @@ RunResult run_validation(const model::Model& model, const std::vector<Case>& cas
        }())
     for (size_t b = 0; b < s->kl_by_pos.size(); ++b)
       if (s->kl_by_pos_count[b]) s->kl_by_pos[b] /= double(s->kl_by_pos_count[b]);
+  // Speed: every lane but the noise floor's (FP32 like the baseline), whether or not it stopped early.
+  r.baseline_speed = measure_speed(*lanes[0].session, *lanes[0].prompt, o.max_len, o.speed);
+  for (size_t l = 2; l < lanes.size(); ++l)
+    lanes[l].out->speed = measure_speed(*lanes[l].session, *lanes[l].prompt, o.max_len, o.speed);
   r.seconds = pace.seconds();
   return r;
 }

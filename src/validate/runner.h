@@ -15,6 +15,7 @@
 #include "ops/matmul.h"
 #include "validate/case_set.h"
 #include "validate/metrics.h"
+#include "validate/speed.h"
 
 namespace kvrt::validate {
 
@@ -49,6 +50,7 @@ struct RunOptions {
   std::vector<int> looks;
   std::function<bool(const SettingResult&, int look)> decided;
   double budget_seconds = 0;  // > 0: no case starts that the rate so far says would end after it
+  SpeedOptions speed;  // after the cases: the baseline and every setting timed at max_len (validate/speed.h)
   std::function<void(const Progress&)> progress;  // called after each case
 };
 
@@ -68,6 +70,8 @@ struct SettingResult {
   Setting setting;
   std::string name;            // canonical KvConfig::name() as resolved by the cache
   double bytes_per_token = 0;  // KV bytes per token over all layers
+  double kv_bytes_full = 0;    // KV memory at the model's full context, FP32 windows and sinks included
+  Speed speed;                 // at the validated context (RunOptions::max_len)
   std::vector<CaseScore> cases;            // parallel to the case list; those not run stay empty
   int n_run = 0;                           // cases run, in run order (RunOptions::order)
   int look = -1;                           // the interim look that stopped it; -1: it ran to the end
@@ -79,6 +83,8 @@ struct RunResult {
   SettingResult noise_floor;             // FP32 vs FP32 with other threads and chunking
   std::vector<SettingResult> settings;   // in the order asked for
   double baseline_bytes_per_token = 0;
+  double baseline_kv_bytes_full = 0;
+  Speed baseline_speed;
   int kl_bin_width = 1;                  // positions per bin
   int n_run = 0;                         // cases the baseline ran: fewer than planned when all were
                                          // decided early or the budget ended the run

@@ -233,7 +233,8 @@ void run(const model::Model& model, const ValidationRequest& req, Validation& v)
   };
   for (const auto& s : v.run.settings) rep.verdicts.push_back(verdict_of(s));
   rep.noise_verdict = verdict_of(v.run.noise_floor);
-  rep.recommended = recommend(v.run.settings, rep.verdicts);
+  rep.prefer = req.prefer;
+  rep.recommended = recommend(v.run.settings, rep.verdicts, req.prefer);
   rep.model_path = req.model_path;
   rep.matmul = ops::matmul_backends();
   rep.kvrt_version = KVRT_VERSION;
@@ -245,6 +246,7 @@ void run(const model::Model& model, const ValidationRequest& req, Validation& v)
   if (rep.n_windowed_layers > 0) rep.sliding_window = c.sliding_window;
   rep.noise_description = "prefill chunks of " + std::to_string(ro.noise_batch) + " instead of " +
                           std::to_string(ro.n_batch) + " tokens (other GEMM shapes and summation order)";
+  rep.speed_repeats = ro.speed.repeats;
   rep.n_threads = ro.n_threads > 0 ? ro.n_threads : int(sysconf(_SC_NPROCESSORS_ONLN));
   v.record = make_record(v);
 }

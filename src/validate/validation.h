@@ -31,6 +31,7 @@ struct ValidationRequest {
   std::optional<uint64_t> seed;        // bootstrap seed; default the thresholds file's
   int n_threads = 0;                   // 0: all cores (one for models under 64 MiB); at most kMaxThreads
   double budget_minutes = 0;           // > 0: run what fits; what it could not decide is INCONCLUSIVE
+  Prefer prefer = Prefer::kMemory;     // what the recommendation among the PASSing settings favours
   std::function<void(const Progress&)> progress;
 };
 

@@ -170,14 +170,4 @@ SettingVerdict judge(const SettingResult& r, const std::vector<Case>& cases, con
   return judge(r, cases, t, final_look(t, false));
 }
 
-// Ties keep the earlier setting: settings files list the more precise formats first.
-int recommend(const std::vector<SettingResult>& results, const std::vector<SettingVerdict>& verdicts) {
-  int best = -1;
-  for (size_t i = 0; i < results.size(); ++i) {
-    if (verdicts[i].verdict != Verdict::kPass) continue;
-    if (best < 0 || results[i].bytes_per_token < results[size_t(best)].bytes_per_token) best = int(i);
-  }
-  return best;
-}
-
 }  // namespace kvrt::validate

@@ -87,7 +87,4 @@ SettingVerdict judge(const SettingResult& r, const std::vector<Case>& cases, con
 // The final look of a run of the whole set.
 SettingVerdict judge(const SettingResult& r, const std::vector<Case>& cases, const Thresholds& t);
 
-// The smallest-memory setting whose verdict is PASS; -1 when none passed.
-int recommend(const std::vector<SettingResult>& results, const std::vector<SettingVerdict>& verdicts);
-
 }  // namespace kvrt::validate

@@ -14,6 +14,7 @@
 #include "kv_options.h"
 #include "model_options.h"
 #include "validate/output_file.h"
+#include "validate/recommend.h"
 #include "validate/record.h"
 #include "validate/report.h"
 #include "validate/settings.h"
@@ -30,6 +31,7 @@ struct ValidateOptions {
   float negative_control = 0;  // relative noise on stored scales; 0 = no negative control
   int max_len = 0;
   float budget_minutes = 0;  // 0: no budget
+  std::string prefer = "memory";
   std::optional<uint64_t> seed;  // none: the thresholds file's
 };
 
@@ -95,6 +97,10 @@ int cmd_validate(int argc, char** argv) {
   cl.add("--budget", "MINUTES",
          "run what fits in this many minutes; settings it could not decide are INCONCLUSIVE (default: no limit)",
          &o.budget_minutes, 0.001f, 1e6f);
+  cl.add("--prefer", "memory|speed",
+         "the recommendation among the PASSing settings: the least KV memory at full context (default) or the "
+         "fastest decode at the validated context",
+         &o.prefer);
   cl.add("--seed", "S", "bootstrap seed (default: the thresholds file's)", &o.seed);
   cl.add("--json", "FILE", "write the full results as JSON", &o.json);
   cl.add("--html", "FILE", "write a self-contained HTML report with plots", &o.html);
@@ -107,6 +113,8 @@ int cmd_validate(int argc, char** argv) {
   });
   if (!cl.parse(argc, argv)) return kExitOk;
   if (o.only_cases && o.cases_dir.empty()) throw Error("--only-cases needs --cases DIR", ErrorKind::kUsage);
+  const std::optional<validate::Prefer> prefer = validate::parse_prefer(o.prefer);
+  if (!prefer) throw Error("--prefer takes memory or speed, not '" + o.prefer + "'", ErrorKind::kUsage);
 
   // Inputs and outputs are checked first, so a bad path fails now rather than after the run.
   if (!o.json.empty()) validate::check_output_path(o.json, "JSON report");
@@ -121,6 +129,7 @@ int cmd_validate(int argc, char** argv) {
   req.seed = o.seed;
   req.n_threads = o.model.n_threads;
   req.budget_minutes = o.budget_minutes;
+  req.prefer = *prefer;
   req.progress = progress;
   req.model_path = o.model.resolved_path();
   const std::unique_ptr<model::Model> model = o.model.load();
