@@ -13,6 +13,7 @@
 #include "validate/case_set.h"
 #include "validate/metrics.h"
 #include "validate/recommend.h"
+#include "validate/report.h"
 #include "validate/record.h"
 #include "validate/report.h"
 #include "validate/settings.h"
@@ -26,6 +27,12 @@ namespace {
 
 void write(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
+}
+
+SettingVerdict verdict(Verdict v) {
+  SettingVerdict s;
+  s.verdict = v;
+  return s;
 }
 
 std::string error_of(const std::function<void()>& f) {
@@ -321,7 +328,7 @@ TEST_CASE("--prefer: the least memory or the fastest decode, among the PASSing s
       s.speed.decode_tok_s = r.decode;
       s.speed.prefill_tok_s = 100;
       t.first.push_back(s);
-      t.second.push_back({r.verdict});
+      t.second.push_back(verdict(r.verdict));
     }
     return t;
   };
@@ -344,6 +351,83 @@ TEST_CASE("--prefer: the least memory or the fastest decode, among the PASSing s
   CHECK(parse_prefer("memory") == Prefer::kMemory);
   CHECK(!parse_prefer("size"));
   CHECK(std::string(prefer_name(Prefer::kSpeed)) == "speed");
+}
+
+TEST_CASE("the damage: a failing setting's worst cases, continuations side by side with the divergence marked, escaped") {
+  std::vector<Case> cases(4);
+  const char* ids[] = {"long-<prose>", "recall-1", "calm", "calm-2"};
+  for (size_t i = 0; i < cases.size(); ++i) {
+    cases[i].id = ids[i];
+    cases[i].category = i == 1 ? "recall" : "prose";
+    cases[i].bucket = i == 0 ? "long" : "short";
+    cases[i].mode = i == 1 ? Mode::kRecall : Mode::kTeacherForced;
+    cases[i].turns = {std::vector<int32_t>(i == 0 ? 100 : 10, 1)};
+  }
+  auto scored = [](int n, double kl) {
+    CaseScore c;
+    c.tokens.n_positions = n;
+    c.tokens.kl = kl * n;
+    c.kl_by_pos.assign(size_t(n), float(kl));
+    return c;
+  };
+  RunResult run;
+  run.kl_bin_width = 32;
+  SettingResult noise, bad;
+  noise.setting.label = "noise floor";
+  bad.setting.label = "q4<'x'>";
+  bad.name = "k=q4,v=q4";
+  for (SettingResult* s : {&noise, &bad}) {
+    s->cases = {scored(100, 1e-12), scored(10, 1e-12), scored(10, 1e-12), scored(10, 1e-12)};
+    s->n_run = 4;
+    s->kl_by_pos.assign(4, 1e-12);
+    s->kl_by_pos_count.assign(4, 1);
+  }
+  // The long case has the largest KL; the recall case lost its answer; "calm" and "calm-2" barely moved.
+  bad.cases = {scored(100, 0.5), scored(10, 0.05), scored(10, 0.002), scored(10, 0.001)};
+  for (int p = 0; p < 100; ++p) bad.cases[0].kl_by_pos[size_t(p)] = float(0.01 * (p + 1));
+  bad.cases[1].recall_baseline = true;
+  bad.cases[1].recall_candidate = false;
+  bad.cases[1].continuation = {{" The", " cat", " sat"}, {" The", " <dog>", " \xff&"}, 1, true};
+  run.noise_floor = noise;
+  run.settings = {bad};
+  Thresholds t;
+  Report r;
+  r.cases = &cases;
+  r.run = &run;
+  r.thresholds = &t;
+  r.verdicts = {verdict(Verdict::kFail)};
+  r.noise_verdict = verdict(Verdict::kPass);
+  r.model_path = "m.gguf";
+  r.model_sha256 = std::string(64, '0');
+  r.acceptance_sha256 = std::string(64, '0');
+
+  CHECK(worst_cases(r, run.settings[0], kWorstCases) == std::vector<size_t>{1, 0, 2});  // lost first, then by KL
+  const std::string text = report_text(r);
+  CHECK(text.find("worst cases: recall-1 (kl 0.05, answer lost) long-<prose> (kl 0.5) calm (kl 0.002)") !=
+        std::string::npos);
+
+  const std::string html = report_html(r);
+  const size_t damage = html.find("<h2>The damage");
+  REQUIRE(damage != std::string::npos);
+  const std::string d = html.substr(damage, html.find("<h2>Full table") - damage);
+  // Side by side: the first divergent token marked in both columns, the candidate's text escaped,
+  // a byte that is not UTF-8 shown as U+FFFD.
+  CHECK(d.find("<td> The<mark> cat</mark><span class='after'> sat</span></td>") != std::string::npos);
+  CHECK(d.find("<td> The<mark> &lt;dog&gt;</mark><span class='after'> \xEF\xBF\xBD&amp;</span></td>") != std::string::npos);
+  CHECK(d.find("(its own continuation)") != std::string::npos);
+  CHECK(d.find("q4&lt;&#39;x&#39;&gt;") != std::string::npos);
+  CHECK(d.find("<dog>") == std::string::npos);
+  CHECK(html.find("<h4>long-&lt;prose&gt;</h4>") < html.find("<h4>calm</h4>"));
+  CHECK(html.find("<h4>recall-1</h4>") < html.find("<h4>long-&lt;prose&gt;</h4>"));
+  CHECK(d.find("<h4>calm-2</h4>") == std::string::npos);  // only the worst three
+  // KL by position of the long case: one line, rising.
+  const size_t plot = d.find("KL by position of the long cases");
+  REQUIRE(plot != std::string::npos);
+  CHECK(d.find("<polyline", plot) != std::string::npos);
+  CHECK(d.find(">long-&lt;prose&gt;</text>", plot) != std::string::npos);
+  // A setting that passes shows no damage section.
+  r.verdicts = {verdict(Verdict::kPass)};
+  CHECK(report_html(r).find("<h2>The damage") == std::string::npos);
 }
 
 TEST_CASE("the run order is a permutation, fixed by the seed") {

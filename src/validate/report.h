@@ -42,6 +42,10 @@ struct Report {
 Interval breakdown(const Report& r, const SettingResult& s, Metric m, const std::string& category,
                    const std::string& bucket);
 std::vector<std::string> categories(const std::vector<Case>& cases);  // sorted, unique
+// The cases that show a setting's damage most: answers lost first, then by mean KL; at most n,
+// of those it ran (indices into r.cases).
+std::vector<size_t> worst_cases(const Report& r, const SettingResult& s, size_t n);
+constexpr size_t kWorstCases = 3;  // shown per failing setting
 
 std::string format_number(double x);  // 3 significant digits, fixed or scientific
 std::string format_bytes(double bytes);  // "720.0 KiB", "1.5 MiB", "3.2 GiB"

@@ -14,14 +14,37 @@ constexpr const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "
 constexpr double kFloor = 1e-9;  // KL values below this are drawn at the floor
 constexpr int kW = 720, kH = 300, kLeft = 70, kRight = 170, kTop = 20, kBottom = 40;
 
+// Bytes of the well-formed UTF-8 character at s[i]; 0 when it is not one (the text of one token
+// may be part of a character).
+size_t utf8_length(const std::string& s, size_t i) {
+  const unsigned char c = static_cast<unsigned char>(s[i]);
+  const size_t n = c < 0x80 ? 1 : (c >= 0xC2 && c <= 0xDF) ? 2 : (c >> 4) == 0xE ? 3 : (c >= 0xF0 && c <= 0xF4) ? 4 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k)
+    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
+  return n;
+}
+
+// Text for HTML text and attributes (quoted with ' or "): markup characters escaped, NUL and bytes
+// that are not UTF-8 shown as U+FFFD.
 std::string esc(const std::string& s) {
   std::string o;
-  for (char c : s) {
-    if (c == '<') o += "&lt;";
-    else if (c == '>') o += "&gt;";
-    else if (c == '&') o += "&amp;";
-    else if (c == '"') o += "&quot;";
-    else o += c;
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = utf8_length(s, i);
+    if (n == 0 || s[i] == '\0') {
+      o += "\xEF\xBF\xBD";
+      ++i;
+      continue;
+    }
+    switch (s[i]) {
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '&': o += "&amp;"; break;
+      case '"': o += "&quot;"; break;
+      case '\'': o += "&#39;"; break;
+      default: o.append(s, i, n);
+    }
+    i += n;
   }
   return o;
 }
@@ -63,11 +86,17 @@ void frame(std::ostringstream& o, const LogAxis& a, const std::string& xlabel) {
     << ")' text-anchor='middle'>mean KL (nats/token)</text>\n";
 }
 
-void legend(std::ostringstream& o, const std::vector<const SettingResult*>& ss) {
-  for (size_t i = 0; i < ss.size(); ++i)
+void legend(std::ostringstream& o, const std::vector<std::string>& names) {
+  for (size_t i = 0; i < names.size(); ++i)
     o << "<rect x='" << kW - kRight + 10 << "' y='" << kTop + 16 * i << "' width='10' height='10' fill='"
       << kColors[i % 10] << "'/><text x='" << kW - kRight + 24 << "' y='" << kTop + 16 * i + 9 << "'>"
-      << esc(ss[i]->setting.label) << "</text>\n";
+      << esc(names[i]) << "</text>\n";
+}
+
+void legend(std::ostringstream& o, const std::vector<const SettingResult*>& ss) {
+  std::vector<std::string> names;
+  for (const SettingResult* s : ss) names.push_back(s->setting.label);
+  legend(o, names);
 }
 
 std::string plot_by_position(const Report& r) {
@@ -90,6 +119,90 @@ std::string plot_by_position(const Report& r) {
   }
   legend(o, ss);
   o << "</svg>\n";
+  return o.str();
+}
+
+// KL at each position of the long cases a setting ran, one line per case (means over at most
+// kPoints bins of positions).
+std::string plot_long_cases(const Report& r, const SettingResult& s) {
+  constexpr size_t kPoints = 200;
+  std::vector<std::string> ids;
+  std::vector<std::vector<double>> lines;  // [case][bin]
+  size_t longest = 1;
+  for (size_t i = 0; i < s.cases.size() && ids.size() < 10; ++i) {
+    const std::vector<float>& kl = s.cases[i].kl_by_pos;
+    if ((*r.cases)[i].bucket != std::string("long") || kl.empty()) continue;
+    ids.push_back((*r.cases)[i].id);
+    longest = std::max(longest, kl.size());
+    lines.emplace_back(kl.begin(), kl.end());
+  }
+  if (ids.empty()) return "";
+  const size_t width = (longest + kPoints - 1) / kPoints;  // positions per bin
+  std::vector<double> all;
+  for (auto& line : lines) {
+    std::vector<double> binned;
+    for (size_t b = 0; b < line.size(); b += width) {
+      const size_t e = std::min(line.size(), b + width);
+      double sum = 0;
+      for (size_t k = b; k < e; ++k) sum += line[k];
+      binned.push_back(sum / double(e - b));
+    }
+    line = binned;
+    all.insert(all.end(), line.begin(), line.end());
+  }
+  const LogAxis a = axis_for(all);
+  std::ostringstream o;
+  frame(o, a, "position in the case (bins of " + std::to_string(width) + ")");
+  const double dx = double(kW - kLeft - kRight) / double((longest + width - 1) / width);
+  for (int i = 0; i <= 4; ++i)
+    o << "<text x='" << kLeft + (kW - kLeft - kRight) * i / 4.0 << "' y='" << kH - kBottom + 14
+      << "' text-anchor='middle'>" << longest * size_t(i) / 4 << "</text>\n";
+  for (size_t c = 0; c < lines.size(); ++c) {
+    o << "<polyline fill='none' stroke-width='1.5' stroke='" << kColors[c % 10] << "' points='";
+    for (size_t b = 0; b < lines[c].size(); ++b) o << kLeft + dx * (double(b) + 0.5) << "," << a.y(lines[c][b]) << " ";
+    o << "'/>\n";
+  }
+  legend(o, ids);
+  o << "</svg>\n";
+  return o.str();
+}
+
+// One column of a continuation: its pieces, the first divergent one marked, the rest after it dimmed.
+std::string pieces_html(const std::vector<std::string>& pieces, int first_divergence) {
+  std::string o;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const int at = int(i);
+    if (at == first_divergence) o += "<mark>" + esc(pieces[i]) + "</mark>";
+    else if (first_divergence >= 0 && at > first_divergence) o += "<span class='after'>" + esc(pieces[i]) + "</span>";
+    else o += esc(pieces[i]);
+  }
+  return o;
+}
+
+// The worst cases of every failing setting: continuations side by side, KL by position of the long cases.
+std::string damage(const Report& r) {
+  std::ostringstream o;
+  for (size_t si = 0; si < r.run->settings.size(); ++si) {
+    const SettingResult& s = r.run->settings[si];
+    if (r.verdicts[si].verdict != Verdict::kFail) continue;
+    o << "<h3>" << esc(s.setting.label) << " <code>" << esc(s.name) << "</code></h3>\n";
+    for (size_t i : worst_cases(r, s, kWorstCases)) {
+      const Case& c = (*r.cases)[i];
+      const CaseScore& cs = s.cases[i];
+      o << "<h4>" << esc(c.id) << "</h4>\n<p>" << mode_name(c.mode) << ", " << esc(c.category) << ", " << c.bucket << ", "
+        << c.n_positions() << " positions, mean KL " << format_number(cs.value(Metric::kKl).value_or(0));
+      if (cs.recall_baseline && *cs.recall_baseline) o << (*cs.recall_candidate ? ", answer kept" : ", answer lost");
+      o << "</p>\n";
+      const Continuation& k = cs.continuation;
+      if (k.baseline.empty()) continue;
+      o << "<table class='cont'><tr><th>baseline (f32)</th><th>" << esc(s.setting.label)
+        << (k.own ? " (its own continuation)" : " (its next token after the baseline's tokens)") << "</th></tr><tr><td>"
+        << pieces_html(k.baseline, k.first_divergence) << "</td><td>" << pieces_html(k.candidate, k.first_divergence)
+        << "</td></tr></table>\n";
+    }
+    const std::string plot = plot_long_cases(r, s);
+    if (!plot.empty()) o << "<p>KL by position of the long cases:</p>\n" << plot;
+  }
   return o.str();
 }
 
@@ -127,7 +240,8 @@ std::string report_html(const Report& r) {
        "<style>body{font-family:sans-serif;margin:2em;max-width:1000px}table{border-collapse:collapse}"
        "td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}td:first-child,th:first-child{text-align:left}"
        ".PASS{color:#080;font-weight:bold}.FAIL{color:#c00;font-weight:bold}.INCONCLUSIVE{color:#a60;font-weight:bold}"
-       "pre{background:#f6f6f6;padding:1em;overflow-x:auto}</style></head><body>\n";
+       "pre{background:#f6f6f6;padding:1em;overflow-x:auto}table.cont td{white-space:pre-wrap;text-align:left;"
+       "vertical-align:top;width:50%;font-family:monospace}mark{background:#fc6}.after{color:#888}</style></head><body>\n";
   o << "<h1>kvrt validate</h1>\n<p>Model <code>" << esc(r.model_path) << "</code> (sha256 <code>" << r.model_sha256
     << "</code>), kvrt " << esc(r.kvrt_version) << ", ISA " << esc(r.isa) << ", matmul " << esc(r.matmul) << ", " << r.cases->size()
     << " cases, validated context " << r.max_len << ".</p>\n<table><tr><th>setting</th><th>name</th><th>bytes/token</th>"
@@ -145,7 +259,16 @@ std::string report_html(const Report& r) {
       << "</td></tr>\n";
   }
   o << "</table>\n<h2>KL by position</h2>\n" << plot_by_position(r) << "<h2>KL by length bucket</h2>\n"
-    << plot_by_bucket(r) << "<h2>Full table</h2>\n<pre>" << esc(report_text(r)) << "</pre>\n</body></html>\n";
+    << plot_by_bucket(r);
+  const std::string d = damage(r);
+  if (!d.empty())
+    o << "<h2>The damage: worst cases of each failing setting</h2>\n<p>Up to " << kWorstCases
+      << " cases per failing setting, answers lost first, then by mean KL. Continuations token by token, the first "
+         "token that differs marked. Recall cases: each cache continued on its own from the prompt. Greedy and "
+         "multi-turn cases run in lockstep on the baseline's tokens, so the setting's column holds its own next token "
+         "after the baseline's tokens so far.</p>\n"
+      << d;
+  o << "<h2>Full table</h2>\n<pre>" << esc(report_text(r)) << "</pre>\n</body></html>\n";
   return o.str();
 }
 

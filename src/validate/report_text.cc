@@ -98,6 +98,15 @@ void details(const Report& r, const SettingResult& s, const SettingVerdict& v, s
     if (!gained.empty()) o << "\n  answers gained:" << gained;
     if (&s == &r.run->noise_floor && !missed.empty()) o << "\n  answers the baseline misses (not counted):" << missed;
   }
+  if (v.verdict == Verdict::kFail) {
+    o << "\n  worst cases:";
+    for (size_t i : worst_cases(r, s, kWorstCases)) {
+      const CaseScore& c = s.cases[i];
+      o << " " << (*r.cases)[i].id << " (kl " << format_number(c.value(Metric::kKl).value_or(0));
+      if (c.recall_baseline && *c.recall_baseline && !*c.recall_candidate) o << ", answer lost";
+      o << ")";
+    }
+  }
   o << "\n  kl by category: ";
   for (const std::string& c : categories(*r.cases))
     o << c << " " << format_number(breakdown(r, s, Metric::kKl, c, "").mean) << "  ";
@@ -207,6 +216,20 @@ std::string format_rate(double tok_s) {
   char buf[32];
   std::snprintf(buf, sizeof buf, tok_s < 100 ? "%.2f" : "%.1f", tok_s);
   return buf;
+}
+
+std::vector<size_t> worst_cases(const Report& r, const SettingResult& s, size_t n) {
+  std::vector<size_t> run;
+  for (size_t i = 0; i < s.cases.size() && i < r.cases->size(); ++i)
+    if (s.cases[i].tokens.n_positions > 0 || !s.cases[i].continuation.baseline.empty()) run.push_back(i);
+  auto key = [&](size_t i) {
+    const CaseScore& c = s.cases[i];
+    const bool lost = c.recall_baseline && *c.recall_baseline && !*c.recall_candidate;
+    return std::make_pair(lost ? 0 : 1, -c.value(Metric::kKl).value_or(0));
+  };
+  std::stable_sort(run.begin(), run.end(), [&](size_t a, size_t b) { return key(a) < key(b); });
+  if (run.size() > n) run.resize(n);
+  return run;
 }
 
 std::vector<std::string> categories(const std::vector<Case>& cases) {

@@ -46,6 +46,8 @@ class CaseRunner {
   void free_greedy(const Case& c);
   void sample(const Case& c);
   std::vector<int32_t> generate(Lane& lane, int n, model::Sampler& sampler);
+  std::string piece(std::vector<int32_t>& before, int32_t next) const;
+  std::vector<std::string> pieces(const std::vector<int32_t>& tokens) const;  // the text each token adds
 
   std::vector<Lane*>& lanes_;
   const model::Tokenizer& tok_;
@@ -63,6 +65,7 @@ void CaseRunner::score_pending(int32_t ref) {
   for (size_t l = 1; l < lanes_.size(); ++l) {
     Lane& lane = *lanes_[l];
     const double kl = score_position(b, lane.session->last_logits(), n_vocab_, ref, lane.score->tokens);
+    lane.score->kl_by_pos.push_back(float(kl));
     const size_t bin = std::min(size_t(pos / bin_width_), lane.out->kl_by_pos.size() - 1);
     lane.out->kl_by_pos[bin] += kl;
     ++lane.out->kl_by_pos_count[bin];
@@ -103,6 +106,7 @@ void CaseRunner::score_rows(int n, int pos0, const int32_t* next) {
       t.nll_candidate += r.nll_candidate;
       const size_t bin = std::min(size_t((pos0 + i) / bin_width_), lane.out->kl_by_pos.size() - 1);
       lane.out->kl_by_pos[bin] += lane.row_kl[size_t(i)];
+      lane.score->kl_by_pos.push_back(float(lane.row_kl[size_t(i)]));
       ++lane.out->kl_by_pos_count[bin];
     }
   }
@@ -126,14 +130,22 @@ void CaseRunner::feed(const std::vector<int32_t>& tokens) {
 // a candidate matches until its own argmax first differs from the baseline's token.
 void CaseRunner::follow_greedy(int n) {
   for (Lane* lane : lanes_) lane->matching = true;
+  std::vector<int32_t> so_far;  // the baseline's tokens of this continuation
   for (int j = 0; j < n; ++j) {
     const int32_t next = model::argmax(base().last_logits(), n_vocab_);
+    const std::string base_piece = piece(so_far, next);
     for (size_t l = 1; l < lanes_.size(); ++l) {
       Lane& lane = *lanes_[l];
-      lane.matching = lane.matching && model::argmax(lane.session->last_logits(), n_vocab_) == next;
+      const int32_t own = model::argmax(lane.session->last_logits(), n_vocab_);
+      Continuation& c = lane.score->continuation;
+      if (own != next && c.first_divergence < 0) c.first_divergence = int(c.baseline.size());
+      c.baseline.push_back(base_piece);
+      c.candidate.push_back(own == next ? base_piece : piece(so_far, own));
+      lane.matching = lane.matching && own == next;
       lane.score->n_generated += 1;
       lane.score->n_matched += lane.matching ? 1 : 0;
     }
+    so_far.push_back(next);
     feed_chunk(&next, 1);
   }
 }
@@ -146,6 +158,26 @@ std::vector<int32_t> CaseRunner::generate(Lane& lane, int n, model::Sampler& sam
   for (int j = 0; j < n; ++j) {
     out.push_back(sampler.sample(s.last_logits(), n_vocab_));
     if (j + 1 < n) s.eval(&out.back(), 1);
+  }
+  return out;
+}
+
+// The text `next` adds after `before`: decoding a token alone would lose the space SentencePiece
+// strips at the start of a text.
+std::string CaseRunner::piece(std::vector<int32_t>& before, int32_t next) const {
+  const std::string a = tok_.decode(before);
+  before.push_back(next);
+  const std::string b = tok_.decode(before);
+  before.pop_back();
+  return b.compare(0, a.size(), a) == 0 ? b.substr(a.size()) : tok_.decode({next});
+}
+
+std::vector<std::string> CaseRunner::pieces(const std::vector<int32_t>& tokens) const {
+  std::vector<std::string> out;
+  std::vector<int32_t> before;
+  for (int32_t t : tokens) {
+    out.push_back(piece(before, t));
+    before.push_back(t);
   }
   return out;
 }
@@ -167,6 +199,7 @@ void CaseRunner::free_greedy(const Case& c) {
     s.n_generated += int(out.size());
     const auto diverge = std::mismatch(out.begin(), out.end(), base_out.begin()).first;
     s.n_matched += int(diverge - out.begin());
+    s.continuation = {pieces(base_out), pieces(out), diverge == out.end() ? -1 : int(diverge - out.begin()), true};
     s.recall_baseline = base_hit;
     s.recall_candidate = hit;
   }
