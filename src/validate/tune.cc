@@ -102,6 +102,7 @@ bool calibrate(const model::Model& model, const TuneRequest& req, const Validati
   ro.n_threads = run_threads(model, req.validation.n_threads);
   ro.noise_threads = ro.n_threads;
   ro.max_len = v.report.max_len;
+  ro.speed.repeats = 0;  // calibration compares KL only: no timed segments
   std::vector<double> kl(settings.size(), 0.0);
   const Clock::time_point t0 = Clock::now();
   for (size_t b = 0; b < settings.size(); b += kCalibrationLanes) {
