@@ -33,6 +33,14 @@ std::string write_chat_model(const test::TempDir& tmp, const std::string& format
 }
 
 // A loaded chat model with one greedy session.
+// A session of n_ctx positions on one thread, with an f32 cache.
+model::SessionOptions one_thread(int n_ctx) {
+  model::SessionOptions o;
+  o.n_ctx = n_ctx;
+  o.n_threads = 1;
+  return o;
+}
+
 struct Chat {
   model::Model model;
   model::Session session;
@@ -41,7 +49,7 @@ struct Chat {
 
   Chat(const std::string& path, int n_ctx)
       : model(path),
-        session(model, model::SessionOptions{n_ctx, 1, 256, {}}),
+        session(model, one_thread(n_ctx)),
         sampler({}, model.config().n_vocab),
         format(*model::ChatTemplate::of_model(model.file())) {}
   const model::Tokenizer& tok() const { return model.tokenizer(); }
@@ -86,7 +94,7 @@ TEST_CASE("three turns on a ChatML model: template applied, each turn evaluates 
   CHECK(chat.n_evaluated() == c.session.n_past());
   CHECK(int(stream.size()) == c.session.n_past());
   // And that stream in one go gives the same next-token logits as the conversation's cache.
-  model::Session fresh(c.model, model::SessionOptions{512, 1, 256, {}});
+  model::Session fresh(c.model, one_thread(512));
   fresh.eval(stream.data(), int(stream.size()));
   float max_diff = 0.0f;
   for (int v = 0; v < c.model.config().n_vocab; ++v)

@@ -26,9 +26,18 @@ std::vector<Scope> scopes_of(const Thresholds& t) {
   return out;
 }
 
+// A check of scope s with nothing measured yet.
+Check unmeasured(const Scope& s) {
+  Check c;
+  c.metric = s.metric;
+  c.scope = s.name;
+  c.limit = s.limit;
+  return c;
+}
+
 // A pass/fail metric: the share of the baseline's right answers that the candidate loses.
 Check paired_check(const Scope& s, const PairedCounts& p, double confidence, int n_checks) {
-  Check c{s.metric, s.name, s.limit};
+  Check c = unmeasured(s);
   c.paired = p;
   c.mcnemar_p = mcnemar_exact_p(p.lost, p.gained);
   const int n = p.baseline_right();
@@ -57,7 +66,7 @@ BootstrapOptions bootstrap_at(const BootstrapOptions& base, double confidence) {
 
 Check bootstrap_check(const Scope& s, const std::vector<double>& values, const Thresholds& t, double confidence,
                       int n_checks) {
-  Check c{s.metric, s.name, s.limit};
+  Check c = unmeasured(s);
   c.interval = bootstrap_mean(values, bootstrap_at(t.bootstrap, confidence));
   // The FAIL side's lower bound is below the mean: it is resampled only when it can decide.
   c.fail_lower = c.interval.mean > s.limit
