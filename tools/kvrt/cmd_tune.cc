@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "acceptance_options.h"
 #include "command_line.h"
 #include "commands.h"
 #include "common/error.h"
@@ -18,12 +19,9 @@ namespace {
 struct TuneOptions {
   ModelOptions model;
   KvOptions kv;
-  std::string formats = "q2,q4,q8,f32", name = "tuned", cases_dir, config, record;
-  bool only_cases = false;
+  AcceptanceOptions set;
+  std::string formats = "q2,q4,q8,f32", name = "tuned";
   float calibration = 0.25f;
-  int max_len = 0;
-  float budget_minutes = 0;
-  std::optional<uint64_t> seed;
   int damage_layer = -1;
   float damage_noise = 0;
 };
@@ -47,16 +45,14 @@ int cmd_tune(int argc, char** argv) {
   cl.add("--name", "NAME", "the name the record gives the setting found (default tuned)", &o.name);
   cl.add("--calibration", "SHARE", "share of each category's cases the search measures on (default 0.25); "
          "the rest decide the verdicts", &o.calibration, 0.01f, 0.99f);
-  cl.add("--cases", "DIR", "more cases: DIR/manifest.toml in the acceptance-set format", &o.cases_dir);
-  cl.add_flag("--only-cases", "use only the --cases directory, not the bundled set", &o.only_cases);
-  cl.add("--config", "FILE", "thresholds (default validation/thresholds.toml in kvrt's data dir)", &o.config);
+  o.set.add_to(cl);
   cl.add("-c,--max-len,--ctx", "N", "the deployment context: cases stretch to it and the record binds it "
-         "(default: as validate's)", &o.max_len, 16, 1 << 20);
+         "(default: as validate's)", &o.set.max_len, 16, 1 << 20);
   cl.add("--budget", "MINUTES", "stop the search after this many minutes, keeping the smallest PASS found so far",
-         &o.budget_minutes, 0.001f, 1e6f);
-  cl.add("--seed", "S", "bootstrap and case-split seed (default: the thresholds file's)", &o.seed);
+         &o.set.budget_minutes, 0.001f, 1e6f);
+  cl.add("--seed", "S", "bootstrap and case-split seed (default: the thresholds file's)", &o.set.seed);
   cl.add("--record", "PATH", "validation record to write (default: in $KVRT_STATE_DIR or ~/.local/state/kvrt)",
-         &o.record);
+         &o.set.record);
   // Tests only: damages the stored scales of layer L in every candidate by the relative NOISE, so
   // the search has a known answer; the record is not written.
   cl.add_hidden("--debug-damage-layer", [&o](std::string_view v) {
@@ -67,7 +63,6 @@ int cmd_tune(int argc, char** argv) {
     if (!(o.damage_noise > 0)) throw Error("--debug-damage-layer needs LAYER:NOISE", ErrorKind::kUsage);
   });
   if (!cl.parse(argc, argv)) return kExitOk;
-  if (o.only_cases && o.cases_dir.empty()) throw Error("--only-cases needs --cases DIR", ErrorKind::kUsage);
 
   validate::TuneRequest req;
   req.ladder = validate::parse_ladder(o.formats);
@@ -79,20 +74,12 @@ int cmd_tune(int argc, char** argv) {
   req.damage_noise = o.damage_noise;
   validate::check_setting_name(req.name);
   req.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
-  validate::ValidationRequest& vr = req.validation;
-  vr.thresholds_file = o.config;
-  vr.cases_dir = o.cases_dir;
-  vr.only_cases = o.only_cases;
-  vr.max_len = o.max_len;
-  vr.seed = o.seed;
-  vr.n_threads = o.model.n_threads;
-  vr.budget_minutes = o.budget_minutes;
-  vr.model_path = o.model.resolved_path();
+  o.set.apply(o.model, req.validation);
   const std::unique_ptr<model::Model> model = o.model.load();
   validate::Validation inputs;
   std::vector<std::string> skipped;
   validate::load_tune_inputs(*model, req, inputs, skipped);
-  const std::string record_path = validate::prepare_record(inputs, o.record);
+  const std::string record_path = validate::prepare_record(inputs, o.set.record);
 
   validate::Tuning t = validate::tune(*model, req, inputs);
   t.skipped_formats = skipped;

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <optional>
 
+#include "acceptance_options.h"
 #include "command_line.h"
 #include "commands.h"
 #include "common/error.h"
@@ -26,13 +27,10 @@ namespace {
 struct ValidateOptions {
   ModelOptions model;
   KvOptions kv;
-  std::string settings_file, cases_dir, config, json, html, record;
-  bool only_cases = false;
+  AcceptanceOptions set;
+  std::string settings_file, json, html;
   float negative_control = 0;  // relative noise on stored scales; 0 = no negative control
-  int max_len = 0;
-  float budget_minutes = 0;  // 0: no budget
   std::string prefer = "memory";
-  std::optional<uint64_t> seed;  // none: the thresholds file's
 };
 
 std::string duration(double seconds) {
@@ -87,32 +85,29 @@ int cmd_validate(int argc, char** argv) {
   cl.add("--settings", "FILE",
          "candidate settings (default validation/settings.toml in kvrt's data dir; KV or --matmul flags validate one)",
          &o.settings_file);
-  cl.add("--cases", "DIR", "more cases: DIR/manifest.toml in the acceptance-set format", &o.cases_dir);
-  cl.add_flag("--only-cases", "use only the --cases directory, not the bundled set", &o.only_cases);
-  cl.add("--config", "FILE", "thresholds (default validation/thresholds.toml in kvrt's data dir)", &o.config);
+  o.set.add_to(cl);
   cl.add("-c,--max-len,--ctx", "N",
          "context to validate at: case lengths follow it and the record binds it (default: the model's, at most "
          "[context] max of the thresholds file and what memory holds)",
-         &o.max_len, 16, 1 << 20);
+         &o.set.max_len, 16, 1 << 20);
   cl.add("--budget", "MINUTES",
          "run what fits in this many minutes; settings it could not decide are INCONCLUSIVE (default: no limit)",
-         &o.budget_minutes, 0.001f, 1e6f);
+         &o.set.budget_minutes, 0.001f, 1e6f);
   cl.add("--prefer", "memory|speed",
          "the recommendation among the PASSing settings: the least KV memory at full context (default) or the "
          "fastest decode at the validated context",
          &o.prefer);
-  cl.add("--seed", "S", "bootstrap seed (default: the thresholds file's)", &o.seed);
+  cl.add("--seed", "S", "bootstrap seed (default: the thresholds file's)", &o.set.seed);
   cl.add("--json", "FILE", "write the full results as JSON", &o.json);
   cl.add("--html", "FILE", "write a self-contained HTML report with plots", &o.html);
   cl.add("--record", "PATH", "validation record to write (default: in $KVRT_STATE_DIR or ~/.local/state/kvrt)",
-         &o.record);
+         &o.set.record);
   // Tests only: adds q4/q4 with its stored scales perturbed by this relative amount; it must FAIL.
   cl.add_hidden("--debug-negative-control", [&o](std::string_view v) {
     o.negative_control = std::strtof(std::string(v).c_str(), nullptr);
     if (!(o.negative_control > 0)) throw Error("--debug-negative-control needs a positive scale", ErrorKind::kUsage);
   });
   if (!cl.parse(argc, argv)) return kExitOk;
-  if (o.only_cases && o.cases_dir.empty()) throw Error("--only-cases needs --cases DIR", ErrorKind::kUsage);
   const std::optional<validate::Prefer> prefer = validate::parse_prefer(o.prefer);
   if (!prefer) throw Error("--prefer takes memory or speed, not '" + o.prefer + "'", ErrorKind::kUsage);
 
@@ -122,21 +117,14 @@ int cmd_validate(int argc, char** argv) {
   validate::ValidationRequest req;
   req.settings = requested_settings(o);
   req.settings_file = o.settings_file;
-  req.thresholds_file = o.config;
-  req.cases_dir = o.cases_dir;
-  req.only_cases = o.only_cases;
-  req.max_len = o.max_len;
-  req.seed = o.seed;
-  req.n_threads = o.model.n_threads;
-  req.budget_minutes = o.budget_minutes;
+  o.set.apply(o.model, req);
   req.prefer = *prefer;
   req.progress = progress;
-  req.model_path = o.model.resolved_path();
   const std::unique_ptr<model::Model> model = o.model.load();
   validate::Validation v;
   validate::load_inputs(*model, req, v);
   if (o.negative_control > 0) v.settings.push_back(validate::negative_control(o.negative_control));
-  const std::string record_path = validate::prepare_record(v, o.record);
+  const std::string record_path = validate::prepare_record(v, o.set.record);
   validate::run(*model, req, v);
 
   std::fputs(validate::report_text(v.report).c_str(), stdout);
