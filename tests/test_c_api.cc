@@ -22,6 +22,7 @@
 #include "kvrt/kvrt.h"
 #include "kvrt_config.h"
 #include "test_util.h"
+#include "validate/record.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 // From the sanitizer runtime (GCC ships no header declaring it): heap bytes in use under ASan.
@@ -350,6 +351,129 @@ TEST_CASE("validation: a record from kvrt_validate gates the setting it passed, 
   const kvrt_kv_config k8 = kv_of("k=q8,v=f32");  // its head_dim 4 holds no q8 value tiles (8 dims)
   CHECK(kvrt_validation_check(other, &q8, record.c_str()) == KVRT_ERR_INVALID_ARGUMENT);
   CHECK(kvrt_validation_check(other, &k8, record.c_str()) == KVRT_ERR_REFUSED);
+  CHECK(std::string(kvrt_last_error()).find("another model file") != std::string::npos);
+  kvrt_model_free(other);
+}
+
+namespace {
+
+std::string session_setting(kvrt_session* s) {
+  kvrt_session_info info;
+  REQUIRE(kvrt_session_get_info(s, &info) == KVRT_OK);
+  return info.kv_setting;
+}
+
+// A session's logits after a prompt, to compare settings.
+std::vector<float> logits_after(kvrt_session* s, const std::vector<int32_t>& prompt) {
+  REQUIRE(kvrt_session_eval(s, prompt.data(), prompt.size()) == KVRT_OK);
+  const float* logits = nullptr;
+  int32_t n = 0;
+  REQUIRE(kvrt_session_logits(s, &logits, &n) == KVRT_OK);
+  return std::vector<float>(logits, logits + n);
+}
+
+}  // namespace
+
+// kvrt tune writes the setting it finds into the record with a tune_name; the record here is
+// kvrt_validate's with names given as tune gives them (and a named FAIL, which tune never writes
+// but a later validate of the same setting can leave), so the test takes seconds.
+TEST_CASE("named settings: listed from the record, and a session opens with one through the gate") {
+  ModelFixture f;
+  kvrt::test::TempDir tmp;
+  setenv("KVRT_STATE_DIR", (tmp / "state").c_str(), 1);
+  const std::string record = tmp / "r.toml";
+  kvrt_validation_free(validate(f.model, {kv_of("q8")}, record));
+  kvrt_session* q4 = make_session(f.model, 64, "q4");
+  kvrt_session* q8 = make_session(f.model, 64, "q8");
+  const std::string q4_name = session_setting(q4), q8_name = session_setting(q8);
+  kvrt_session_free(q4);
+  {
+    kvrt::validate::Record r = kvrt::validate::read_record(record);
+    REQUIRE(r.settings.size() == 1);
+    REQUIRE(r.settings[0].name == q8_name);
+    REQUIRE(r.settings[0].verdict == kvrt::validate::Verdict::kPass);
+    r.settings[0].tune_name = "tuned";
+    kvrt::validate::RecordSetting failed = r.settings[0];
+    failed.name = q4_name;
+    failed.label = "q4/q4";
+    failed.verdict = kvrt::validate::Verdict::kFail;
+    failed.tune_name = "small";
+    r.settings.push_back(failed);
+    kvrt::validate::write_record(r, record);
+  }
+
+  // The list: both names with what the record says of them.
+  kvrt_named_settings* list = nullptr;
+  REQUIRE(kvrt_named_settings_read(f.model, record.c_str(), &list) == KVRT_OK);
+  CHECK(std::string(kvrt_named_settings_record_path(list)) == record);
+  REQUIRE(kvrt_named_settings_count(list) == 2);
+  kvrt_named_setting n;
+  REQUIRE(kvrt_named_settings_get(list, 0, &n) == KVRT_OK);
+  CHECK(std::string(n.name) == "tuned");
+  CHECK(std::string(n.setting) == q8_name);
+  CHECK(n.verdict == KVRT_VERDICT_PASS);
+  CHECK(n.n_ctx == 160);
+  CHECK(n.kv_bytes_per_token > 0);
+  CHECK(n.matmul == KVRT_MATMUL_F32);
+  REQUIRE(kvrt_named_settings_get(list, 1, &n) == KVRT_OK);
+  CHECK(std::string(n.name) == "small");
+  CHECK(n.verdict == KVRT_VERDICT_FAIL);
+  CHECK(kvrt_named_settings_get(list, 2, &n) == KVRT_ERR_INVALID_ARGUMENT);
+  kvrt_named_settings_free(list);
+
+  // "tuned" opens a session with the record's setting (the options' KV setting is ignored), up to
+  // the validated context; its logits are those of the same setting given by text.
+  kvrt_session_options o;
+  kvrt_session_options_default(&o);
+  o.n_ctx = 64;
+  o.n_threads = 1;
+  REQUIRE(kvrt_kv_config_parse("q4", &o.kv) == KVRT_OK);
+  kvrt_session* s = nullptr;
+  REQUIRE(kvrt_session_create_named(f.model, "tuned", record.c_str(), &o, &s) == KVRT_OK);
+  CHECK(session_setting(s) == q8_name);
+  const std::vector<int32_t> prompt = tokenize(f.model, "Once upon a time");
+  CHECK(logits_after(s, prompt) == logits_after(q8, prompt));
+  kvrt_session_free(s);
+  kvrt_session_free(q8);
+  o.n_ctx = 160;
+  REQUIRE(kvrt_session_create_named(f.model, "tuned", record.c_str(), &o, &s) == KVRT_OK);
+  kvrt_session_free(s);
+  o.max_memory_bytes = 1;
+  CHECK(kvrt_session_create_named(f.model, "tuned", record.c_str(), &o, &s) == KVRT_ERR_MEMORY_CAP);
+  o.max_memory_bytes = 0;
+
+  // The gate as for any setting: a longer context (also the model's 2048 that n_ctx 0 means) and a
+  // verdict other than PASS are refused.
+  for (int n_ctx : {161, 0}) {
+    o.n_ctx = n_ctx;
+    CHECK(kvrt_session_create_named(f.model, "tuned", record.c_str(), &o, &s) == KVRT_ERR_REFUSED);
+    CHECK(std::string(kvrt_last_error()).find("validated up to a context of 160 positions") != std::string::npos);
+  }
+  o.n_ctx = 64;
+  CHECK(kvrt_session_create_named(f.model, "small", record.c_str(), &o, &s) == KVRT_ERR_REFUSED);
+  CHECK(std::string(kvrt_last_error()).find("says FAIL") != std::string::npos);
+
+  // Unknown names are refused naming those the record has; what cannot be a name is a bad argument.
+  CHECK(kvrt_session_create_named(f.model, "fast", record.c_str(), &o, &s) == KVRT_ERR_REFUSED);
+  CHECK(std::string(kvrt_last_error()).find("no KV setting named 'fast' (it names tuned, small)") != std::string::npos);
+  for (const char* bad : {"q8", "k=q8,v=q4", "", "4bit"}) {
+    INFO(bad);
+    CHECK(kvrt_session_create_named(f.model, bad, record.c_str(), &o, &s) == KVRT_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(kvrt_last_error()).find("cannot name a setting") != std::string::npos);
+  }
+  CHECK(kvrt_session_create_named(f.model, nullptr, record.c_str(), &o, &s) == KVRT_ERR_INVALID_ARGUMENT);
+
+  // No default record yet: both calls say so, and where a named setting comes from.
+  CHECK(kvrt_session_create_named(f.model, "tuned", nullptr, &o, &s) == KVRT_ERR_REFUSED);
+  CHECK(std::string(kvrt_last_error()).find("kvrt tune") != std::string::npos);
+  CHECK(kvrt_named_settings_read(f.model, nullptr, &list) == KVRT_ERR_REFUSED);
+  CHECK(list == nullptr);
+
+  // The record does not list its names for another model file.
+  kvrt_model* other = nullptr;
+  REQUIRE(kvrt_model_open((std::string(KVRT_SOURCE_DIR) + "/tests/fuzz/corpus/gguf/tiny_llama_f32.gguf").c_str(),
+                          &other) == KVRT_OK);
+  CHECK(kvrt_named_settings_read(other, record.c_str(), &list) == KVRT_ERR_REFUSED);
   CHECK(std::string(kvrt_last_error()).find("another model file") != std::string::npos);
   kvrt_model_free(other);
 }

@@ -2,8 +2,8 @@
  *
  * Everything an embedder needs: open a GGUF model, create a session with a KV-cache setting and a
  * memory cap, tokenize, prefill, decode or generate with a sampler, render chat templates, read
- * logits, query memory and the SIMD instruction set in use, check a validation record and run
- * validation. The C++ classes under src/ are private and unstable; this header is the only
+ * logits, query memory and the SIMD instruction set in use, check a validation record, run
+ * validation, and open sessions with the settings `kvrt tune` named in a record. The C++ classes under src/ are private and unstable; this header is the only
  * stable interface (KVRT_API_VERSION changes when it does).
  *
  * Conventions
@@ -52,8 +52,11 @@ extern "C" {
  *    kvrt_validation_check_setting. Fields are appended, so programs that fill the structs with
  *    the *_default calls build unchanged (and get f32, as before).
  * 6: kvrt_kv_config gains sinks and per-layer formats (n_layer_formats, layer_formats), so its
- *    size and that of kvrt_session_options changed: programs built for 5 must be rebuilt. */
-#define KVRT_API_VERSION 6
+ *    size and that of kvrt_session_options changed: programs built for 5 must be rebuilt.
+ * 7: named settings (the ones `kvrt tune` writes into a validation record): kvrt_named_settings_*
+ *    lists them, kvrt_session_create_named opens a session with one through the gate; additions
+ *    only, so programs written for 6 build and run unchanged. */
+#define KVRT_API_VERSION 7
 
 /* Most threads a session or a validation run may use (n_threads); more is KVRT_ERR_INVALID_ARGUMENT.
  * When the system cannot create the threads asked for, the OpenMP runtime (libgomp) prints a
@@ -462,6 +465,55 @@ KVRT_EXPORT const char* kvrt_validation_record_path(const kvrt_validation* valid
 KVRT_EXPORT int32_t kvrt_validation_context(const kvrt_validation* validation);
 /* The text table `kvrt validate` prints. */
 KVRT_EXPORT const char* kvrt_validation_report(const kvrt_validation* validation);
+
+/* ---- named settings ----------------------------------------------------------------------- */
+
+/* `kvrt tune` searches per-layer KV formats for the smallest setting that PASSes at a context and
+ * writes it into the validation record under a name ("tuned" unless --name says otherwise), as
+ * `kvrt run --kv tuned` uses it. An embedded product runs `kvrt tune` once (at install time, on
+ * the deployed model and CPU) and opens its sessions by that name. */
+
+typedef struct kvrt_named_setting {
+  const char* name;              /* e.g. "tuned" */
+  const char* setting;           /* canonical text (kvrt_kv_config_parse reads it) */
+  kvrt_verdict verdict;          /* as recorded */
+  int32_t n_ctx;                 /* the context it was validated at (positions) */
+  double kv_bytes_per_token;     /* over all layers, keys and values */
+  kvrt_matmul_precision matmul;  /* of the prefill products */
+} kvrt_named_setting;
+
+typedef struct kvrt_named_settings kvrt_named_settings;
+
+/* Reads the named settings of the record at `record_path` (NULL = the default record for this model
+ * file and ISA, as for kvrt_validation_check_ctx). KVRT_ERR_REFUSED when there is no record, it was
+ * edited, or it was made for another model file; KVRT_ERR_INPUT when the path is not a readable
+ * regular file. A record without named settings gives an empty list. The verdicts are listed as
+ * recorded: kvrt_session_create_named still checks the kvrt version, ISA, thresholds and
+ * acceptance set. */
+KVRT_EXPORT kvrt_status kvrt_named_settings_read(const kvrt_model* model, const char* record_path,
+                                                 kvrt_named_settings** out_settings);
+KVRT_EXPORT void kvrt_named_settings_free(kvrt_named_settings* settings); /* NULL is fine */
+KVRT_EXPORT size_t kvrt_named_settings_count(const kvrt_named_settings* settings);
+/* Strings live until the list is freed. KVRT_ERR_INVALID_ARGUMENT for an index out of range. */
+KVRT_EXPORT kvrt_status kvrt_named_settings_get(const kvrt_named_settings* settings, size_t index,
+                                                kvrt_named_setting* out_setting);
+/* The record read. */
+KVRT_EXPORT const char* kvrt_named_settings_record_path(const kvrt_named_settings* settings);
+
+/* kvrt_session_create with the KV setting and matmul precision named `name` in the record at
+ * `record_path` (NULL = the default record), through the gate of `kvrt run --kv NAME`: the record
+ * must say PASS for it at a context of at least options->n_ctx (0 = the model's declared context)
+ * and still match the model file, kvrt version, ISA, thresholds and acceptance set. options->kv and
+ * options->matmul are ignored; n_ctx, n_threads, n_batch and max_memory_bytes apply as in
+ * kvrt_session_create. A `name` that cannot name a setting (a format such as "q8", a setting text,
+ * "") is KVRT_ERR_INVALID_ARGUMENT; no record, no setting of that name (the message lists the
+ * names the record has), a verdict other than PASS or a shorter validated context is
+ * KVRT_ERR_REFUSED saying why, before anything is allocated. kvrt_session_get_info gives the
+ * setting's canonical text. */
+KVRT_EXPORT kvrt_status kvrt_session_create_named(const kvrt_model* model, const char* name,
+                                                  const char* record_path,
+                                                  const kvrt_session_options* options,
+                                                  kvrt_session** out_session);
 
 #ifdef __cplusplus
 }

@@ -13,6 +13,7 @@
 #include "model/model.h"
 #include "model/sampler.h"
 #include "model/session.h"
+#include "validate/verdict.h"
 
 struct kvrt_model {
   std::unique_ptr<kvrt::model::Model> model;
@@ -55,6 +56,21 @@ kvrt_status guard(Body&& body) noexcept {
     return fail(KVRT_ERR_INTERNAL, "internal error: unknown exception");
   }
 }
+
+// The session options of the C struct; kvrt::Error(kUsage) for values out of range.
+model::SessionOptions to_options(const kvrt_session_options& o);
+// Creates the session, or KVRT_ERR_MEMORY_CAP before allocating anything when it would need more
+// than max_memory_bytes (0: no cap).
+kvrt_status create_session(const kvrt_model& model, const model::SessionOptions& so, uint64_t max_memory_bytes,
+                           kvrt_session** out_session);
+// The gate of kvrt_validation_check_setting: returns when the record at record_path (empty: the
+// default) says PASS for `kv` with `matmul` products at a context of at least n_ctx (0: the
+// model's declared context), else kvrt::Error(kRefused) saying why. The FP32 cache with f32
+// products passes without a record.
+void require_pass(const kvrt_model& model, const kv::KvConfig& kv, ops::MatmulPrecision matmul, int n_ctx,
+                  const std::string& record_path);
+// The C verdict of a record's or report's verdict.
+kvrt_verdict to_c_verdict(validate::Verdict v);
 
 // The KV setting of a kvrt_kv_config; kvrt::Error(kUsage) for values out of range.
 kv::KvConfig to_kv_config(const kvrt_kv_config& c);

@@ -28,6 +28,8 @@ kvrt_kv_format from_format(kv::Format f) { return static_cast<kvrt_kv_format>(f)
 
 static_assert(KVRT_MAX_THREADS == model::kMaxThreads, "kvrt.h documents the session's thread limit");
 
+}  // namespace
+
 model::SessionOptions to_options(const kvrt_session_options& o) {
   if (o.n_ctx < 0 || o.n_threads < 0 || o.n_batch < 0)
     throw Error("n_ctx, n_threads and n_batch must not be negative", ErrorKind::kUsage);
@@ -42,8 +44,6 @@ model::SessionOptions to_options(const kvrt_session_options& o) {
   so.matmul = to_matmul(o.matmul);
   return so;
 }
-
-}  // namespace
 
 static_assert(KVRT_MATMUL_F32 == int(ops::MatmulPrecision::kF32) && KVRT_MATMUL_BF16 == int(ops::MatmulPrecision::kBf16));
 
@@ -129,6 +129,20 @@ kvrt_status tokenize(const kvrt_model* model, TextArg text, bool add_bos, bool p
   const std::vector<int32_t> ids = model->model->tokenizer().encode(
       std::string_view(text.data ? text.data : "", text.size), add_bos, parse_special);
   return copy_out(ids.data(), ids.size(), out.tokens, out.capacity, out_n_tokens, "the token list");
+}
+
+kvrt_status create_session(const kvrt_model& model, const model::SessionOptions& so, uint64_t max_memory_bytes,
+                           kvrt_session** out_session) {
+  const size_t need = model::Session::planned_bytes(*model.model, so);
+  if (max_memory_bytes > 0 && need > max_memory_bytes)
+    return fail(KVRT_ERR_MEMORY_CAP, "the session needs " + std::to_string(need) + " bytes, more than the cap of " +
+                                         std::to_string(max_memory_bytes) + " (lower n_ctx or choose a smaller KV format)");
+  auto s = std::make_unique<kvrt_session>();
+  s->owner = &model;
+  s->session = std::make_unique<model::Session>(*model.model, so);
+  s->kv_setting = s->session->kv_cache().config().name();
+  *out_session = s.release();
+  return KVRT_OK;
 }
 
 kvrt_status eval_tokens(kvrt_session& s, const int32_t* tokens, size_t n) {
@@ -278,19 +292,7 @@ kvrt_status kvrt_session_create(const kvrt_model* model, const kvrt_session_opti
     *out_session = nullptr;
     KVRT_REQUIRE(model);
     KVRT_REQUIRE(options);
-    const kvrt::model::SessionOptions so = kvrt::api::to_options(*options);
-    const size_t need = kvrt::model::Session::planned_bytes(*model->model, so);
-    if (options->max_memory_bytes > 0 && need > options->max_memory_bytes)
-      return fail(KVRT_ERR_MEMORY_CAP, "the session needs " + std::to_string(need) +
-                                           " bytes, more than the cap of " +
-                                           std::to_string(options->max_memory_bytes) +
-                                           " (lower n_ctx or choose a smaller KV format)");
-    auto s = std::make_unique<kvrt_session>();
-    s->owner = model;
-    s->session = std::make_unique<kvrt::model::Session>(*model->model, so);
-    s->kv_setting = s->session->kv_cache().config().name();
-    *out_session = s.release();
-    return KVRT_OK;
+    return kvrt::api::create_session(*model, kvrt::api::to_options(*options), options->max_memory_bytes, out_session);
   });
 }
 

@@ -53,6 +53,25 @@ validate::ValidationRequest to_request(const kvrt_model& m, const kvrt_validate_
 }
 
 }  // namespace
+
+void require_pass(const kvrt_model& model, const kv::KvConfig& kv, ops::MatmulPrecision matmul, int n_ctx,
+                  const std::string& record_path) {
+  const kv::KvConfig config = resolved(kv, model.model->config());
+  if (config.is_f32() && matmul == ops::MatmulPrecision::kF32) return;
+  const validate::GateQuery q{model.path, config.name(), matmul, record_path, simd::isa_name(), KVRT_VERSION,
+                              n_ctx > 0 ? n_ctx : model.model->config().n_ctx_train};
+  (void)validate::require_pass_record(q);
+}
+
+kvrt_verdict to_c_verdict(validate::Verdict v) {
+  switch (v) {
+    case validate::Verdict::kPass: return KVRT_VERDICT_PASS;
+    case validate::Verdict::kFail: return KVRT_VERDICT_FAIL;
+    case validate::Verdict::kInconclusive: return KVRT_VERDICT_INCONCLUSIVE;
+  }
+  return KVRT_VERDICT_INCONCLUSIVE;
+}
+
 }  // namespace kvrt::api
 
 using kvrt::api::fail;
@@ -73,14 +92,8 @@ kvrt_status kvrt_validation_check_setting(const kvrt_model* model, const kvrt_kv
     KVRT_REQUIRE(model);
     KVRT_REQUIRE(kv);
     if (n_ctx < 0) return fail(KVRT_ERR_INVALID_ARGUMENT, "context length " + std::to_string(n_ctx) + " is negative");
-    const kvrt::kv::KvConfig config =
-        kvrt::api::resolved(kvrt::api::to_kv_config(*kv), model->model->config());
-    const kvrt::ops::MatmulPrecision precision = kvrt::api::to_matmul(matmul);
-    if (config.is_f32() && precision == kvrt::ops::MatmulPrecision::kF32) return KVRT_OK;
-    const kvrt::validate::GateQuery q{model->path, config.name(), precision, record_path ? record_path : "",
-                                      kvrt::simd::isa_name(), KVRT_VERSION,
-                                      n_ctx > 0 ? n_ctx : model->model->config().n_ctx_train};
-    (void)kvrt::validate::require_pass_record(q);
+    kvrt::api::require_pass(*model, kvrt::api::to_kv_config(*kv), kvrt::api::to_matmul(matmul), n_ctx,
+                            record_path ? record_path : "");
     return KVRT_OK;
   });
 }
@@ -134,9 +147,7 @@ kvrt_status kvrt_validation_get(const kvrt_validation* validation, size_t index,
     const kvrt::validate::RecordSetting& s = settings[index];
     out->setting = s.name.c_str();
     out->label = s.label.c_str();
-    out->verdict = s.verdict == kvrt::validate::Verdict::kPass   ? KVRT_VERDICT_PASS
-                   : s.verdict == kvrt::validate::Verdict::kFail ? KVRT_VERDICT_FAIL
-                                                                 : KVRT_VERDICT_INCONCLUSIVE;
+    out->verdict = kvrt::api::to_c_verdict(s.verdict);
     out->kv_bytes_per_token = s.bytes_per_token;
     out->matmul = kvrt::api::to_c_matmul(s.matmul);
     return KVRT_OK;

@@ -40,6 +40,21 @@ void check_setting_name(std::string_view text) {
                 ErrorKind::kUsage);
 }
 
+NamedSettings list_named_settings(const std::string& model_path, const std::string& record_path,
+                                  const std::string& isa) {
+  const std::string model_sha = sha256_file(model_path);
+  NamedSettings n;
+  n.record_path = record_path.empty() ? default_record_path(model_sha, isa) : record_path;
+  const Record r = read_record(n.record_path);
+  if (r.model_sha256 != model_sha)
+    throw Error("validation record '" + n.record_path + "' was made for another model file (sha256 " +
+                    r.model_sha256.substr(0, 12) + "...)",
+                ErrorKind::kRefused);
+  for (const RecordSetting& s : r.settings)
+    if (!s.tune_name.empty()) n.settings.push_back(s);
+  return n;
+}
+
 NamedSetting find_named_setting(const std::string& model_path, const std::string& record_path,
                                 const std::string& isa, const std::string& name) {
   const std::string path = record_path.empty() ? default_record_path(sha256_file(model_path), isa) : record_path;

@@ -5,8 +5,10 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ops/matmul.h"
+#include "validate/record.h"
 
 namespace kvrt::validate {
 
@@ -28,5 +30,16 @@ struct NamedSetting {
 // such setting, saying which names it has and the `kvrt tune` command that writes one.
 NamedSetting find_named_setting(const std::string& model_path, const std::string& record_path,
                                 const std::string& isa, const std::string& name);
+
+struct NamedSettings {
+  std::string record_path;
+  std::vector<RecordSetting> settings;  // those with a tune_name, in the record's order
+};
+
+// The named settings of the record at `record_path` (empty: the default record of the model file at
+// `model_path` on `isa`), with their verdicts and contexts as recorded (the gate still checks the
+// other bindings when one is used). kvrt::Error(kRefused) when the record cannot be read or was
+// made for another model file.
+NamedSettings list_named_settings(const std::string& model_path, const std::string& record_path, const std::string& isa);
 
 }  // namespace kvrt::validate
