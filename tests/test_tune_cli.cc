@@ -55,6 +55,9 @@ TEST_CASE("tune finds a PASS below FP32 on disjoint slices, records it by name, 
   // Every unit (5 layers, K and V) was measured, and the path ends at the FP32 cache.
   for (const char* unit : {"k[0]", "v[0]", "k[4]", "v[4]"}) CHECK(t.out.find(std::string("\n") + unit + " ") != std::string::npos);
   CHECK(t.out.find("time: ") != std::string::npos);
+  // The sinks step is calibrated too: every unit at q4 without and with sinks=4.
+  CHECK(t.out.find("every unit at q4: KL ") != std::string::npos);
+  CHECK(t.out.find(", with sinks=4 ") != std::string::npos);
 
   // The record holds the setting found, named, with its PASS at this context and its bytes/token.
   const std::string found = rest_of_line(t.out, "found: tuned = ");
@@ -93,7 +96,7 @@ TEST_CASE("tune and run --kv NAME refuse bad input before any work") {
   CHECK(no_record.err.find("kvrt tune") != std::string::npos);
   CHECK(no_record.err.find("does not exist") != std::string::npos);
   for (const char* bad : {"--formats q8,q4", "--formats q4", "--formats q4,q5,f32", "--name q8", "--name q3", "--name 4bit",
-                          "--kv q4", "--kv k=q8", "--kv layers[0]=q8", "--calibration 1.5", "-c 100000"}) {
+                          "--kv q4", "--kv k=q8", "--kv layers[0]=q8", "--calibration 1.5", "-c 100000", "--sinks -1"}) {
     const auto r = run_kvrt("tune " + model_arg() + " " + bad, tmp);
     INFO(bad, " ", r.err);
     CHECK(r.exit_code == 2);

@@ -18,6 +18,7 @@
 #include "validate/report.h"
 #include "validate/settings.h"
 #include "validate/thresholds.h"
+#include "validate/tune.h"
 #include "validate/verdict.h"
 
 using namespace kvrt;
@@ -559,4 +560,30 @@ TEST_CASE("on a sliding-window model the report counts, per length bucket, the c
   r.sliding_window = 4096;  // a validation that never reaches past the window says so
   CHECK(validate::window_summary(r).find("none, so no case reaches past the window: validate with -c above 4096") !=
         std::string::npos);
+}
+
+// kvrt tune's path from scripted calibration numbers: two units, a q4-like rung of 2 bytes and an
+// FP32 top of 8; unit 0 costs 0.1 nats alone at the bottom, unit 1 0.02.
+TEST_CASE("tune's path adds the sinks where they remove the most KL per byte, once, and not when they remove none") {
+  PathCosts c;
+  c.unit_kl = {{0.1, 0}, {0.02, 0}};
+  c.rung_bytes = {2, 8};
+  c.f32_unit_bytes = 8;
+  CHECK(path_moves(c) == std::vector<int>{0, 1});  // no sinks step: the worst unit per byte first
+
+  // Cheap sinks (4 of 512 positions) that leave a fifth of the KL: the cheapest fix, taken first.
+  c.sinks_factor = 0.2;
+  c.sinks_share = 4.0 / 512;
+  CHECK(path_moves(c) == std::vector<int>{kAddSinks, 0, 1});
+
+  // Dear sinks (40 % of the positions) that halve the KL: unit 0 removes more per byte, then the
+  // sinks beat raising unit 1 (0.5 x 0.02 nats for 0.4 x 6 bytes against 0.02 for 6).
+  c.sinks_factor = 0.5;
+  c.sinks_share = 0.4;
+  CHECK(path_moves(c) == std::vector<int>{0, kAddSinks, 1});
+
+  // Sinks that remove nothing are never added, however cheap.
+  c.sinks_factor = 1;
+  c.sinks_share = 1e-6;
+  CHECK(path_moves(c) == std::vector<int>{0, 1});
 }

@@ -38,8 +38,10 @@ std::vector<TuneUnit> units_of(const model::Model& m) {
 
 // The base with unit u at ladder[rung[u]]. Each side's k= / v= is its most common rung (the
 // lower on a tie), so the per-layer entries list only the exceptions.
-kv::KvConfig candidate(const TuneRequest& req, const std::vector<TuneUnit>& units, const std::vector<int>& rung) {
+kv::KvConfig candidate(const TuneRequest& req, const std::vector<TuneUnit>& units, const std::vector<int>& rung,
+                       bool sinks = false) {
   kv::KvConfig c = req.base;
+  if (sinks) c.sinks = req.sinks;
   for (kv::TileRole side : {kv::TileRole::kKey, kv::TileRole::kValue}) {
     std::vector<int> count(req.ladder.size(), 0);
     for (size_t u = 0; u < units.size(); ++u)
@@ -96,6 +98,11 @@ bool calibrate(const model::Model& model, const TuneRequest& req, const Validati
       settings.push_back(make_setting(req, kv, setting_label(kv, req.matmul)));
       slot.push_back({u, r});
     }
+  const std::vector<int> bottom(t.units.size(), 0);
+  if (t.sinks_tried) {
+    settings.push_back(make_setting(req, candidate(req, t.units, bottom), "bottom"));
+    settings.push_back(make_setting(req, candidate(req, t.units, bottom, true), "bottom+sinks"));
+  }
   const bool offset = req.ladder[top] != kv::Format::kF32;
   if (offset) settings.push_back(make_setting(req, candidate(req, t.units, std::vector<int>(t.units.size(), int(top))), "top"));
   RunOptions ro;
@@ -119,17 +126,31 @@ bool calibrate(const model::Model& model, const TuneRequest& req, const Validati
   const double base = offset ? kl.back() : 0.0;
   t.unit_kl.assign(t.units.size(), std::vector<double>(req.ladder.size(), 0.0));
   for (size_t i = 0; i < slot.size(); ++i) t.unit_kl[slot[i].first][slot[i].second] = std::max(0.0, kl[i] - base);
+  if (t.sinks_tried) {
+    t.bottom_kl = std::max(0.0, kl[slot.size()] - base);
+    t.bottom_sinks_kl = std::max(0.0, kl[slot.size() + 1] - base);
+  }
   return true;
 }
 
-TuneStep make_step(const model::Model& model, const TuneRequest& req, const Tuning& t, const std::vector<int>& rung) {
-  const kv::KvConfig c = candidate(req, t.units, rung);
+// The share of a unit's KL the sinks leave: every unit at the bottom with them over without.
+double sinks_factor(const Tuning& t) {
+  if (!t.sinks_tried || !(t.bottom_kl > 0)) return 1.0;
+  return std::min(1.0, t.bottom_sinks_kl / t.bottom_kl);
+}
+
+TuneStep make_step(const model::Model& model, const TuneRequest& req, const Tuning& t, const std::vector<int>& rung,
+                   bool sinks) {
+  const kv::KvConfig c = candidate(req, t.units, rung, sinks);
   const kv::CacheShape shape = shape_of(model, t.max_len);
+  const kv::CacheLayout layout = kv::plan_cache(c, shape);
   TuneStep s;
   s.kv = kv::resolve_setting(c, shape);
   s.name = s.kv.name();
-  s.bytes_per_token = kv::plan_cache(c, shape).bytes_per_token();
+  s.bytes_per_token = layout.bytes_per_token();
+  s.context_bytes = double(layout.bytes_in_use(t.max_len));
   for (size_t u = 0; u < t.units.size(); ++u) s.calibration_kl += t.unit_kl[u][size_t(rung[u])];
+  if (sinks) s.calibration_kl *= sinks_factor(t);
   return s;
 }
 
@@ -144,28 +165,26 @@ std::vector<double> unit_bytes(const model::Model& model, const TuneRequest& req
   return bytes;
 }
 
-// From every unit at the bottom rung to every unit at the top, one rung of one unit per step: the
-// worst unit for its bytes, the one whose next rung takes the most KL away per byte it adds (the
-// first on a tie). A unit's KL at a rung is what it costs alone (calibrate).
 std::vector<TuneStep> build_path(const model::Model& model, const TuneRequest& req, const Tuning& t) {
-  const size_t top = req.ladder.size() - 1;
-  const std::vector<double> bytes = unit_bytes(model, req, t);
-  const auto gain = [&](size_t u, size_t r) {
-    return (t.unit_kl[u][r] - t.unit_kl[u][r + 1]) / std::max(bytes[r + 1] - bytes[r], 1e-9);
-  };
-  std::vector<int> rung(t.units.size(), 0);
-  std::vector<TuneStep> path{make_step(model, req, t, rung)};
-  for (;;) {
-    int worst = -1;
-    for (size_t u = 0; u < t.units.size(); ++u)
-      if (size_t(rung[u]) < top &&
-          (worst < 0 || gain(u, size_t(rung[u])) > gain(size_t(worst), size_t(rung[size_t(worst)]))))
-        worst = int(u);
-    if (worst < 0) return path;
-    ++rung[size_t(worst)];
-    path.push_back(make_step(model, req, t, rung));
-    path.back().raised = worst;
+  PathCosts costs;
+  costs.unit_kl = t.unit_kl;
+  costs.rung_bytes = unit_bytes(model, req, t);
+  if (t.sinks_tried) {
+    const model::ModelConfig& m = model.config();
+    costs.sinks_factor = sinks_factor(t);
+    costs.sinks_share = double(req.sinks) / double(t.max_len);
+    costs.f32_unit_bytes = double(m.n_kv_heads) * m.head_dim * sizeof(float);
   }
+  std::vector<int> rung(t.units.size(), 0);
+  bool sinks = false;
+  std::vector<TuneStep> path{make_step(model, req, t, rung, sinks)};
+  for (int move : path_moves(costs)) {
+    if (move == kAddSinks) sinks = true;
+    else ++rung[size_t(move)];
+    path.push_back(make_step(model, req, t, rung, sinks));
+    path.back().raised = move;
+  }
+  return path;
 }
 
 std::string step_line(const Tuning& t, size_t i) {
@@ -177,6 +196,39 @@ std::string step_line(const Tuning& t, size_t i) {
 }
 
 }  // namespace
+
+std::vector<int> path_moves(const PathCosts& c) {
+  const size_t n_units = c.unit_kl.size(), top = c.rung_bytes.size() - 1;
+  const auto gain = [&](size_t u, size_t r) {
+    return (c.unit_kl[u][r] - c.unit_kl[u][r + 1]) / std::max(c.rung_bytes[r + 1] - c.rung_bytes[r], 1e-9);
+  };
+  std::vector<size_t> rung(n_units, 0);
+  bool sinks = c.sinks_factor >= 1;  // nothing to add when they remove nothing
+  std::vector<int> moves;
+  for (;;) {
+    int worst = -1;
+    for (size_t u = 0; u < n_units; ++u)
+      if (rung[u] < top && (worst < 0 || gain(u, rung[u]) > gain(size_t(worst), rung[size_t(worst)]))) worst = int(u);
+    double sinks_gain = 0;
+    if (!sinks) {
+      double kl = 0, bytes = 0;  // of the units as they are; the sinks replace their packed rows by FP32 ones
+      for (size_t u = 0; u < n_units; ++u) {
+        kl += c.unit_kl[u][rung[u]];
+        bytes += c.sinks_share * (c.f32_unit_bytes - c.rung_bytes[rung[u]]);
+      }
+      sinks_gain = (1 - c.sinks_factor) * kl / std::max(bytes, 1e-9);
+    }
+    if (sinks_gain > 0 && (worst < 0 || sinks_gain > gain(size_t(worst), rung[size_t(worst)]))) {
+      sinks = true;
+      moves.push_back(kAddSinks);
+    } else if (worst >= 0) {
+      ++rung[size_t(worst)];
+      moves.push_back(worst);
+    } else {
+      return moves;
+    }
+  }
+}
 
 std::vector<kv::Format> parse_ladder(const std::string& text) {
   std::vector<kv::Format> ladder;
@@ -202,6 +254,7 @@ void load_tune_inputs(const model::Model& model, TuneRequest& req, Validation& v
     throw Error("kvrt tune chooses the KV formats itself (--formats); the base setting may give only g, axis, r, "
                     "rot and sinks, not " + b.name(),
                 ErrorKind::kUsage);
+  if (req.sinks < 0) throw Error("the sinks tune may add must not be negative", ErrorKind::kUsage);
   if (!(req.calibration_share > 0 && req.calibration_share < 1))
     throw Error("the calibration share must be above 0 and below 1", ErrorKind::kUsage);
   check_setting_name(req.name);
@@ -245,6 +298,7 @@ Tuning tune(const model::Model& model, const TuneRequest& req, const Validation&
   Tuning t;
   t.max_len = v.report.max_len;
   t.units = units_of(model);
+  t.sinks_tried = req.sinks > 0 && req.base.sinks == 0 && req.sinks < t.max_len;
   Validation built;  // the case set built for the model, to split
   built.case_set = v.case_set;
   built.report.max_len = v.report.max_len;

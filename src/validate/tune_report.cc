@@ -54,22 +54,29 @@ void units_table(const Tuning& t, const TuneRequest& req, std::ostringstream& o)
     for (double kl : t.unit_kl[u]) o << pad(format_number(kl), 11);
     o << "\n";
   }
+  if (t.sinks_tried)
+    o << "every unit at " << kv::format_name(req.ladder.front()) << ": KL " << format_number(t.bottom_kl)
+      << ", with sinks=" << req.sinks << " " << format_number(t.bottom_sinks_kl)
+      << " (the path takes that share of each unit's KL once it adds the sinks)\n";
 }
 
 void path_table(const Tuning& t, const TuneRequest& req, std::ostringstream& o) {
   o << "\nPath (each step raises one unit one format; checked steps on the verdict cases):\n"
-    << pad("step", 6) << pad("raised", 13) << pad("bytes/tok", 11) << pad("calib kl", 11)
+    << pad("step", 6) << pad("raised", 13) << pad("bytes/tok", 11) << pad("KiB at -c", 11) << pad("calib kl", 11)
     << pad("kl mean [95% interval]", 32) << pad("verdict", 14) << "limits that decided\n";
   for (size_t i = 0; i < t.path.size(); ++i) {
     const TuneStep& s = t.path[i];
     std::string raised = "-";
-    if (s.raised >= 0) {
+    if (s.raised == kAddSinks) {
+      raised = "sinks=" + std::to_string(req.sinks);
+    } else if (s.raised >= 0) {
       const TuneUnit& u = t.units[size_t(s.raised)];
       int rung = 0;  // the unit's rung after this step: one above the last step that raised it
       for (size_t j = 1; j <= i; ++j) rung += t.path[j].raised == s.raised;
       raised = unit_name(u) + " " + kv::format_name(req.ladder[size_t(rung)]);
     }
     o << pad(std::to_string(i), 6) << pad(raised, 13) << pad(fixed(s.bytes_per_token, "%.1f"), 11)
+      << pad(fixed(s.context_bytes / 1024, "%.1f"), 11)
       << pad(format_number(s.calibration_kl), 11) << (s.verdict ? check_text(*s.verdict) : "not checked") << "\n";
   }
 }
@@ -90,7 +97,7 @@ std::string tune_report_text(const Tuning& t, const TuneRequest& req) {
   if (t.found >= 0) {
     const TuneStep& s = t.path[size_t(t.found)];
     o << "found: " << req.name << " = " << s.name << "\n  " << fixed(s.bytes_per_token, "%.1f")
-      << " bytes/token, PASS on " << t.verdict_ids.size() << " verdict cases at a context of " << t.max_len << "\n";
+      << " bytes/token, " << fixed(s.context_bytes / 1024, "%.1f") << " KiB at the context, PASS on " << t.verdict_ids.size() << " verdict cases at a context of " << t.max_len << "\n";
   } else {
     o << "found: no setting on the path PASSed"
       << (req.ladder.back() == kv::Format::kF32 ? " below the FP32 cache" : "") << "\n";

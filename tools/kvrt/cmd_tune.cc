@@ -22,6 +22,7 @@ struct TuneOptions {
   AcceptanceOptions set;
   std::string formats = "q2,q4,q8,f32", name = "tuned";
   float calibration = 0.25f;
+  int sinks = 4;
   int damage_layer = -1;
   float damage_noise = 0;
 };
@@ -34,7 +35,8 @@ int cmd_tune(int argc, char** argv) {
                  "Searches per-layer K and V formats for the smallest-memory KV setting that PASSes the gate at a\n"
                  "context of N positions. It starts with every layer at the most aggressive format, ranks layers\n"
                  "(K and V apart) by their KL on a calibration slice of the acceptance set, falls back the worst\n"
-                 "one format at a time, and checks the steps with validate's statistics on the other cases only.\n"
+                 "one format at a time (or adds FP32 sinks when they remove more KL per byte), and checks the\n"
+                 "steps with validate's statistics on the other cases only.\n"
                  "The setting found is written into the record with its verdict under a name (--name, default\n"
                  "tuned): `kvrt run --kv tuned` uses it. Exit 0: found; 1: no setting below FP32 passed;\n"
                  "2: usage or input error.");
@@ -43,6 +45,8 @@ int cmd_tune(int argc, char** argv) {
   cl.add("--formats", "LIST", "formats to choose from per layer and side, most aggressive first (default q2,q4,q8,f32)",
          &o.formats);
   cl.add("--name", "NAME", "the name the record gives the setting found (default tuned)", &o.name);
+  cl.add("--sinks", "N", "FP32 positions (attention sinks) one step of the search may add to every layer "
+         "(default 4; 0: none; a --kv base with sinks= keeps its own)", &o.sinks, 0, 1 << 20);
   cl.add("--calibration", "SHARE", "share of each category's cases the search measures on (default 0.25); "
          "the rest decide the verdicts", &o.calibration, 0.01f, 0.99f);
   o.set.add_to(cl);
@@ -68,6 +72,7 @@ int cmd_tune(int argc, char** argv) {
   req.ladder = validate::parse_ladder(o.formats);
   req.base = o.kv.config();
   req.matmul = o.kv.matmul_precision();
+  req.sinks = o.sinks;
   req.calibration_share = o.calibration;
   req.name = o.name;
   req.damage_layer = o.damage_layer;
