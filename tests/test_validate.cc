@@ -117,6 +117,30 @@ std::pair<SettingResult, std::vector<Case>> outcomes(const Table& t, int categor
   return {r, cases};
 }
 
+// A synthetic table of task cases checked by `kind`, appended to r and cases.
+void add_tasks(const Table& t, CheckKind kind, SettingResult& r, std::vector<Case>& cases) {
+  auto add = [&](int n, bool base, bool cand) {
+    for (int i = 0; i < n; ++i) {
+      Case c;
+      c.id = std::string(check_name(kind)) + "-" + std::to_string(cases.size());
+      c.category = "task";
+      c.bucket = "short";
+      c.mode = Mode::kTask;
+      c.check = TaskCheck{};
+      c.check->kind = kind;
+      cases.push_back(c);
+      CaseScore s;
+      s.task_baseline = base;
+      s.task_candidate = cand;
+      r.cases.push_back(s);
+    }
+  };
+  add(t.both, true, true);
+  add(t.lost, true, false);
+  add(t.gained, false, true);
+  add(t.neither, false, false);
+}
+
 // One recall limit; no sequential looks, so the whole set is judged at the configured 95%.
 Thresholds recall_limit(double limit) {
   Thresholds t;
@@ -209,6 +233,85 @@ TEST_CASE("recall: a clear loss FAILs with one check, and is INCONCLUSIVE once t
   // 10 of 20 lost stays a FAIL after the correction (lower bound 0.234).
   auto [r11, c11] = outcomes({10, 10, 0, 0}, 9);
   CHECK(judge(r11, c11, ten).verdict == Verdict::kFail);
+}
+
+TEST_CASE("task checks: the share of the baseline's passes lost, Wilson-bounded, with McNemar beside it") {
+  Thresholds t;
+  t.sequential.looks = 0;
+  t.limits[Metric::kTaskLoss].max = 0.3;
+  // 1 of 24 passes lost: upper bound 0.202, PASS; 3 gained beside it: McNemar 2 (1 + 4) / 16.
+  SettingResult r;
+  std::vector<Case> cases;
+  add_tasks({23, 1, 3, 5}, CheckKind::kExact, r, cases);
+  SettingVerdict v = judge(r, cases, t);
+  REQUIRE(v.checks.size() == 1);
+  CHECK(v.checks[0].metric == Metric::kTaskLoss);
+  CHECK(v.checks[0].interval.n_cases == 24);
+  CHECK(v.checks[0].interval.upper == doctest::Approx(0.202418).epsilon(1e-5));
+  CHECK(v.checks[0].mcnemar_p == doctest::Approx(0.625));
+  CHECK(v.verdict == Verdict::kPass);
+  // 9 passes kept of 9 can PASS 0.3 (upper 0.299); 8 of 8 cannot (0.324) and say 9 are needed.
+  SettingResult r9, r8;
+  std::vector<Case> c9, c8;
+  add_tasks({9, 0, 0, 3}, CheckKind::kRegex, r9, c9);
+  add_tasks({8, 0, 0, 3}, CheckKind::kRegex, r8, c8);
+  CHECK(judge(r9, c9, t).verdict == Verdict::kPass);
+  const SettingVerdict v8 = judge(r8, c8, t);
+  CHECK(v8.verdict == Verdict::kInconclusive);
+  CHECK(v8.checks[0].detectable == doctest::Approx(0.324408).epsilon(1e-5));
+  CHECK(v8.checks[0].cases_needed == 9);
+}
+
+TEST_CASE("task checks beside recall: separate tables, one Bonferroni correction over both") {
+  Thresholds t = recall_limit(0.2);
+  t.limits[Metric::kTaskLoss].max = 0.3;
+  auto [r, cases] = outcomes({11, 9, 0, 0});
+  add_tasks({12, 8, 0, 0}, CheckKind::kConstraint, r, cases);
+  const SettingVerdict v = judge(r, cases, t);
+  REQUIRE(v.checks.size() == 2);
+  CHECK(v.n_checks == 2);
+  for (const Check& c : v.checks) {
+    REQUIRE(c.paired);
+    CHECK(c.interval.n_cases == 20);
+    CHECK(c.paired->n() == 20);  // recall cases are not task cases and the other way round
+  }
+  // Recall 9 of 20 lost: the lower bound at 1 - 0.05 / 2 is 0.237 > 0.2, FAIL. Tasks 8 of 20
+  // lost: 0.400 measured but the corrected lower bound 0.200 is not beyond 0.3, INCONCLUSIVE.
+  const Check& recall = v.checks[0].metric == Metric::kRecallLoss ? v.checks[0] : v.checks[1];
+  const Check& task = v.checks[0].metric == Metric::kTaskLoss ? v.checks[0] : v.checks[1];
+  CHECK(recall.fail_lower == doctest::Approx(0.236902).epsilon(1e-5));
+  CHECK(recall.verdict == Verdict::kFail);
+  CHECK(task.interval.mean == doctest::Approx(0.4));
+  CHECK(task.fail_lower == doctest::Approx(0.199653).epsilon(1e-5));
+  CHECK(task.verdict == Verdict::kInconclusive);
+  CHECK(v.verdict == Verdict::kFail);
+}
+
+TEST_CASE("task rows: pass rates of baseline and setting per check, points and McNemar") {
+  SettingResult r;
+  std::vector<Case> cases;
+  add_tasks({6, 3, 0, 1}, CheckKind::kExact, r, cases);  // 9/10 -> 6/10: -30 points
+  add_tasks({4, 0, 1, 0}, CheckKind::kRegex, r, cases);  // 4/5 -> 5/5: +20 points
+  Thresholds t;
+  Report rep;
+  rep.cases = &cases;
+  rep.thresholds = &t;
+  const std::vector<TaskRow> rows = task_rows(rep, r);
+  REQUIRE(rows.size() == 3);  // all, exact, regex; no json_valid or constraint case
+  CHECK(rows[0].check == "all");
+  CHECK(rows[0].counts.n() == 15);
+  CHECK(rows[0].baseline_rate() == doctest::Approx(13.0 / 15));
+  CHECK(rows[0].setting_rate() == doctest::Approx(11.0 / 15));
+  CHECK(rows[0].points() == doctest::Approx(-200.0 / 15));
+  CHECK(rows[0].mcnemar_p == doctest::Approx(0.625));  // 3 lost, 1 gained: 2 (1 + 4) / 16
+  CHECK(rows[1].check == "exact");
+  CHECK(rows[1].points() == doctest::Approx(-30));
+  CHECK(rows[1].mcnemar_p == doctest::Approx(0.25));
+  CHECK(rows[1].lost == " exact-6 exact-7 exact-8");
+  CHECK(rows[2].check == "regex");
+  CHECK(rows[2].points() == doctest::Approx(20));
+  CHECK(rows[2].gained == " regex-14");
+  CHECK(rows[2].mcnemar_p == 1.0);
 }
 
 TEST_CASE("a model whose baseline recalls nothing cannot pass a recall limit") {

@@ -29,7 +29,8 @@ Proportion wilson(int k, int n, double z) {
   const double p = double(k) / n, z2 = z * z;
   const double centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
   const double half = z / (1.0 + z2 / n) * std::sqrt(p * (1.0 - p) / n + z2 / (4.0 * n * n));
-  return {p, std::max(0.0, centre - half), std::min(1.0, centre + half)};
+  // At k = 0 (k = n) the bound is 0 (1) exactly; the formula leaves a rounding residue.
+  return {p, k == 0 ? 0.0 : std::max(0.0, centre - half), k == n ? 1.0 : std::min(1.0, centre + half)};
 }
 
 double wilson_resolution(int n, double z) { return z * z / (n + z * z); }

@@ -8,12 +8,6 @@
 namespace kvrt::validate {
 namespace {
 
-std::string replace_value(std::string s, const std::string& value) {
-  for (size_t p = s.find("{value}"); p != std::string::npos; p = s.find("{value}", p + value.size()))
-    s.replace(p, 7, value);
-  return s;
-}
-
 // Tokens of `prompt` and of `answer` as they fall when the two are written one after the other:
 // the answer must start on a token boundary (begin it with a space).
 void split_answer(const model::Tokenizer& tok, const std::string& prompt, const std::string& answer,
@@ -54,11 +48,16 @@ Case from_def(const CaseDef& d, const model::Tokenizer& tok, const model::ChatTe
   c.category = d.category;
   c.mode = d.mode;
   c.expect = d.expect;
+  c.check = d.check;
   c.n_generate = d.n_generate;
   c.seeds = d.seeds;
   c.temperature = d.temperature;
   if (d.mode == Mode::kRecall) {
     split_answer(tok, d.turns[0], d.answer, d.source, c);
+    return c;
+  }
+  if (!d.instruction.empty()) {
+    c.turns = {tok.encode(d.instruction + " " + d.turns[0], true)};
     return c;
   }
   c.turns = turn_tokens(d, tok, d.mode == Mode::kMultiTurn ? chat : nullptr);
@@ -84,12 +83,15 @@ std::string compose(const TemplateDef& t, const model::Tokenizer& tok, int budge
   return text + " " + replace_value(t.cue, value);
 }
 
+// A recall template's cases end with the answer teacher-forced; a task template's with the cue,
+// its check the one of the case's value.
 void expand(const TemplateDef& t, const model::Tokenizer& tok, int max_len, std::vector<Case>& out) {
   size_t k = 0;
   for (double length : t.lengths) {
     for (double position : t.positions) {
-      const std::string& value = t.values[k % t.values.size()];
-      const std::string answer = replace_value(t.answer, value);
+      const size_t vi = k % t.values.size();
+      const std::string& value = t.values[vi];
+      const std::string answer = t.mode == Mode::kRecall ? replace_value(t.answer, value) : "";
       const int fixed = int(tok.encode(replace_value(t.fact, value) + " " + replace_value(t.cue, value) + answer, true).size());
       const int target = int(length * max_len) - t.n_generate;
       const int budget = std::max(0, target - fixed);
@@ -98,9 +100,15 @@ void expand(const TemplateDef& t, const model::Tokenizer& tok, int max_len, std:
              std::to_string(int(std::lround(position * 100)));
       c.category = t.category;
       c.mode = t.mode;
-      c.expect = value;
       c.n_generate = t.n_generate;
-      split_answer(tok, compose(t, tok, budget, position, k * 7, value), answer, t.source, c);
+      const std::string text = compose(t, tok, budget, position, k * 7, value);
+      if (t.mode == Mode::kTask) {
+        c.check = t.checks[vi];
+        c.turns = {tok.encode(text, true)};
+      } else {
+        c.expect = value;
+        split_answer(tok, text, answer, t.source, c);
+      }
       out.push_back(std::move(c));
       ++k;
     }

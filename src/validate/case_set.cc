@@ -1,5 +1,6 @@
 #include "validate/case_set.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 #include <sstream>
@@ -50,9 +51,66 @@ struct Loader {
 
 Mode parse_mode(const TomlView& v) {
   const std::string m = v.required_string("mode");
-  for (Mode x : {Mode::kTeacherForced, Mode::kGreedy, Mode::kRecall, Mode::kMultiTurn, Mode::kSampling})
+  for (Mode x : {Mode::kTeacherForced, Mode::kGreedy, Mode::kRecall, Mode::kMultiTurn, Mode::kSampling, Mode::kTask})
     if (m == mode_name(x)) return x;
-  v.fail_key("mode", "is '" + m + "'; expected teacher_forced, greedy, recall, multi_turn or sampling");
+  v.fail_key("mode", "is '" + m + "'; expected teacher_forced, greedy, recall, multi_turn, sampling or task");
+}
+
+void compile_with(const TomlView& v, TaskCheck& c, const char* key) {
+  try {
+    compile_pattern(c);
+  } catch (const Error& e) {
+    v.fail_key(key, e.what());
+  }
+}
+
+// The keys each check takes (besides 'check'); every other check key on the case is an error.
+std::vector<std::string_view> check_keys(CheckKind k) {
+  switch (k) {
+    case CheckKind::kExact: return {"expect"};
+    case CheckKind::kRegex: return {"pattern"};
+    case CheckKind::kJsonValid: return {"json_prefix"};
+    case CheckKind::kConstraint: return {"instruction", "pattern", "forbid"};
+  }
+  return {};
+}
+
+// The task check of a case: `check` names it; the keys of other checks are refused. A template's
+// pattern holds "{value}" and is compiled per value (compile = false).
+TaskCheck read_check(const TomlView& v, bool compile = true) {
+  TaskCheck c;
+  if (!v.has("check")) v.fail(nullptr, "a task case needs 'check': exact, regex, json_valid or constraint");
+  const std::string name = v.required_string("check");
+  const auto kind = parse_check(name);
+  if (!kind) v.fail_key("check", "is '" + name + "'; expected exact, regex, json_valid or constraint");
+  c.kind = *kind;
+  const auto own = check_keys(c.kind);
+  for (std::string_view key : {"pattern", "forbid", "json_prefix", "instruction"})
+    if (v.has(key) && std::find(own.begin(), own.end(), key) == own.end())
+      v.fail_key(key, "is not a parameter of the '" + name + "' check");
+  switch (c.kind) {
+    case CheckKind::kExact:
+      c.expect = v.string("expect").value_or("");
+      if (c.expect.empty()) v.fail(nullptr, "an exact check needs 'expect', the text the continuation must begin with");
+      return c;
+    case CheckKind::kJsonValid:
+      c.json_prefix = v.string("json_prefix").value_or("");
+      return c;
+    case CheckKind::kRegex:
+      if (!v.has("pattern")) v.fail(nullptr, "a regex check needs 'pattern'");
+      break;
+    case CheckKind::kConstraint:
+      if (v.string("instruction").value_or("").empty())
+        v.fail(nullptr, "a constraint check needs 'instruction', the text put at the start of the prompt");
+      if (v.has("pattern") == v.has("forbid"))
+        v.fail(nullptr, "a constraint check needs one of 'pattern' (must match) or 'forbid' (must not)");
+      break;
+  }
+  const char* key = v.has("forbid") ? "forbid" : "pattern";
+  c.forbid = v.has("forbid");
+  c.pattern = *v.string(key);
+  if (compile) compile_with(v, c, key);
+  return c;
 }
 
 int read_generate(const TomlView& v, int fallback) {
@@ -63,7 +121,7 @@ int read_generate(const TomlView& v, int fallback) {
 
 CaseDef Loader::read_case(const TomlView& v, const std::string& dir) {
   v.allow_only({"id", "category", "mode", "text", "text_file", "turns", "answer", "expect",
-                "generate", "seeds", "temperature"});
+                "generate", "seeds", "temperature", "check", "pattern", "forbid", "json_prefix", "instruction"});
   CaseDef c;
   c.id = v.required_string("id");
   claim_id(v, c.id);
@@ -80,11 +138,20 @@ CaseDef Loader::read_case(const TomlView& v, const std::string& dir) {
     if (!t || t->empty()) v.fail(nullptr, "needs a non-empty 'text' or 'text_file'");
     c.turns = {*t};
   }
+  if (c.mode == Mode::kTask) {
+    c.check = read_check(v);
+    c.instruction = v.string("instruction").value_or("");
+  } else if (v.has("check")) {
+    v.fail_key("check", "is only for task cases (mode = \"task\")");
+  }
+  for (std::string_view key : {"pattern", "forbid", "json_prefix", "instruction"})
+    if (!c.check && v.has(key)) v.fail_key(key, "is only for task cases");
   c.answer = v.string("answer").value_or("");
-  c.expect = v.string("expect").value_or("");
+  if (c.mode == Mode::kRecall) c.expect = v.string("expect").value_or("");
   if (c.mode == Mode::kRecall && c.answer.empty()) v.fail(nullptr, "a recall case needs 'answer'");
-  if (c.mode != Mode::kRecall && (v.has("answer") || v.has("expect")))
-    v.fail(nullptr, "'answer' and 'expect' are only for recall cases");
+  if (c.mode != Mode::kRecall && v.has("answer")) v.fail_key("answer", "is only for recall cases");
+  if (v.has("expect") && c.mode != Mode::kRecall && !(c.check && c.check->kind == CheckKind::kExact))
+    v.fail_key("expect", "is only for recall cases and exact checks");
   if (c.mode == Mode::kRecall && c.expect.empty()) c.expect = c.answer;
   c.n_generate = c.mode == Mode::kTeacherForced ? 0 : read_generate(v, 16);
   if (c.mode == Mode::kTeacherForced && v.has("generate")) v.fail_key("generate", "is not used by teacher_forced cases");
@@ -108,22 +175,43 @@ std::vector<double> fractions(const TomlView& v, std::string_view key, double lo
   return *xs;
 }
 
+// A task template's check, one per value: "{value}" in its pattern replaced by the value.
+void read_template_check(const TomlView& v, TemplateDef& t) {
+  if (v.has("check") && v.string("check") != "constraint") v.fail_key("check", "of a template must be constraint");
+  const TaskCheck check = read_check(v, false);
+  for (const std::string& value : t.values) {
+    TaskCheck c = check;
+    c.pattern = replace_value(c.pattern, value);
+    compile_with(v, c, c.forbid ? "forbid" : "pattern");
+    t.checks.push_back(c);
+  }
+}
+
 TemplateDef Loader::read_template(const TomlView& v, const std::string& dir) {
   v.allow_only({"id", "category", "mode", "fact", "cue", "answer", "values", "filler_file",
-                "lengths", "positions", "generate"});
+                "lengths", "positions", "generate", "check", "instruction", "pattern", "forbid"});
   TemplateDef t;
   t.id = v.required_string("id");
   claim_id(v, t.id);
   t.category = v.required_string("category");
   t.mode = parse_mode(v);
-  if (t.mode != Mode::kRecall) v.fail_key("mode", "of a template must be recall");
+  if (t.mode != Mode::kRecall && t.mode != Mode::kTask) v.fail_key("mode", "of a template must be recall or task");
   t.source = v.file() + ":" + std::to_string(v.line());
-  t.fact = v.required_string("fact");
   t.cue = v.required_string("cue");
-  t.answer = v.required_string("answer");
   auto values = v.strings("values");
   if (!values || values->empty()) v.fail(nullptr, "needs 'values', a non-empty array of strings");
   t.values = *values;
+  if (t.mode == Mode::kRecall) {
+    for (const char* key : {"check", "instruction", "pattern", "forbid"})
+      if (v.has(key)) v.fail_key(key, "is only for task templates");
+    t.fact = v.required_string("fact");
+    t.answer = v.required_string("answer");
+  } else {
+    for (const char* key : {"fact", "answer"})
+      if (v.has(key)) v.fail_key(key, "is only for recall templates (a task template has 'instruction')");
+    read_template_check(v, t);
+    t.fact = *v.string("instruction");
+  }
   if (!v.has("filler_file")) v.fail(nullptr, "needs 'filler_file', a text file of filler sentences");
   std::istringstream filler(read_text(v, "filler_file", dir));
   for (std::string line; std::getline(filler, line);)
@@ -137,6 +225,12 @@ TemplateDef Loader::read_template(const TomlView& v, const std::string& dir) {
 
 }  // namespace
 
+std::string replace_value(std::string s, const std::string& value) {
+  for (size_t p = s.find("{value}"); p != std::string::npos; p = s.find("{value}", p + value.size()))
+    s.replace(p, 7, value);
+  return s;
+}
+
 const char* mode_name(Mode m) {
   switch (m) {
     case Mode::kTeacherForced: return "teacher_forced";
@@ -144,6 +238,7 @@ const char* mode_name(Mode m) {
     case Mode::kRecall: return "recall";
     case Mode::kMultiTurn: return "multi_turn";
     case Mode::kSampling: return "sampling";
+    case Mode::kTask: return "task";
   }
   return "?";
 }

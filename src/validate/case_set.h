@@ -5,11 +5,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "model/chat_template.h"
 #include "model/tokenizer.h"
+#include "validate/task_check.h"
 
 namespace kvrt::validate {
 
@@ -20,6 +22,8 @@ enum class Mode : uint8_t {
   kMultiTurn,      // each turn appended to the same cache, each followed by a greedy continuation;
                    // turns are user messages in the model's chat format when it has one
   kSampling,       // the prompt sampled with several seeds at a fixed temperature
+  kTask,           // prompt, then every session's own greedy continuation, passed or failed by a
+                   // task check (validate/task_check.h)
 };
 
 const char* mode_name(Mode m);
@@ -31,18 +35,22 @@ struct CaseDef {
   std::vector<std::string> turns;  // the prompt (one entry), or the turns of a multi-turn case
   std::string answer;              // recall: teacher-forced after the prompt
   std::string expect;              // recall: text the continuation must contain
+  std::optional<TaskCheck> check;  // task
+  std::string instruction;         // task, constraint check: put before the text
   int n_generate = 0;              // tokens generated after the prompt (after each turn)
   std::vector<uint64_t> seeds;     // sampling
   double temperature = 0.8;        // sampling
 };
 
-// One [[template]]: a fact placed at a swept position inside filler text of swept length,
-// then a cue whose continuation should repeat the fact's value.
+// One [[template]]: a fact placed at a swept position inside filler text of swept length, then a
+// cue whose continuation should repeat the fact's value (recall), or pass a constraint check on
+// the instruction put where the fact would be (task).
 struct TemplateDef {
   std::string id, category, source;
   Mode mode = Mode::kRecall;
-  std::string fact, cue, answer;      // "{value}" is replaced by one of `values`
+  std::string fact, cue, answer;      // "{value}" is replaced by one of `values`; task: fact is the instruction
   std::vector<std::string> values;
+  std::vector<TaskCheck> checks;      // task: [values] the check with that value in its pattern
   std::vector<std::string> filler;    // sentences, used in turn
   std::vector<double> lengths;        // total positions as fractions of the usable context
   std::vector<double> positions;      // where the fact sits in the filler, 0 = start, 1 = end
@@ -56,6 +64,9 @@ struct CaseSet {
   std::string sha256;  // over every manifest and text file read, in order (not their paths)
 };
 
+// `s` with every "{value}" replaced by `value`.
+std::string replace_value(std::string s, const std::string& value);
+
 // Reads manifest.toml of each directory in order. Errors name the file and line; a duplicate
 // id anywhere in the set is an error.
 CaseSet load_case_set(const std::vector<std::string>& dirs);
@@ -67,6 +78,7 @@ struct Case {
   std::vector<std::vector<int32_t>> turns;  // the first turn starts with BOS
   std::vector<int32_t> answer;              // recall: follows turns[0]
   std::string expect;
+  std::optional<TaskCheck> check;  // task
   int n_generate = 0;
   std::vector<uint64_t> seeds;
   double temperature = 0.8;

@@ -23,6 +23,7 @@ constexpr MetricInfo kInfo[kNumMetrics] = {
     {Metric::kGreedyMismatch, "greedy_mismatch", "greedy tokens lost, fraction"},
     {Metric::kRecallLoss, "recall_loss", "answers lost, fraction"},
     {Metric::kSpreadGrowth, "spread_growth", "sampling spread growth"},
+    {Metric::kTaskLoss, "task_loss", "task passes lost, fraction"},
 };
 
 // log-softmax normalizer: max + log(sum(exp(x - max))), in double.

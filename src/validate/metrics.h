@@ -19,16 +19,17 @@ enum class Metric : uint8_t {
   kGreedyMismatch,  // 1 - (greedy tokens matching the baseline before the first divergence) / generated
   kRecallLoss,      // recall cases the baseline answers: 1 if the candidate's continuation loses the answer
   kSpreadGrowth,    // sampling cases: spread across seeds of the candidate minus that of the baseline
+  kTaskLoss,        // task cases the baseline passes: 1 if the candidate's continuation fails the check
 };
 
-constexpr int kNumMetrics = 7;
+constexpr int kNumMetrics = 8;
 constexpr std::array<Metric, kNumMetrics> kAllMetrics = {
     Metric::kKl, Metric::kTop1Mismatch, Metric::kRefProbDelta, Metric::kPplRatio,
-    Metric::kGreedyMismatch, Metric::kRecallLoss, Metric::kSpreadGrowth};
+    Metric::kGreedyMismatch, Metric::kRecallLoss, Metric::kSpreadGrowth, Metric::kTaskLoss};
 
-// Paired pass/fail metrics (recall_loss): judged on the 2x2 table of baseline and candidate
-// outcomes (validate/binary_stats.h), not on a bootstrap of per-case values.
-constexpr bool metric_is_paired(Metric m) { return m == Metric::kRecallLoss; }
+// Paired pass/fail metrics (recall_loss, task_loss): judged on the 2x2 table of baseline and
+// candidate outcomes (validate/binary_stats.h), not on a bootstrap of per-case values.
+constexpr bool metric_is_paired(Metric m) { return m == Metric::kRecallLoss || m == Metric::kTaskLoss; }
 
 const char* metric_name(Metric m);     // TOML and JSON key, e.g. "kl"
 const char* metric_unit(Metric m);     // short description for tables

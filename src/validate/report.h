@@ -42,10 +42,23 @@ struct Report {
 Interval breakdown(const Report& r, const SettingResult& s, Metric m, const std::string& category,
                    const std::string& bucket);
 std::vector<std::string> categories(const std::vector<Case>& cases);  // sorted, unique
-// The cases that show a setting's damage most: answers lost first, then by mean KL; at most n,
-// of those it ran (indices into r.cases).
+// The cases that show a setting's damage most: answers lost and task checks failed first, then by
+// mean KL; at most n, of those it ran (indices into r.cases).
 std::vector<size_t> worst_cases(const Report& r, const SettingResult& s, size_t n);
 constexpr size_t kWorstCases = 3;  // shown per failing setting
+
+// Task cases of one setting by check (validate/task_check.h): "all", then each check the set uses.
+struct TaskRow {
+  std::string check;
+  PairedCounts counts;  // baseline and setting pass or fail each case
+  double mcnemar_p = 1;
+  std::string lost, gained;  // ids of the cases, space-separated
+
+  double baseline_rate() const { return double(counts.baseline_right()) / counts.n(); }
+  double setting_rate() const { return double(counts.both + counts.gained) / counts.n(); }
+  double points() const { return 100.0 * (counts.gained - counts.lost) / counts.n(); }  // setting - baseline
+};
+std::vector<TaskRow> task_rows(const Report& r, const SettingResult& s);  // empty: the set has no task case
 
 std::string format_number(double x);  // 3 significant digits, fixed or scientific
 std::string format_bytes(double bytes);  // "720.0 KiB", "1.5 MiB", "3.2 GiB"

@@ -192,6 +192,8 @@ std::string damage(const Report& r) {
       o << "<h4>" << esc(c.id) << "</h4>\n<p>" << mode_name(c.mode) << ", " << esc(c.category) << ", " << c.bucket << ", "
         << c.n_positions() << " positions, mean KL " << format_number(cs.value(Metric::kKl).value_or(0));
       if (cs.recall_baseline && *cs.recall_baseline) o << (*cs.recall_candidate ? ", answer kept" : ", answer lost");
+      if (cs.task_baseline) o << ", task check " << (*cs.task_baseline ? "passed" : "failed") << " by the baseline, "
+                              << (*cs.task_candidate ? "passed" : "failed") << " by this setting";
       o << "</p>\n";
       const Continuation& k = cs.continuation;
       if (k.baseline.empty()) continue;
@@ -263,8 +265,8 @@ std::string report_html(const Report& r) {
   const std::string d = damage(r);
   if (!d.empty())
     o << "<h2>The damage: worst cases of each failing setting</h2>\n<p>Up to " << kWorstCases
-      << " cases per failing setting, answers lost first, then by mean KL. Continuations token by token, the first "
-         "token that differs marked. Recall cases: each cache continued on its own from the prompt. Greedy and "
+      << " cases per failing setting, answers lost and task checks failed first, then by mean KL. Continuations token by token, the first "
+         "token that differs marked. Recall and task cases: each cache continued on its own from the prompt. Greedy and "
          "multi-turn cases run in lockstep on the baseline's tokens, so the setting's column holds its own next token "
          "after the baseline's tokens so far.</p>\n"
       << d;

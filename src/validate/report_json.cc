@@ -56,7 +56,16 @@ void setting(const Report& r, const SettingResult& s, const SettingVerdict& v, s
       o << ", " << json_quote("category=" + c) << ": " << interval(breakdown(r, s, m, c, ""));
     o << "}";
   }
-  o << "},\n     \"kl_by_position\": [";
+  o << "},\n     \"tasks\": [";
+  const std::vector<TaskRow> tasks = task_rows(r, s);
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const TaskRow& t = tasks[i];
+    o << (i ? ",\n       " : "\n       ") << "{\"check\": " << json_quote(t.check) << ", \"cases\": " << t.counts.n()
+      << ", \"baseline_passed\": " << t.counts.baseline_right() << ", \"setting_passed\": " << t.counts.both + t.counts.gained
+      << ", \"points\": " << num(t.points()) << ", \"lost\": " << t.counts.lost << ", \"gained\": " << t.counts.gained
+      << ", \"mcnemar_p\": " << num(t.mcnemar_p) << "}";
+  }
+  o << "],\n     \"kl_by_position\": [";
   for (size_t b = 0; b < s.kl_by_pos.size(); ++b) o << (b ? ", " : "") << num(s.kl_by_pos[b]);
   o << "]}";
 }
@@ -97,7 +106,9 @@ std::string report_json(const Report& r) {
     const Case& c = (*r.cases)[i];
     o << (i ? ",\n    " : "\n    ") << "{\"id\": " << json_quote(c.id) << ", \"category\": " << json_quote(c.category)
       << ", \"mode\": " << json_quote(mode_name(c.mode)) << ", \"bucket\": " << json_quote(c.bucket)
-      << ", \"positions\": " << c.n_positions() << "}";
+      << ", \"positions\": " << c.n_positions();
+    if (c.check) o << ", \"check\": " << json_quote(check_name(c.check->kind));
+    o << "}";
   }
   o << "],\n  \"skipped\": [";
   for (size_t i = 0; i < r.skipped.size(); ++i) o << (i ? ", " : "") << json_quote(r.skipped[i]);

@@ -98,12 +98,22 @@ void details(const Report& r, const SettingResult& s, const SettingVerdict& v, s
     if (!gained.empty()) o << "\n  answers gained:" << gained;
     if (&s == &r.run->noise_floor && !missed.empty()) o << "\n  answers the baseline misses (not counted):" << missed;
   }
+  for (const TaskRow& t : task_rows(r, s)) {
+    char line[160];
+    std::snprintf(line, sizeof line, "\n  tasks %-11s baseline %d/%d (%.0f%%), this setting %d/%d (%.0f%%), %+.1f points",
+                  (t.check + ":").c_str(), t.counts.baseline_right(), t.counts.n(), 100 * t.baseline_rate(),
+                  t.counts.both + t.counts.gained, t.counts.n(), 100 * t.setting_rate(), t.points());
+    o << line << "; lost " << t.counts.lost << ", gained " << t.counts.gained << ", McNemar p " << format_number(t.mcnemar_p);
+    if (!t.lost.empty()) o << "; lost:" << t.lost;
+    if (!t.gained.empty()) o << "; gained:" << t.gained;
+  }
   if (v.verdict == Verdict::kFail) {
     o << "\n  worst cases:";
     for (size_t i : worst_cases(r, s, kWorstCases)) {
       const CaseScore& c = s.cases[i];
       o << " " << (*r.cases)[i].id << " (kl " << format_number(c.value(Metric::kKl).value_or(0));
       if (c.recall_baseline && *c.recall_baseline && !*c.recall_candidate) o << ", answer lost";
+      if (c.task_baseline && *c.task_baseline && !*c.task_candidate) o << ", task failed";
       o << ")";
     }
   }
@@ -224,12 +234,37 @@ std::vector<size_t> worst_cases(const Report& r, const SettingResult& s, size_t 
     if (s.cases[i].tokens.n_positions > 0 || !s.cases[i].continuation.baseline.empty()) run.push_back(i);
   auto key = [&](size_t i) {
     const CaseScore& c = s.cases[i];
-    const bool lost = c.recall_baseline && *c.recall_baseline && !*c.recall_candidate;
+    const bool lost = (c.recall_baseline && *c.recall_baseline && !*c.recall_candidate) ||
+                      (c.task_baseline && *c.task_baseline && !*c.task_candidate);
     return std::make_pair(lost ? 0 : 1, -c.value(Metric::kKl).value_or(0));
   };
   std::stable_sort(run.begin(), run.end(), [&](size_t a, size_t b) { return key(a) < key(b); });
   if (run.size() > n) run.resize(n);
   return run;
+}
+
+std::vector<TaskRow> task_rows(const Report& r, const SettingResult& s) {
+  std::vector<TaskRow> rows(1 + std::size(kAllCheckKinds));  // all, then one per check kind
+  rows[0].check = "all";
+  for (CheckKind k : kAllCheckKinds) rows[1 + size_t(k)].check = check_name(k);
+  for (size_t i = 0; i < s.cases.size() && i < r.cases->size(); ++i) {
+    const CaseScore& c = s.cases[i];
+    const Case& def = (*r.cases)[i];
+    if (!c.task_baseline || !def.check) continue;
+    for (TaskRow* row : {&rows[0], &rows[1 + size_t(def.check->kind)]}) {
+      const bool b = *c.task_baseline, d = *c.task_candidate;
+      (b ? (d ? row->counts.both : row->counts.lost) : (d ? row->counts.gained : row->counts.neither)) += 1;
+      if (b && !d) row->lost += " " + def.id;
+      if (!b && d) row->gained += " " + def.id;
+    }
+  }
+  std::vector<TaskRow> out;
+  for (TaskRow& row : rows) {
+    if (row.counts.n() == 0) continue;
+    row.mcnemar_p = mcnemar_exact_p(row.counts.lost, row.counts.gained);
+    out.push_back(std::move(row));
+  }
+  return out;
 }
 
 std::vector<std::string> categories(const std::vector<Case>& cases) {

@@ -48,6 +48,7 @@ class CaseRunner {
   std::vector<int32_t> generate(Lane& lane, int n, model::Sampler& sampler);
   std::string piece(std::vector<int32_t>& before, int32_t next) const;
   std::vector<std::string> pieces(const std::vector<int32_t>& tokens) const;  // the text each token adds
+  std::string text_after(const std::vector<int32_t>& prompt, const std::vector<int32_t>& out) const;
 
   std::vector<Lane*>& lanes_;
   const model::Tokenizer& tok_;
@@ -182,17 +183,19 @@ std::vector<std::string> CaseRunner::pieces(const std::vector<int32_t>& tokens) 
   return out;
 }
 
-// Recall: every session continues greedily on its own from the prompt; the answer must appear.
+// Recall and task cases: every session continues greedily on its own from the prompt; the
+// continuation must contain the answer (recall) or pass the case's check (task).
 void CaseRunner::free_greedy(const Case& c) {
   std::vector<int32_t> base_out;
-  bool base_hit = false;
+  bool base_pass = false;
   for (size_t l = 0; l < lanes_.size(); ++l) {
     model::Sampler greedy({}, n_vocab_);
     const std::vector<int32_t> out = generate(*lanes_[l], c.n_generate, greedy);
-    const bool hit = tok_.decode(out).find(c.expect) != std::string::npos;
+    const bool pass = c.check ? task_passes(*c.check, text_after(c.turns[0], out))
+                              : tok_.decode(out).find(c.expect) != std::string::npos;
     if (l == 0) {
       base_out = out;
-      base_hit = hit;
+      base_pass = pass;
       continue;
     }
     CaseScore& s = *lanes_[l]->score;
@@ -200,9 +203,17 @@ void CaseRunner::free_greedy(const Case& c) {
     const auto diverge = std::mismatch(out.begin(), out.end(), base_out.begin()).first;
     s.n_matched += int(diverge - out.begin());
     s.continuation = {pieces(base_out), pieces(out), diverge == out.end() ? -1 : int(diverge - out.begin()), true};
-    s.recall_baseline = base_hit;
-    s.recall_candidate = hit;
+    (c.check ? s.task_baseline : s.recall_baseline) = base_pass;
+    (c.check ? s.task_candidate : s.recall_candidate) = pass;
   }
+}
+
+// The text `out` adds after `prompt` (decoding `out` alone would lose a leading space).
+std::string CaseRunner::text_after(const std::vector<int32_t>& prompt, const std::vector<int32_t>& out) const {
+  std::vector<int32_t> all = prompt;
+  all.insert(all.end(), out.begin(), out.end());
+  const std::string a = tok_.decode(prompt), b = tok_.decode(all);
+  return b.compare(0, a.size(), a) == 0 ? b.substr(a.size()) : tok_.decode(out);
 }
 
 void CaseRunner::sample(const Case& c) {
@@ -224,7 +235,7 @@ void CaseRunner::sample(const Case& c) {
 // its state there and returns to it for every continuation, instead of running the prompt again.
 void CaseRunner::run(const Case& c) {
   for (Lane* lane : lanes_) lane->session->reset();
-  const bool branches = c.mode == Mode::kRecall || c.mode == Mode::kSampling;
+  const bool branches = c.mode == Mode::kRecall || c.mode == Mode::kSampling || c.mode == Mode::kTask;
   for (size_t t = 0; t < c.turns.size(); ++t) {
     feed(c.turns[t]);
     if (t == 0 && branches)
@@ -233,7 +244,7 @@ void CaseRunner::run(const Case& c) {
   }
   if (!c.answer.empty()) feed(c.answer);
   score_pending(-1);
-  if (c.mode == Mode::kRecall) free_greedy(c);
+  if (c.mode == Mode::kRecall || c.mode == Mode::kTask) free_greedy(c);
   if (c.mode == Mode::kSampling) sample(c);
 }
 
@@ -278,7 +289,7 @@ Lane make_lane(const model::Model& m, const Setting& s, int n_ctx, const RunOpti
 // the budget's estimate.
 double case_cost(const Case& c) {
   double n = c.n_positions();
-  if (c.mode == Mode::kRecall) n += c.n_generate;
+  if (c.mode == Mode::kRecall || c.mode == Mode::kTask) n += c.n_generate;
   if (c.mode == Mode::kSampling) n += double(c.seeds.size()) * c.n_generate;
   return n;
 }
@@ -318,6 +329,9 @@ std::optional<double> CaseScore::value(Metric m) const {
     case Metric::kRecallLoss:  // the share of the baseline's answers lost: only where it had one
       if (!recall_baseline || !*recall_baseline) return std::nullopt;
       return *recall_candidate ? 0.0 : 1.0;
+    case Metric::kTaskLoss:
+      if (!task_baseline || !*task_baseline) return std::nullopt;
+      return *task_candidate ? 0.0 : 1.0;
     case Metric::kSpreadGrowth:
       if (!spread_baseline) return std::nullopt;
       return *spread_candidate - *spread_baseline;
@@ -328,6 +342,7 @@ std::optional<double> CaseScore::value(Metric m) const {
 
 std::optional<std::pair<bool, bool>> CaseScore::outcomes(Metric m) const {
   if (m == Metric::kRecallLoss && recall_baseline) return std::make_pair(*recall_baseline, *recall_candidate);
+  if (m == Metric::kTaskLoss && task_baseline) return std::make_pair(*task_baseline, *task_candidate);
   return std::nullopt;
 }
 

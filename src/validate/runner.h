@@ -58,7 +58,7 @@ struct RunOptions {
 struct Continuation {
   std::vector<std::string> baseline, candidate;  // [tokens]
   int first_divergence = -1;  // index of the first token that differs; -1: none
-  // true (recall): the candidate continued on its own from the prompt. false (greedy, multi-turn):
+  // true (recall, task): the candidate continued on its own from the prompt. false (greedy, multi-turn):
   // lanes run in lockstep on the baseline's tokens, so candidate[i] is the candidate's own next
   // token after the baseline's first i.
   bool own = false;
@@ -68,9 +68,10 @@ struct Continuation {
 struct CaseScore {
   TokenSums tokens;
   std::vector<float> kl_by_pos;  // [positions scored] KL at each scored position of the case, in order
-  Continuation continuation;     // greedy, multi-turn and recall cases
+  Continuation continuation;     // greedy, multi-turn, recall and task cases
   int n_generated = 0, n_matched = 0;  // greedy tokens, and those equal to the baseline's before divergence
   std::optional<bool> recall_baseline, recall_candidate;
+  std::optional<bool> task_baseline, task_candidate;  // task cases: the check passed
   std::optional<double> spread_baseline, spread_candidate;
 
   std::optional<double> value(Metric m) const;  // per-case metric value, nullopt if not measured

@@ -1,8 +1,8 @@
 // The decision: each limit of the thresholds becomes a check of one setting against one scope.
 //  - Continuous metrics (KL, mismatch shares, ...): a percentile bootstrap of the mean over cases.
-//  - Paired pass/fail metrics (recall_loss): the share of the cases the baseline got right that
-//    the candidate loses, with a Wilson score interval; the exact McNemar test of lost against
-//    gained answers is reported beside it.
+//  - Paired pass/fail metrics (recall_loss, task_loss): the share of the cases the baseline got
+//    right that the candidate loses, with a Wilson score interval; the exact McNemar test of lost
+//    against gained answers is reported beside it.
 // PASS when the upper bound at the configured confidence is within the limit; FAIL when the
 // lower bound at the Bonferroni-corrected confidence (the error split over the setting's checks)
 // is beyond it; INCONCLUSIVE otherwise, with too few cases, or when the set cannot resolve the
