@@ -117,7 +117,10 @@ TEST_CASE("tune protects a damaged layer in FP32 and no other") {
   REQUIRE(t.exit_code == 0);
   CHECK(t.out.find("record: not written") != std::string::npos);
   const std::string found = rest_of_line(t.out, "found: tuned = ");
-  CHECK(found.find("layers[2]=f32") != std::string::npos);
+  // The damaged layer's keys in FP32 (at q8 they cost it 8x the KL its values do); its values in
+  // FP32 too, or at q8 when the sinks step leaves that within the limits (with the task cases in
+  // the set, the verdict cases at -c 160 pass k[2]=f32,v[2]=q8 beside sinks=4: KL 0.0057).
+  CHECK((found.find("layers[2]=f32") != std::string::npos || found.find("k[2]=f32") != std::string::npos));
   CHECK(found.find("f32") == found.rfind("f32"));
 
   const size_t path = t.out.find("\nPath ");
