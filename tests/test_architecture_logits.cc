@@ -234,11 +234,12 @@ TEST_CASE("the fixtures match llama.cpp on every other ISA this CPU runs (one ch
   const char* wrapper = std::getenv("KVRT_EXE_WRAPPER");
   char self[4096] = {};
   REQUIRE(readlink("/proc/self/exe", self, sizeof self - 1) > 0);
-  // Under emulation (qemu runs these 10-70x slower) the other ISAs check the logits and greedy ids
-  // only; the KV settings and gemma2's ring run on the process's ISA, and their kernels are checked
-  // against the scalar twin on every ISA by test_kernels and test_attention.
-  const std::string cases = wrapper && *wrapper ? "--test-case='*llama.cpp*logits and greedy*'"
-                                                : "--test-case-exclude='*other ISA*'";
+  // Under emulation (qemu runs these 10-70x slower) and under the sanitizers the other ISAs check
+  // the logits and greedy ids only; the KV settings and gemma2's ring run on the process's ISA, and
+  // their kernels are checked against the scalar twin on every ISA by test_kernels and test_attention.
+  const bool slow_runner = (wrapper && *wrapper) || test::kSanitizedBuild;
+  const std::string cases = slow_runner ? "--test-case='*llama.cpp*logits and greedy*'"
+                                        : "--test-case-exclude='*other ISA*'";
   for (simd::Isa isa : simd::runnable_isas()) {
     if (isa == simd::process_isa()) continue;
     INFO(simd::isa_to_string(isa));

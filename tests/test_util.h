@@ -24,6 +24,14 @@ inline std::string stories_path() { return models_dir() + "/stories260K.gguf"; }
 inline std::string vocab_dir() { return source_dir() + "/tests/data/vocab"; }
 inline std::string text_dir() { return source_dir() + "/tests/data/text"; }
 
+// A build under AddressSanitizer (tools/test_sanitize.sh), which runs some 10x slower: tests
+// that repeat whole forward passes on every ISA cut the repeats there, as they do under qemu.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kSanitizedBuild = true;
+#else
+inline constexpr bool kSanitizedBuild = false;
+#endif
+
 // Where the large fixtures are looked for: ../shared/fixtures beside the checkout, or
 // $KVRT_FIXTURES_DIR (a test program of other cases checks that it is a directory to use one).
 inline std::string fixtures_path() {
