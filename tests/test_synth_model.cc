@@ -231,3 +231,76 @@ TEST_CASE("synth --weights-from writes the tensors of raw f32 files; bad files a
   CHECK_THROWS_AS(kvrt::synth::write_synth_model(c, (dir / "bad.gguf")), kvrt::Error);
   CHECK_FALSE(fs::exists(dir / "bad.gguf"));
 }
+
+TEST_CASE("synth writes qwen2, phi3 and gemma2 with their tensors and keys; --decoded holds what a type decodes to") {
+  TempDir dir;
+  SynthConfig c = tiny_config(WeightType::kQ4_0);
+  c.arch = "qwen2";
+  c.tied = true;
+  kvrt::synth::write_synth_model(c, dir / "qwen2.gguf");
+  const GgufFile qwen2(dir / "qwen2.gguf");
+  CHECK(qwen2.get_string("general.architecture") == "qwen2");
+  CHECK(qwen2.get_uint("qwen2.attention.head_count_kv") == 2);
+  CHECK(qwen2.find_tensor("blk.1.attn_k.bias")->dims == std::vector<int64_t>{32});
+  CHECK(qwen2.find_tensor("blk.1.attn_k.bias")->type == WeightType::kF32);
+  CHECK(qwen2.find_tensor("output.weight") == nullptr);
+  CHECK(kvrt::model::ModelConfig::from_gguf(qwen2).tied_output);
+
+  c.arch = "phi3";
+  c.tied = false;
+  c.sliding_window = 40;
+  kvrt::synth::write_synth_model(c, dir / "phi3.gguf");
+  const GgufFile phi3(dir / "phi3.gguf");
+  CHECK(phi3.get_uint("phi3.attention.sliding_window") == 40);
+  CHECK(phi3.find_tensor("blk.0.attn_qkv.weight")->dims == std::vector<int64_t>{64, 64 + 2 * 32});
+  CHECK(phi3.find_tensor("blk.0.ffn_up.weight")->dims == std::vector<int64_t>{64, 2 * 96});
+  CHECK(phi3.find_tensor("blk.0.ffn_gate.weight") == nullptr);
+  CHECK(kvrt::model::ModelConfig::from_gguf(phi3).window_of(1) == 40);
+  c.tied = true;  // phi3 has a separate output matrix
+  CHECK_THROWS_WITH_AS(kvrt::synth::write_synth_model(c, dir / "x.gguf"), doctest::Contains("separate output"), kvrt::Error);
+
+  c.arch = "gemma2";
+  c.head_dim = 32;  // != d_model / n_heads
+  kvrt::synth::write_synth_model(c, dir / "gemma2.gguf");
+  const GgufFile gemma2(dir / "gemma2.gguf");
+  const auto g = kvrt::model::ModelConfig::from_gguf(gemma2);
+  CHECK(g.head_dim == 32);
+  CHECK(g.attn_softcap == 50.0f);
+  CHECK(g.final_softcap == 30.0f);
+  CHECK(g.window_of(0) == 40);
+  CHECK(g.window_of(1) == 0);
+  CHECK(gemma2.find_tensor("blk.1.post_ffw_norm.weight") != nullptr);
+  CHECK(gemma2.find_tensor("blk.1.post_attention_norm.weight") != nullptr);
+
+  c.arch = "mamba";
+  CHECK_THROWS_WITH_AS(kvrt::synth::write_synth_model(c, dir / "x.gguf"), doctest::Contains("llama, qwen2, phi3, gemma2"),
+                       kvrt::Error);
+
+  // --decoded: every matrix F32, equal to the quantized file's blocks decoded; vectors unchanged.
+  for (const char* type : {"q4_0", "q5_1", "iq4_nl", "q4_k_m"}) {
+    CAPTURE(std::string(type));
+    SynthConfig q = tiny_config(WeightType::kF32);
+    q.arch = "phi3";
+    q.d_model = 256;
+    q.d_ff = 256;
+    q.head_dim = 64;  // q_dim 256: whole K blocks
+    const kvrt::synth::WeightChoice w = kvrt::synth::parse_weight_choice(type);
+    q.type = w.type;
+    q.mix = w.mix;
+    kvrt::synth::write_synth_model(q, dir / "q.gguf");
+    q.decoded = true;
+    kvrt::synth::write_synth_model(q, dir / "d.gguf");
+    const GgufFile fq(dir / "q.gguf"), fd(dir / "d.gguf");
+    CHECK(fd.get_uint("general.file_type") == 0);
+    REQUIRE(fq.tensors().size() == fd.tensors().size());
+    for (const auto& t : fq.tensors()) {
+      CAPTURE(t.name);
+      const auto& traits = kvrt::simd::weight_type_traits(t.type);
+      std::vector<float> decoded(size_t(t.n_elements));
+      traits.to_float_ref(static_cast<const uint8_t*>(t.data), t.n_elements, decoded.data());
+      CHECK(tensor_values(*fd.find_tensor(t.name)) == decoded);
+    }
+    if (w.mix == kvrt::synth::WeightMix::kM)  // llama-quantize's Q4_K_M: Q5_K for a fused QKV
+      CHECK(fq.find_tensor("blk.0.attn_qkv.weight")->type == WeightType::kQ5_K);
+  }
+}

@@ -5,22 +5,6 @@
 namespace kvrt::model {
 namespace {
 
-int64_t size_of(Dim d, const ModelConfig& c) {
-  const int64_t q_dim = int64_t(c.n_heads) * c.head_dim, kv_dim = int64_t(c.n_kv_heads) * c.head_dim;
-  switch (d) {
-    case Dim::kNone: return 0;
-    case Dim::kDModel: return c.d_model;
-    case Dim::kQDim: return q_dim;
-    case Dim::kKvDim: return kv_dim;
-    case Dim::kQkvDim: return q_dim + 2 * kv_dim;
-    case Dim::kDff: return c.d_ff;
-    case Dim::kDff2: return 2 * int64_t(c.d_ff);
-    case Dim::kVocab: return c.n_vocab;
-    case Dim::kRopePairs: return c.rope_dim / 2;
-  }
-  return 0;
-}
-
 std::string shape_str(const std::vector<int64_t>& dims) {
   std::string s = "[";
   for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
@@ -35,8 +19,8 @@ const io::GgufTensor* bind(const io::GgufFile& f, const TensorDesc& d, const std
     if (d.required) f.fail("missing tensor '" + name + "'");
     return nullptr;
   }
-  std::vector<int64_t> dims{size_of(d.n_in, c)};
-  if (d.n_out != Dim::kNone) dims.push_back(size_of(d.n_out, c));
+  std::vector<int64_t> dims{dim_size(d.n_in, c)};
+  if (d.n_out != Dim::kNone) dims.push_back(dim_size(d.n_out, c));
   if (t->dims != dims)
     f.fail("tensor '" + name + "' has shape " + shape_str(t->dims) + ", expected " + shape_str(dims));
   used.insert(t);
@@ -58,6 +42,22 @@ void check_all_used(const io::GgufFile& f, const ModelConfig& c, const std::unor
 }
 
 }  // namespace
+
+int64_t dim_size(Dim d, const ModelConfig& c) {
+  const int64_t q_dim = int64_t(c.n_heads) * c.head_dim, kv_dim = int64_t(c.n_kv_heads) * c.head_dim;
+  switch (d) {
+    case Dim::kNone: return 0;
+    case Dim::kDModel: return c.d_model;
+    case Dim::kQDim: return q_dim;
+    case Dim::kKvDim: return kv_dim;
+    case Dim::kQkvDim: return q_dim + 2 * kv_dim;
+    case Dim::kDff: return c.d_ff;
+    case Dim::kDff2: return 2 * int64_t(c.d_ff);
+    case Dim::kVocab: return c.n_vocab;
+    case Dim::kRopePairs: return c.rope_dim / 2;
+  }
+  return 0;
+}
 
 BoundTensors bind_tensors(const io::GgufFile& f, const ModelConfig& c) {
   const Architecture& arch = *c.architecture;

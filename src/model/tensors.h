@@ -25,4 +25,8 @@ struct BoundTensors {
 // otherwise run as a different model.
 BoundTensors bind_tensors(const io::GgufFile& file, const ModelConfig& config);
 
+// The length of dimension `d` of a described tensor in a model of this configuration (0 for
+// Dim::kNone): what the loader checks shapes against, and what kvrt's GGUF writer (synth_model) writes.
+int64_t dim_size(Dim d, const ModelConfig& config);
+
 }  // namespace kvrt::model

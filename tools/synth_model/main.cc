@@ -1,4 +1,4 @@
-// synth_model: writes a llama-architecture GGUF with random weights (see synth.h), or a chat
+// synth_model: writes a GGUF of any architecture kvrt runs, with random weights (see synth.h), or a chat
 // model made from a small trained one (see chat_model.h).
 #include <charconv>
 #include <cstdio>
@@ -13,16 +13,21 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: synth_model -o OUT.gguf [--d-model 1024] [--n-layers 8] [--n-heads 16]\n"
-    "                   [--n-kv-heads 4] [--head-dim 64] [--d-ff 2816] [--ctx 16384]\n"
-    "                   [--type TYPE] [--vocab-from FILE.gguf] [--seed S] [--tied]\n"
-    "                   [--weights-from DIR] [--name NAME]\n"
-    "Writes a llama GGUF with random weights (or, with --weights-from, each tensor from the raw\n"
-    "little-endian f32 file DIR/<tensor name>.f32) and the tokenizer of --vocab-from\n"
-    "(default: the source tree's tests/data/vocab/ggml-vocab-llama-spm.gguf). TYPE (default f16):\n"
-    "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl (every\n"
-    "matrix of that type), or q3_k_m, q4_k_m, q5_k_m (llama-quantize's mixes: Q6_K output, more\n"
-    "bits in some attn_v / ffn_down layers). Row lengths must be whole blocks (32, or 256 for K).\n"
+    "usage: synth_model -o OUT.gguf [--arch llama] [--d-model 1024] [--n-layers 8]\n"
+    "                   [--n-heads 16] [--n-kv-heads 4] [--head-dim 64] [--d-ff 2816]\n"
+    "                   [--ctx 16384] [--sliding-window 4096] [--type TYPE] [--decoded]\n"
+    "                   [--vocab-from FILE.gguf] [--seed S] [--tied] [--weights-from DIR]\n"
+    "                   [--name NAME]\n"
+    "Writes a GGUF of --arch (llama, qwen2, phi3 or gemma2: the tensors and metadata kvrt's\n"
+    "loader and llama.cpp read; --sliding-window for phi3 and gemma2) with random weights (or,\n"
+    "with --weights-from, each tensor from the raw little-endian f32 file DIR/<tensor name>.f32)\n"
+    "and the tokenizer of --vocab-from (default: the source tree's\n"
+    "tests/data/vocab/ggml-vocab-llama-spm.gguf). TYPE (default f16): f32, f16, bf16, q8_0,\n"
+    "q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl (every matrix of that type),\n"
+    "or q3_k_m, q4_k_m, q5_k_m (llama-quantize's mixes: Q6_K output, more bits in some attn_v /\n"
+    "ffn_down layers and phi3's attn_qkv). Row lengths must be whole blocks (32, or 256 for K).\n"
+    "--decoded writes every matrix as F32 holding the values TYPE decodes to: the same model as\n"
+    "the TYPE file, in full precision.\n"
     "\n"
     "       synth_model -o OUT.gguf --chat-from BASE.gguf [--chat-format chatml|llama3|gemma|phi3]\n"
     "Writes a chat model made from a small trained F32 llama such as models/stories260K.gguf:\n"
@@ -55,6 +60,7 @@ constexpr std::pair<std::string_view, int kvrt::synth::SynthConfig::*> kIntFlags
     {"--head-dim", &kvrt::synth::SynthConfig::head_dim},
     {"--d-ff", &kvrt::synth::SynthConfig::d_ff},
     {"--ctx", &kvrt::synth::SynthConfig::n_ctx},
+    {"--sliding-window", &kvrt::synth::SynthConfig::sliding_window},
 };
 
 // Applies one flag that takes a value; false if `flag` is not such a flag.
@@ -71,6 +77,8 @@ bool apply_valued(Args& a, std::string_view flag, std::string_view v) {
     const kvrt::synth::WeightChoice w = kvrt::synth::parse_weight_choice(v);
     a.config.type = w.type;
     a.config.mix = w.mix;
+  } else if (flag == "--arch") {
+    a.config.arch = std::string(v);
   } else if (flag == "--vocab-from") {
     a.config.vocab_path = std::string(v);
   } else if (flag == "--chat-from") {
@@ -97,6 +105,8 @@ Args parse_args(int argc, char** argv) {
       a.help = true;
     } else if (flag == "--tied") {
       a.config.tied = true;
+    } else if (flag == "--decoded") {
+      a.config.decoded = true;
     } else if (i + 1 < argc && apply_valued(a, flag, argv[i + 1])) {
       ++i;
     } else {

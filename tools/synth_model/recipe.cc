@@ -68,6 +68,7 @@ simd::WeightType matrix_type(const WeightChoice& w, std::string_view role, int l
     return more_bits(layer, n_layers) ? W::kQ6_K : w.type;
   }
   if (role == "attn_output" && q3) return W::kQ4_K;
+  if (role == "attn_qkv") return q3 ? W::kQ4_K : w.type == W::kQ4_K ? W::kQ5_K : W::kQ6_K;  // phi3's fused QKV
   return w.type;
 }
 

@@ -27,8 +27,9 @@ WeightChoice parse_weight_choice(std::string_view name);
 const char* weight_choice_names();  // the list above, for usage text and errors
 std::string weight_choice_name(const WeightChoice& w);  // "q4_k_m"
 
-// The type of matrix `role` ("token_embd", "output", "attn_q" … "ffn_down") of layer `layer`
-// (of n_layers; ignored for the model-level matrices).
+// The type of matrix `role` ("token_embd", "output", "attn_q" … "ffn_down", "attn_qkv") of layer
+// `layer` (of n_layers; ignored for the model-level matrices). A tied embedding is asked for as
+// "output": llama-quantize gives it the output matrix's type.
 simd::WeightType matrix_type(const WeightChoice& w, std::string_view role, int layer, int n_layers);
 
 }  // namespace kvrt::synth

@@ -1,13 +1,18 @@
 #include "tools/synth_model/synth.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <numbers>
+#include <vector>
 
 #include "common/error.h"
 #include "io/gguf_writer.h"
+#include "model/architecture.h"
+#include "model/config.h"
+#include "model/tensors.h"
 
 namespace kvrt::synth {
 namespace {
@@ -71,6 +76,7 @@ io::TensorFill tensor_fill(const SynthConfig& c, const std::string& name, int64_
 uint32_t file_type_code(const SynthConfig& c) {  // llama.cpp's llama_ftype
   using W = simd::WeightType;
   const bool m = c.mix == WeightMix::kM;
+  if (c.decoded) return 0;  // ALL_F32
   switch (c.type) {
     case W::kF32: return 0;
     case W::kF16: return 1;
@@ -89,6 +95,17 @@ uint32_t file_type_code(const SynthConfig& c) {  // llama.cpp's llama_ftype
   }
 }
 
+// Gemma 2's soft-caps (its config.json: attn_logit_softcapping, final_logit_softcapping).
+constexpr float kGemma2AttnSoftcap = 50.0f, kGemma2FinalSoftcap = 30.0f;
+
+const model::Architecture& find_arch(const std::string& name) {
+  try {
+    return model::find_architecture(name);
+  } catch (const Error& e) {
+    throw Error(std::string("--arch: ") + e.what(), ErrorKind::kUsage);
+  }
+}
+
 void check_config(const SynthConfig& c) {
   auto positive = [](int v, const char* flag) {
     if (v <= 0 || v > (1 << 20))
@@ -102,37 +119,47 @@ void check_config(const SynthConfig& c) {
   positive(c.head_dim, "--head-dim");
   positive(c.d_ff, "--d-ff");
   positive(c.n_ctx, "--ctx");
+  const model::Architecture& a = find_arch(c.arch);
+  if (a.sliding_window_key) positive(c.sliding_window, "--sliding-window");
   if (c.n_heads % c.n_kv_heads != 0)
     throw Error("--n-heads " + std::to_string(c.n_heads) + " is not a multiple of --n-kv-heads " +
                     std::to_string(c.n_kv_heads),
                 ErrorKind::kUsage);
   if (c.head_dim % 2 != 0)
     throw Error("--head-dim must be even (RoPE rotates pairs)", ErrorKind::kUsage);
+  for (const model::TensorDesc& d : a.model_tensors)
+    if (c.tied && d.role == model::TensorRole::kOutput && d.required)
+      throw Error("--tied: a " + c.arch + " model has a separate output matrix", ErrorKind::kUsage);
   // Row lengths that are not whole blocks of a matrix's type: the GGUF writer's error names the
   // tensor and the block size.
 }
 
 void add_hparams(io::GgufWriter& w, const SynthConfig& c, int64_t n_vocab) {
-  w.add_string("general.architecture", "llama");
+  const model::Architecture& a = find_arch(c.arch);
+  const std::string p = c.arch + ".";
+  w.add_string("general.architecture", c.arch);
   w.add_string("general.name", !c.name.empty() ? c.name
-                                                : "synth-llama-d" + std::to_string(c.d_model) + "-l" +
+                                                : "synth-" + c.arch + "-d" + std::to_string(c.d_model) + "-l" +
                                                       std::to_string(c.n_layers) + "-" +
-                                                      weight_choice_name({c.type, c.mix}));
+                                                      weight_choice_name({c.type, c.mix}) + (c.decoded ? "-decoded" : ""));
   w.add_u32("general.file_type", file_type_code(c));
-  w.add_u32("llama.vocab_size", uint32_t(n_vocab));
-  w.add_u32("llama.context_length", uint32_t(c.n_ctx));
-  w.add_u32("llama.embedding_length", uint32_t(c.d_model));
-  w.add_u32("llama.block_count", uint32_t(c.n_layers));
-  w.add_u32("llama.feed_forward_length", uint32_t(c.d_ff));
-  w.add_u32("llama.attention.head_count", uint32_t(c.n_heads));
-  w.add_u32("llama.attention.head_count_kv", uint32_t(c.n_kv_heads));
-  w.add_u32("llama.rope.dimension_count", uint32_t(c.head_dim));
-  w.add_f32("llama.rope.freq_base", 10000.0f);
-  w.add_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  w.add_u32(p + "vocab_size", uint32_t(n_vocab));
+  w.add_u32(p + "context_length", uint32_t(c.n_ctx));
+  w.add_u32(p + "embedding_length", uint32_t(c.d_model));
+  w.add_u32(p + "block_count", uint32_t(c.n_layers));
+  w.add_u32(p + "feed_forward_length", uint32_t(c.d_ff));
+  w.add_u32(p + "attention.head_count", uint32_t(c.n_heads));
+  w.add_u32(p + "attention.head_count_kv", uint32_t(c.n_kv_heads));
+  w.add_u32(p + "rope.dimension_count", uint32_t(c.head_dim));
+  w.add_f32(p + "rope.freq_base", 10000.0f);
+  w.add_f32(p + "attention.layer_norm_rms_epsilon", 1e-5f);
   if (c.d_model % c.n_heads != 0 || c.head_dim != c.d_model / c.n_heads) {
-    w.add_u32("llama.attention.key_length", uint32_t(c.head_dim));
-    w.add_u32("llama.attention.value_length", uint32_t(c.head_dim));
+    w.add_u32(p + "attention.key_length", uint32_t(c.head_dim));
+    w.add_u32(p + "attention.value_length", uint32_t(c.head_dim));
   }
+  if (a.attn_softcap_key) w.add_f32(p + a.attn_softcap_key, kGemma2AttnSoftcap);
+  if (a.final_softcap_key) w.add_f32(p + a.final_softcap_key, kGemma2FinalSoftcap);
+  if (a.sliding_window_key) w.add_u32(p + a.sliding_window_key, uint32_t(c.sliding_window));
 }
 
 // The vocabulary size of a GGUF's tokenizer.ggml.tokens string array.
@@ -148,45 +175,81 @@ void add_tokenizer(io::GgufWriter& w, const io::GgufFile& vocab) {
     if (key.starts_with("tokenizer.")) w.add_value(key, value);
 }
 
-// A matrix [n_in, n_out] (GGUF order) with N(0, 1/sqrt(n_in)) entries: x·W keeps unit scale.
-// `role` and `layer` pick its type from the configuration's mix.
-void add_matrix(io::GgufWriter& w, const SynthConfig& c, const std::string& name, std::string_view role, int layer,
-                int64_t n_in, int64_t n_out) {
-  w.add_tensor(name, {n_in, n_out}, matrix_type({c.type, c.mix}, role, layer, c.n_layers),
-               tensor_fill(c, name, n_in * n_out, 0.0f, float(1.0 / std::sqrt(double(n_in)))));
+// One tensor the file holds: a described tensor of the architecture, at a layer (-1: model-level).
+struct PlannedTensor {
+  const model::TensorDesc* desc;
+  std::string name;           // GGUF name
+  std::vector<int64_t> dims;  // ggml order
+  int layer;
+};
+
+model::ModelConfig shape_config(const SynthConfig& c, int64_t n_vocab) {
+  model::ModelConfig m;
+  m.d_model = c.d_model;
+  m.n_heads = c.n_heads;
+  m.n_kv_heads = c.n_kv_heads;
+  m.head_dim = c.head_dim;
+  m.d_ff = c.d_ff;
+  m.n_vocab = int(n_vocab);
+  m.rope_dim = c.head_dim;
+  return m;
 }
 
-void add_norm(io::GgufWriter& w, const SynthConfig& c, const std::string& name) {
-  w.add_tensor(name, {c.d_model}, simd::WeightType::kF32, tensor_fill(c, name, c.d_model, 1.0f, 0.02f));
+// The architecture's tensors this configuration writes: every required one, and the output matrix
+// unless tied (optional extras such as Llama 3's rope_freqs are not written).
+std::vector<PlannedTensor> plan_tensors(const SynthConfig& c, int64_t n_vocab) {
+  const model::Architecture& a = find_arch(c.arch);
+  const model::ModelConfig m = shape_config(c, n_vocab);
+  std::vector<PlannedTensor> out;
+  auto take = [&](const model::TensorDesc& d, const std::string& name, int layer) {
+    if (!d.required && !(d.role == model::TensorRole::kOutput && !c.tied)) return;
+    std::vector<int64_t> dims{model::dim_size(d.n_in, m)};
+    if (d.n_out != model::Dim::kNone) dims.push_back(model::dim_size(d.n_out, m));
+    out.push_back({&d, name, std::move(dims), layer});
+  };
+  for (const model::TensorDesc& d : a.model_tensors) take(d, d.name, -1);
+  for (int i = 0; i < c.n_layers; ++i)
+    for (const model::TensorDesc& d : a.layer_tensors) take(d, "blk." + std::to_string(i) + "." + d.name, i);
+  return out;
 }
 
-void add_tensors(io::GgufWriter& w, const SynthConfig& c, int64_t n_vocab) {
-  const int64_t d = c.d_model, q_dim = int64_t(c.n_heads) * c.head_dim,
-                kv_dim = int64_t(c.n_kv_heads) * c.head_dim;
-  // Embedding rows have unit-scale dot products with a normalized state: logits stay O(1)
-  // whether or not the output matrix is tied to it.
-  add_matrix(w, c, "token_embd.weight", "token_embd", 0, d, n_vocab);
-  add_norm(w, c, "output_norm.weight");
-  if (!c.tied) add_matrix(w, c, "output.weight", "output", 0, d, n_vocab);
-  for (int i = 0; i < c.n_layers; ++i) {
-    const std::string p = "blk." + std::to_string(i) + ".";
-    add_norm(w, c, p + "attn_norm.weight");
-    add_matrix(w, c, p + "attn_q.weight", "attn_q", i, d, q_dim);
-    add_matrix(w, c, p + "attn_k.weight", "attn_k", i, d, kv_dim);
-    add_matrix(w, c, p + "attn_v.weight", "attn_v", i, d, kv_dim);
-    add_matrix(w, c, p + "attn_output.weight", "attn_output", i, q_dim, d);
-    add_norm(w, c, p + "ffn_norm.weight");
-    add_matrix(w, c, p + "ffn_gate.weight", "ffn_gate", i, d, c.d_ff);
-    add_matrix(w, c, p + "ffn_up.weight", "ffn_up", i, d, c.d_ff);
-    add_matrix(w, c, p + "ffn_down.weight", "ffn_down", i, c.d_ff, d);
+// The fill of `fill` encoded in `type` and decoded again: the values a file of that type holds.
+// Chunks are whole blocks (the writer's chunks are, and so are rows).
+io::TensorFill decoded_fill(io::TensorFill fill, simd::WeightType type) {
+  return [fill = std::move(fill), type](int64_t begin, int64_t n, float* out) {
+    fill(begin, n, out);
+    std::vector<uint8_t> bytes(io::tensor_bytes(type, n));
+    io::encode_tensor_data(type, out, n, bytes.data());
+    simd::weight_type_traits(type).to_float_ref(bytes.data(), n, out);
+  };
+}
+
+// A matrix [n_in, n_out] (GGUF order) gets N(0, 1/sqrt(n_in)) entries, so x·W keeps unit scale,
+// in the type the configuration's mix gives its role (its name without ".weight") and layer. A
+// tied embedding is quantized as the output matrix it also is (llama-quantize's rule when a file
+// has no output.weight). Norm weights are N(1, 0.02), biases N(0, 0.1), both F32.
+void add_tensor(io::GgufWriter& w, const SynthConfig& c, const PlannedTensor& t) {
+  const int64_t n = t.dims.size() == 1 ? t.dims[0] : t.dims[0] * t.dims[1];
+  if (t.dims.size() == 1) {
+    const bool norm = std::string_view(t.desc->name).ends_with("norm.weight");
+    w.add_tensor(t.name, t.dims, simd::WeightType::kF32, tensor_fill(c, t.name, n, norm ? 1.0f : 0.0f, norm ? 0.02f : 0.1f));
+    return;
   }
-}
-
-int64_t param_count(const SynthConfig& c, int64_t n_vocab) {
-  const int64_t d = c.d_model, q_dim = int64_t(c.n_heads) * c.head_dim,
-                kv_dim = int64_t(c.n_kv_heads) * c.head_dim;
-  const int64_t per_layer = 2 * d + 2 * d * q_dim + 2 * d * kv_dim + 3 * d * c.d_ff;
-  return d * n_vocab * (c.tied ? 1 : 2) + d + c.n_layers * per_layer;
+  std::string_view role = t.desc->name;
+  role.remove_suffix(std::string_view(".weight").size());
+  if (role == "token_embd" && c.tied) role = "output";
+  const simd::WeightType type = matrix_type({c.type, c.mix}, role, std::max(t.layer, 0), c.n_layers);
+  io::TensorFill fill = tensor_fill(c, t.name, n, 0.0f, float(1.0 / std::sqrt(double(t.dims[0]))));
+  if (!c.decoded) {
+    w.add_tensor(t.name, t.dims, type, std::move(fill));
+    return;
+  }
+  const simd::WeightTypeTraits& traits = simd::weight_type_traits(type);
+  if (t.dims[0] % traits.block != 0)
+    throw Error("tensor '" + t.name + "': " + traits.name + " needs rows of a multiple of " + std::to_string(traits.block) +
+                    " elements",
+                ErrorKind::kUsage);
+  w.add_tensor(t.name, t.dims, simd::WeightType::kF32, decoded_fill(std::move(fill), type));
 }
 
 }  // namespace
@@ -200,9 +263,13 @@ SynthSummary write_synth_model(const SynthConfig& config, const std::string& out
   io::GgufWriter w;
   add_hparams(w, config, n_vocab);
   add_tokenizer(w, vocab);
-  add_tensors(w, config, n_vocab);
+  int64_t n_params = 0;
+  for (const PlannedTensor& t : plan_tensors(config, n_vocab)) {
+    add_tensor(w, config, t);
+    n_params += t.dims.size() == 1 ? t.dims[0] : t.dims[0] * t.dims[1];
+  }
   w.write(out_path);
-  return {n_vocab, param_count(config, n_vocab), std::filesystem::file_size(out_path)};
+  return {n_vocab, n_params, std::filesystem::file_size(out_path)};
 }
 
 }  // namespace kvrt::synth

@@ -1,7 +1,10 @@
-// Builds a llama-architecture GGUF with random weights and a real tokenizer, for benchmarks and
-// tests. Metadata keys, tensor names and shapes follow llama.cpp's converter; the weights are
-// deterministic for a given seed and scaled so activations stay O(1). With `weights_dir` the
-// weights come from raw f32 files instead: the export path of a trained model (tools/canary).
+// Builds a GGUF of any architecture kvrt runs (llama, qwen2, phi3, gemma2) with random weights and
+// a real tokenizer, for benchmarks and tests. The tensors are those of the architecture's
+// description (model/architecture.h: the loader's own table), named and shaped as llama.cpp's
+// converter writes them, and the metadata keys are the ones kvrt's loader and llama.cpp read. The
+// weights are deterministic for a given seed and scaled so activations stay O(1). With
+// `weights_dir` the weights come from raw f32 files instead: the export path of a trained model
+// (tools/canary).
 #pragma once
 
 #include <cstdint>
@@ -14,21 +17,27 @@
 namespace kvrt::synth {
 
 struct SynthConfig {
+  std::string arch = "llama";  // general.architecture: a row of model/architecture.cc
   int d_model = 1024;
   int n_layers = 8;
   int n_heads = 16;
   int n_kv_heads = 4;
   int head_dim = 64;
   int d_ff = 2816;
-  int n_ctx = 16384;                           // llama.context_length
+  int n_ctx = 16384;                           // <arch>.context_length
+  int sliding_window = 4096;  // <arch>.attention.sliding_window, where the architecture has one (Gemma 2's)
   simd::WeightType type = simd::WeightType::kF16;  // of every matrix (the bulk type of a mix); norms are F32
   WeightMix mix = WeightMix::kPure;                // kM: llama-quantize's _M recipe (recipe.h)
+  // Writes every matrix as F32 holding the values its type (type and mix) decodes to: the same
+  // model as the quantized file, in full precision, the reference its logits are checked against.
+  bool decoded = false;
   std::string vocab_path;                      // GGUF to copy tokenizer.* from; "" = default
   uint64_t seed = 1;
-  bool tied = false;  // omit output.weight (shares token_embd)
+  bool tied = false;  // omit output.weight (shares token_embd); refused where the architecture requires it
   // "" = random weights. Else each tensor is read from weights_dir/<tensor name>.f32: raw
   // little-endian f32 in GGUF order (dims[0] fastest, so a torch Linear weight [n_out][n_in] as
-  // it is in memory); Q and K rows in the interleaved-pair RoPE order kvrt's llama uses.
+  // it is in memory); Q and K rows in the RoPE order of the architecture (interleaved pairs for
+  // llama, NeoX halves for the others).
   std::string weights_dir;
   std::string name;  // general.name; "" = a name made from the shape
 };
