@@ -21,6 +21,7 @@
 #include "test_util.h"
 #include "tools/synth_model/recipe.h"
 #include "tools/synth_model/synth.h"
+#include "validate/runner.h"
 
 using namespace kvrt;
 using test::TempDir;
@@ -258,5 +259,43 @@ TEST_CASE("phi3's sliding window on every layer: the ring computes the full cach
     CHECK(rl.bytes_in_use(kFed) == rl.bytes_in_use(kept));  // stopped at the ring
     CHECK(fl.bytes_in_use(kFed) > fl.bytes_in_use(kept));   // still growing
     CHECK(ring.kv_cache().bytes_allocated() < full.kv_cache().bytes_allocated());
+  }
+}
+
+// validate's memory accounting (validate/runner.h kv_bytes): what is resident with the cache filled
+// to the validated context, per layer kind; a sliding-window layer counts its ring only, so the
+// windowed model's total is below bytes/token x context, by exactly what the rings do not hold.
+TEST_CASE("validate counts a sliding-window model's KV memory as resident at the validated context, per layer kind") {
+  TempDir dir;
+  for (const ArchShape& a : {kShapes[2], kShapes[3]}) {  // phi3: every layer windowed; gemma2: even layers
+    CAPTURE(std::string(a.arch));
+    synth::write_synth_model(config(a, "q8_0", false), dir / "m.gguf");
+    const model::Model m(dir / "m.gguf");
+    for (const char* kv : {"f32", "q8"}) {
+      CAPTURE(std::string(kv));
+      model::SessionOptions o = options(kv);
+      o.n_ctx = 256;
+      o.n_batch = 8;
+      const model::Session s(m, o);
+      constexpr int kValidated = 200;
+      const validate::KvBytes b = validate::kv_bytes(s, kValidated);
+      const kv::CacheLayout& layout = s.kv_cache().layout();
+      CHECK(b.bytes_per_token == layout.bytes_per_token());
+      REQUIRE(b.kinds.size() == (a.arch == std::string("phi3") ? 1u : 2u));
+      double sum = 0, all_positions = 0;
+      for (const validate::KvKindBytes& k : b.kinds) {
+        CAPTURE(k.sliding_window);
+        const int held = k.sliding_window > 0 ? std::min(k.kept, kValidated) : kValidated;
+        if (k.sliding_window > 0) CHECK(k.kept < kValidated);  // the ring is what the window makes it hold
+        CHECK(k.bytes == doctest::Approx(k.bytes_per_token * held).epsilon(1e-9));  // no sinks, no FP32 window
+        sum += k.bytes;
+        all_positions += k.bytes_per_token * kValidated;
+      }
+      CHECK(b.at_context == doctest::Approx(sum).epsilon(1e-9));
+      CHECK(b.at_context < all_positions);  // what bytes/token x context would have claimed
+      CHECK(all_positions == doctest::Approx(b.bytes_per_token * kValidated));
+      // At the full context (256 here) the rings hold what they hold at 200; the full layers grow.
+      CHECK(b.at_full_context == double(layout.bytes_in_use(m.config().n_ctx_train)));
+    }
   }
 }

@@ -428,7 +428,7 @@ TEST_CASE("--prefer: the least memory or the fastest decode, among the PASSing s
     std::pair<std::vector<SettingResult>, std::vector<SettingVerdict>> t;
     for (const Row& r : rows) {
       SettingResult s;
-      s.kv_bytes_full = r.kv_bytes;
+      s.kv.at_context = r.kv_bytes;
       s.speed.decode_tok_s = r.decode;
       s.speed.prefill_tok_s = 100;
       t.first.push_back(s);

@@ -131,7 +131,7 @@ TEST_CASE("sequential stopping: a clearly failing setting stops at the first loo
   CHECK(run_kvrt("run " + model_arg() + " -c 160 -p Once -n 4 --kv q8 --record " + tmp / "r.toml", tmp).exit_code == 3);
 }
 
-TEST_CASE("speed beside quality: memory at full context and tok/s per setting; --prefer picks among the PASSing ones") {
+TEST_CASE("speed beside quality: memory at the validated context and tok/s per setting; --prefer picks among the PASSing ones") {
   TempDir tmp;
   const std::string v = "validate " + model_arg() + " -c 160 -t 1 --kv q8 --record " + tmp / "r.toml";
   const auto r = run_kvrt(v + " --prefer speed --json " + tmp / "r.json --html " + tmp / "r.html", tmp);
@@ -141,7 +141,7 @@ TEST_CASE("speed beside quality: memory at full context and tok/s per setting; -
   REQUIRE(header != std::string::npos);
   const std::string head = r.out.substr(header, r.out.find('\n', header + 1) - header);
   size_t at = 0;  // the columns, in this order
-  for (const char* column : {"bytes/tok", "KV@2048", "prefill t/s", "decode t/s", "kl mean", "verdict"}) {
+  for (const char* column : {"bytes/tok", "KV@160", "prefill t/s", "decode t/s", "kl mean", "verdict"}) {
     INFO(column);
     const size_t found = head.find(column, at);
     CHECK(found != std::string::npos);
@@ -155,8 +155,12 @@ TEST_CASE("speed beside quality: memory at full context and tok/s per setting; -
   CHECK(json_number_of(j, "q8/q8", "decode_tok_s") > 0);
   CHECK(json_number_of(j, "noise floor", "decode_tok_s") == 0);  // null
   CHECK(j.find("\"prefer\": \"speed\"") != std::string::npos);
-  // stories260K's full context of 2048 at 400 bytes/token (q8, FP16 scales, head_dim 8): 800 KiB.
+  // 400 bytes/token (q8, FP16 scales, head_dim 8; f32 1280) resident at the validated context of
+  // 160 and at stories260K's full context of 2048 (800 KiB); the saving is what is resident less.
+  CHECK(json_number_of(j, "q8/q8", "kv_bytes_at_validated_context") == 400 * 160);
+  CHECK(json_number_of(j, "q8/q8", "bytes_saved_at_validated_context") == (1280 - 400) * 160);
   CHECK(json_number_of(j, "q8/q8", "kv_bytes_at_full_context") == 400 * 2048);
+  CHECK(json_number_of(j, "q8/q8", "bytes_saved_at_full_context") == (1280 - 400) * 2048);
   CHECK(kvrt::test::read_file(tmp / "r.html").find("decode tok/s") != std::string::npos);
   if (verdict_of(j, "q8/q8") == "PASS") CHECK(r.out.find("recommended (--prefer speed): q8/q8") != std::string::npos);
   const auto bad = run_kvrt(v + " --prefer size", tmp);

@@ -226,16 +226,28 @@ double CacheLayout::bytes_per_token() const {
 }
 
 // Packed bytes of the positions after the sinks (up to the kept ones of a sliding-window layer),
-// plus the sinks and the FP32 windows.
-size_t CacheLayout::bytes_in_use(int n_tokens) const {
+// plus the sinks and the FP32 windows, of the layers `take` accepts.
+template <typename Take>
+size_t CacheLayout::in_use(int n_tokens, Take take) const {
   const int n_sinks = std::min(n_tokens, sinks), n_packed = n_tokens - n_sinks;
   double packed = 0;
-  for (const LayerLayout& l : layers)
-    for (const SideLayout* s : {&l.k, &l.v})
+  size_t floats = 0;
+  for (const LayerLayout& l : layers) {
+    if (!take(l)) continue;
+    for (const SideLayout* s : {&l.k, &l.v}) {
       packed += s->bytes_per_token() * shape.n_kv_heads * (s->kept > 0 ? std::min(n_packed, s->kept) : n_packed);
-  return static_cast<size_t>(packed + 0.5) +
-         (2 * static_cast<size_t>(n_sinks) * shape.n_kv_heads * shape.head_dim * shape.n_layers + ring_floats(TileRole::kKey) +
-          ring_floats(TileRole::kValue)) * sizeof(float);
+      floats += static_cast<size_t>(n_sinks) * shape.n_kv_heads * shape.head_dim + ring_floats(*s);
+    }
+  }
+  return static_cast<size_t>(packed + 0.5) + floats * sizeof(float);
+}
+
+size_t CacheLayout::bytes_in_use(int n_tokens) const {
+  return in_use(n_tokens, [](const LayerLayout&) { return true; });
+}
+
+size_t CacheLayout::bytes_in_use(int n_tokens, int sliding_window) const {
+  return in_use(n_tokens, [&](const LayerLayout& l) { return l.sliding_window == sliding_window; });
 }
 
 std::vector<LayerKind> CacheLayout::layer_kinds() const {

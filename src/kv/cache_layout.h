@@ -108,7 +108,13 @@ struct CacheLayout {
   double bytes_per_token() const;
   // n_tokens positions stored, the windows included; a sliding-window layer stops at the positions it keeps.
   size_t bytes_in_use(int n_tokens) const;
+  // The same for the layers of one kind only: those whose sliding window is `sliding_window` (0: the full layers).
+  size_t bytes_in_use(int n_tokens, int sliding_window) const;
   std::vector<LayerKind> layer_kinds() const;  // the full layers first, then by window
+
+ private:
+  template <typename Take>
+  size_t in_use(int n_tokens, Take take) const;  // bytes_in_use of the layers take(layer) accepts
 };
 
 // The setting as a cache of this shape resolves it: layer indices made absolute (resolve_layers)

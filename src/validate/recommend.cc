@@ -16,8 +16,8 @@ int recommend(const std::vector<SettingResult>& results, const std::vector<Setti
   // Lexicographic keys, smaller is better. Memory ties keep the earlier setting (settings files
   // list the more precise formats first), not the one a noisy clock favours.
   auto key = [&](const SettingResult& r) {
-    return prefer == Prefer::kSpeed ? std::make_pair(-r.speed.decode_tok_s, r.kv_bytes_full)
-                                    : std::make_pair(r.kv_bytes_full, 0.0);
+    return prefer == Prefer::kSpeed ? std::make_pair(-r.speed.decode_tok_s, r.kv.at_context)
+                                    : std::make_pair(r.kv.at_context, 0.0);
   };
   int best = -1;
   for (size_t i = 0; i < results.size(); ++i) {

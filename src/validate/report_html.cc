@@ -247,14 +247,14 @@ std::string report_html(const Report& r) {
   o << "<h1>kvrt validate</h1>\n<p>Model <code>" << esc(r.model_path) << "</code> (sha256 <code>" << r.model_sha256
     << "</code>), kvrt " << esc(r.kvrt_version) << ", ISA " << esc(r.isa) << ", matmul " << esc(r.matmul) << ", " << r.cases->size()
     << " cases, validated context " << r.max_len << ".</p>\n<table><tr><th>setting</th><th>name</th><th>bytes/token</th>"
-       "<th>KV at full context</th><th>prefill tok/s</th><th>decode tok/s</th><th>mean KL</th><th>95% interval</th><th>verdict</th></tr>\n";
+       "<th>KV at validated context</th><th>prefill tok/s</th><th>decode tok/s</th><th>mean KL</th><th>95% interval</th><th>verdict</th></tr>\n";
   for (const SettingResult* s : all_settings(r)) {
     const SettingVerdict& v = s == &r.run->noise_floor ? r.noise_verdict : r.verdicts[size_t(s - r.run->settings.data())];
     const Interval kl = breakdown(r, *s, Metric::kKl, "", "");
     char bpt[32];
-    std::snprintf(bpt, sizeof bpt, "%.1f", s->bytes_per_token);
+    std::snprintf(bpt, sizeof bpt, "%.1f", s->kv.bytes_per_token);
     o << "<tr><td>" << esc(s->setting.label) << "</td><td><code>" << esc(s->name) << "</code>, matmul "
-      << ops::matmul_precision_name(s->setting.matmul) << "</td><td>" << bpt << "</td><td>" << format_bytes(s->kv_bytes_full)
+      << ops::matmul_precision_name(s->setting.matmul) << "</td><td>" << bpt << "</td><td>" << format_bytes(s->kv.at_context)
       << "</td><td>" << format_rate(s->speed.prefill_tok_s) << "</td><td>" << format_rate(s->speed.decode_tok_s)
       << "</td><td>" << format_number(kl.mean) << "</td><td>[" << format_number(kl.lower) << ", "
       << format_number(kl.upper) << "]</td><td class='" << verdict_name(v.verdict) << "'>" << verdict_name(v.verdict)

@@ -25,16 +25,30 @@ std::string speed(const Speed& s) {
   return "\"prefill_tok_s\": " + rate(s.prefill_tok_s) + ", \"decode_tok_s\": " + rate(s.decode_tok_s);
 }
 
+// A cache's memory: bytes/token, what is resident at the validated and the full context, and at
+// the validated context per layer kind (a sliding-window layer holds its ring only).
+std::string kv_memory(const KvBytes& kv) {
+  std::string s = "\"bytes_per_token\": " + num(kv.bytes_per_token) + ", \"kv_bytes_at_validated_context\": " +
+                  num(kv.at_context) + ", \"kv_bytes_at_full_context\": " + num(kv.at_full_context) +
+                  ", \"kv_layer_kinds\": [";
+  for (size_t i = 0; i < kv.kinds.size(); ++i) {
+    const KvKindBytes& k = kv.kinds[i];
+    s += std::string(i ? ", " : "") + "{\"sliding_window\": " + std::to_string(k.sliding_window) + ", \"layers\": " +
+         std::to_string(k.n_layers) + ", \"bytes_per_token\": " + num(k.bytes_per_token) + ", \"kept_positions\": " +
+         std::to_string(k.kept) + ", \"kv_bytes_at_validated_context\": " + num(k.bytes) + "}";
+  }
+  return s + "]";
+}
+
 void setting(const Report& r, const SettingResult& s, const SettingVerdict& v, std::ostringstream& o) {
   o << "    {\"label\": " << json_quote(s.setting.label) << ", \"name\": " << json_quote(s.name)
     << ", \"matmul_precision\": " << json_quote(ops::matmul_precision_name(s.setting.matmul))
     << ", \"verdict\": " << json_quote(verdict_name(v.verdict)) << ", \"n_checks\": " << v.n_checks
     << ", \"confidence\": " << num(v.confidence) << ", \"cases_run\": " << s.n_run
     << ", \"look\": " << (s.look >= 0 ? std::to_string(s.look + 1) : std::string("null"))
-    << ", \"bytes_per_token\": " << num(s.bytes_per_token)
-    << ", \"bytes_saved_at_full_context\": "
-    << num((r.run->baseline_bytes_per_token - s.bytes_per_token) * r.n_ctx_full)
-    << ", \"kv_bytes_at_full_context\": " << num(s.kv_bytes_full) << ", " << speed(s.speed) << ",\n";
+    << ", " << kv_memory(s.kv) << ", \"bytes_saved_at_validated_context\": "
+    << num(r.run->baseline_kv.at_context - s.kv.at_context) << ", \"bytes_saved_at_full_context\": "
+    << num(r.run->baseline_kv.at_full_context - s.kv.at_full_context) << ", " << speed(s.speed) << ",\n";
   o << "     \"checks\": [";
   for (size_t i = 0; i < v.checks.size(); ++i) {
     const Check& c = v.checks[i];
@@ -115,8 +129,8 @@ std::string report_json(const Report& r) {
   o << "],\n  \"skipped_settings\": [";
   for (size_t i = 0; i < r.skipped_settings.size(); ++i) o << (i ? ", " : "") << json_quote(r.skipped_settings[i]);
   o << "],\n  \"kl_bin_width\": " << r.run->kl_bin_width << ",\n  \"baseline_bytes_per_token\": "
-    << num(r.run->baseline_bytes_per_token) << ",\n  \"baseline\": {\"kv_bytes_at_full_context\": "
-    << num(r.run->baseline_kv_bytes_full) << ", " << speed(r.run->baseline_speed) << "},\n  \"speed_repeats\": "
+    << num(r.run->baseline_kv.bytes_per_token) << ",\n  \"baseline\": {" << kv_memory(r.run->baseline_kv) << ", "
+    << speed(r.run->baseline_speed) << "},\n  \"speed_repeats\": "
     << r.speed_repeats << ",\n  \"noise_floor\":\n";
   setting(r, r.run->noise_floor, r.noise_verdict, o);
   o << ",\n  \"settings\": [\n";

@@ -31,19 +31,19 @@ std::string percent(double confidence) {
 
 void summary(const Report& r, std::ostringstream& o) {
   const RunResult& run = *r.run;
-  o << pad("setting", 16) << pad("bytes/tok", 11) << pad("KV@" + std::to_string(r.n_ctx_full), 12)
+  o << pad("setting", 16) << pad("bytes/tok", 11) << pad("KV@" + std::to_string(r.max_len), 12)
     << pad("prefill t/s", 13) << pad("decode t/s", 12) << pad("kl mean", 10) << pad("kl 95% interval", 22)
     << pad("top1 miss", 11) << pad("greedy miss", 13) << "verdict\n";
-  auto head = [&](const std::string& label, double bytes_per_token, double kv_bytes, const Speed& speed) {
+  auto head = [&](const std::string& label, const KvBytes& kv, const Speed& speed) {
     char bpt[32];
-    std::snprintf(bpt, sizeof bpt, "%.1f", bytes_per_token);
-    o << pad(label, 16) << pad(bpt, 11) << pad(format_bytes(kv_bytes), 12) << pad(format_rate(speed.prefill_tok_s), 13)
+    std::snprintf(bpt, sizeof bpt, "%.1f", kv.bytes_per_token);
+    o << pad(label, 16) << pad(bpt, 11) << pad(format_bytes(kv.at_context), 12) << pad(format_rate(speed.prefill_tok_s), 13)
       << pad(format_rate(speed.decode_tok_s), 12);
   };
-  head("f32 baseline", run.baseline_bytes_per_token, run.baseline_kv_bytes_full, run.baseline_speed);
+  head("f32 baseline", run.baseline_kv, run.baseline_speed);
   o << pad("-", 10) << pad("-", 22) << pad("-", 11) << pad("-", 13) << "(reference)\n";
   auto line = [&](const SettingResult& s, const SettingVerdict& v) {
-    head(s.setting.label, s.bytes_per_token, s.kv_bytes_full, s.speed);
+    head(s.setting.label, s.kv, s.speed);
     const Interval kl = breakdown(r, s, Metric::kKl, "", "");
     o << pad(format_number(kl.mean), 10) << pad(interval_text(kl), 22)
       << pad(format_number(breakdown(r, s, Metric::kTop1Mismatch, "", "").mean), 11)
@@ -51,6 +51,22 @@ void summary(const Report& r, std::ostringstream& o) {
   };
   line(run.noise_floor, r.noise_verdict);
   for (size_t i = 0; i < run.settings.size(); ++i) line(run.settings[i], r.verdicts[i]);
+}
+
+// What each kind of layers holds at the validated context: a sliding-window layer its ring only.
+void layer_kinds(const Report& r, const KvBytes& kv, std::ostringstream& o) {
+  o << "  KV at " << r.max_len << " positions:";
+  for (size_t i = 0; i < kv.kinds.size(); ++i) {
+    const KvKindBytes& k = kv.kinds[i];
+    char bpt[32];
+    std::snprintf(bpt, sizeof bpt, "%.1f", k.bytes_per_token);
+    o << (i ? ";" : "") << " " << k.n_layers
+      << (k.sliding_window == 0 ? " full layers" : " sliding-window layers (window " + std::to_string(k.sliding_window) + ")")
+      << " " << bpt << " bytes/token";
+    if (k.sliding_window > 0) o << " up to " << k.kept << " positions";
+    o << ", " << format_bytes(k.bytes);
+  }
+  o << "\n";
 }
 
 void details(const Report& r, const SettingResult& s, const SettingVerdict& v, std::ostringstream& o) {
@@ -62,6 +78,7 @@ void details(const Report& r, const SettingResult& s, const SettingVerdict& v, s
   else if (s.n_run < n_cases)
     o << "  on " << s.n_run << " of " << n_cases << " cases (the budget ended the run)";
   o << "\n";
+  if (r.n_windowed_layers > 0) layer_kinds(r, s.kv, o);
   o << "  " << pad("metric", 16) << pad("scope", 20) << pad("mean", 10) << pad(percent(v.confidence) + " interval", 24)
     << pad("limit", 9) << pad("detectable", 12) << pad("cases", 7) << "verdict\n";
   for (const Check& c : v.checks) {
@@ -175,7 +192,8 @@ std::string report_text(const Report& r) {
   set_summary(r, o);
   o << "\n";
   summary(r, o);
-  o << "(KV@" << r.n_ctx_full << ": KV cache memory at the model's full context, FP32 windows and sinks included; "
+  o << "(KV@" << r.max_len << ": KV cache memory resident at the validated context, FP32 windows and sinks included"
+    << (r.n_windowed_layers > 0 ? ", sliding-window layers holding their ring only (by layer kind below)" : "") << "; "
     << "prefill and decode tok/s: at the validated context of " << r.max_len << " positions on " << r.n_threads
     << (r.n_threads == 1 ? " thread" : " threads") << " on this machine, the best of at least " << r.speed_repeats
     << " short timed segments over a synthetic cache (not timed: the noise floor); noise floor: FP32 against FP32 with "
@@ -187,10 +205,10 @@ std::string report_text(const Report& r) {
     const SettingResult& s = r.run->settings[size_t(r.recommended)];
     const RunResult& run = *r.run;
     char buf[160];
-    std::snprintf(buf, sizeof buf, "%.1f bytes/token (f32: %.1f), ", s.bytes_per_token, run.baseline_bytes_per_token);
+    std::snprintf(buf, sizeof buf, "%.1f bytes/token (f32: %.1f), ", s.kv.bytes_per_token, run.baseline_kv.bytes_per_token);
     o << "recommended (--prefer " << prefer_name(r.prefer) << "): " << s.setting.label << "  " << s.name << ": " << buf
-      << format_bytes(s.kv_bytes_full) << " of KV cache at the full context of " << r.n_ctx_full << " (f32: "
-      << format_bytes(run.baseline_kv_bytes_full) << "); decode " << format_rate(s.speed.decode_tok_s) << " tok/s, prefill "
+      << format_bytes(s.kv.at_context) << " of KV cache at the validated context of " << r.max_len << " (f32: "
+      << format_bytes(run.baseline_kv.at_context) << "); decode " << format_rate(s.speed.decode_tok_s) << " tok/s, prefill "
       << format_rate(s.speed.prefill_tok_s) << " tok/s at " << r.max_len << " positions (f32: "
       << format_rate(run.baseline_speed.decode_tok_s) << " / " << format_rate(run.baseline_speed.prefill_tok_s) << ")\n";
   } else {

@@ -248,20 +248,12 @@ void CaseRunner::run(const Case& c) {
   if (c.mode == Mode::kSampling) sample(c);
 }
 
-// KV memory of the session's setting at the model's full context.
-double kv_bytes_full(const model::Session& s) {
-  const model::ModelConfig& c = s.model().config();
-  return double(kv::plan_cache(s.kv_cache().config(), {c.n_layers, c.n_kv_heads, c.head_dim, c.n_ctx_train})
-                    .bytes_in_use(c.n_ctx_train));
-}
-
-SettingResult make_result(const Setting& s, const model::Session& session, size_t n_cases, int bins) {
+SettingResult make_result(const Setting& s, const model::Session& session, size_t n_cases, int bins, int max_len) {
   SettingResult r;
   r.setting = s;
   const kv::KvConfig& kv = session.kv_cache().config();
   r.name = s.scale_noise > 0 ? damaged_name(kv, s.scale_noise, s.damage_layer) : kv.name();
-  r.bytes_per_token = session.kv_cache().bytes_per_token();
-  r.kv_bytes_full = kv_bytes_full(session);
+  r.kv = kv_bytes(session, max_len);
   r.cases.resize(n_cases);
   r.kl_by_pos.assign(size_t(bins), 0.0);
   r.kl_by_pos_count.assign(size_t(bins), 0);
@@ -356,14 +348,13 @@ RunResult run_validation(const model::Model& model, const std::vector<Case>& cas
   std::vector<Lane> lanes;
   lanes.push_back(make_lane(model, Setting{}, n_ctx, o, o.n_threads, o.n_batch));
   lanes.push_back(make_lane(model, Setting{}, n_ctx, o, o.noise_threads, o.noise_batch));
-  r.noise_floor = make_result({"noise floor", {}}, *lanes[1].session, cases.size(), o.kl_bins);
+  r.noise_floor = make_result({"noise floor", {}}, *lanes[1].session, cases.size(), o.kl_bins, o.max_len);
   r.settings.reserve(settings.size());
   for (const Setting& s : settings) {
     lanes.push_back(make_lane(model, s, n_ctx, o, o.n_threads, o.n_batch));
-    r.settings.push_back(make_result(s, *lanes.back().session, cases.size(), o.kl_bins));
+    r.settings.push_back(make_result(s, *lanes.back().session, cases.size(), o.kl_bins, o.max_len));
   }
-  r.baseline_bytes_per_token = lanes[0].session->kv_cache().bytes_per_token();
-  r.baseline_kv_bytes_full = kv_bytes_full(*lanes[0].session);
+  r.baseline_kv = kv_bytes(*lanes[0].session, o.max_len);
   lanes[1].out = &r.noise_floor;
   for (size_t i = 0; i < settings.size(); ++i) lanes[i + 2].out = &r.settings[i];
 
@@ -409,6 +400,20 @@ RunResult run_validation(const model::Model& model, const std::vector<Case>& cas
     lanes[l].out->speed = measure_speed(*lanes[l].session, *lanes[l].prompt, o.max_len, o.speed);
   r.seconds = pace.seconds();
   return r;
+}
+
+KvBytes kv_bytes(const model::Session& s, int n_tokens) {
+  const kv::CacheLayout& layout = s.kv_cache().layout();
+  KvBytes b;
+  b.bytes_per_token = layout.bytes_per_token();
+  b.at_context = double(layout.bytes_in_use(n_tokens));
+  kv::CacheShape full = layout.shape;
+  full.n_ctx = s.model().config().n_ctx_train;
+  b.at_full_context = double(kv::plan_cache(s.kv_cache().config(), full).bytes_in_use(full.n_ctx));
+  for (const kv::LayerKind& k : layout.layer_kinds())
+    b.kinds.push_back({k.sliding_window, k.n_layers, k.bytes_per_token, k.kept,
+                       double(layout.bytes_in_use(n_tokens, k.sliding_window))});
+  return b;
 }
 
 }  // namespace kvrt::validate

@@ -12,6 +12,7 @@
 
 #include "kv/kv_config.h"
 #include "model/model.h"
+#include "model/session.h"
 #include "ops/matmul.h"
 #include "validate/case_set.h"
 #include "validate/metrics.h"
@@ -79,11 +80,28 @@ struct CaseScore {
   std::optional<std::pair<bool, bool>> outcomes(Metric m) const;
 };
 
+// The KV memory of one kind of layers (the full ones, or those of one sliding window) resident
+// at the validated context: a sliding-window layer holds its ring, not every position.
+struct KvKindBytes {
+  int sliding_window = 0;      // 0: the layers that keep every position
+  int n_layers = 0;
+  double bytes_per_token = 0;  // packed bytes of one position, these layers, K and V
+  int kept = 0;                // most positions one of them keeps (its ring; a full layer's whole context)
+  double bytes = 0;            // at the validated context, FP32 windows and sinks included
+};
+
+// A session's KV memory: bytes/token, and what is resident with the cache filled to a context.
+struct KvBytes {
+  double bytes_per_token = 0;  // KV bytes per token over all layers, while no ring is full
+  double at_context = 0;       // resident at the validated context (RunOptions::max_len), all layers
+  double at_full_context = 0;  // resident at the model's full context
+  std::vector<KvKindBytes> kinds;  // at_context by layer kind, the full layers first
+};
+
 struct SettingResult {
   Setting setting;
   std::string name;            // canonical KvConfig::name() as resolved by the cache
-  double bytes_per_token = 0;  // KV bytes per token over all layers
-  double kv_bytes_full = 0;    // KV memory at the model's full context, FP32 windows and sinks included
+  KvBytes kv;                  // its cache's memory (sinks, FP32 windows and rings included)
   Speed speed;                 // at the validated context (RunOptions::max_len)
   std::vector<CaseScore> cases;            // parallel to the case list; those not run stay empty
   int n_run = 0;                           // cases run, in run order (RunOptions::order)
@@ -95,8 +113,7 @@ struct SettingResult {
 struct RunResult {
   SettingResult noise_floor;             // FP32 vs FP32 with other threads and chunking
   std::vector<SettingResult> settings;   // in the order asked for
-  double baseline_bytes_per_token = 0;
-  double baseline_kv_bytes_full = 0;
+  KvBytes baseline_kv;
   Speed baseline_speed;
   int kl_bin_width = 1;                  // positions per bin
   int n_run = 0;                         // cases the baseline ran: fewer than planned when all were
@@ -104,6 +121,11 @@ struct RunResult {
   bool budget_ended = false;             // the budget left cases unrun
   double seconds = 0;
 };
+
+// The memory of `session`'s cache with n_tokens positions stored, per layer kind too (its own
+// layout: a sliding-window layer holds its ring, not every position), and of the same setting and
+// shape (sliding windows, write chunk) at the model's full context.
+KvBytes kv_bytes(const model::Session& session, int n_tokens);
 
 RunResult run_validation(const model::Model& model, const std::vector<Case>& cases,
                          const std::vector<Setting>& settings, const RunOptions& options);

@@ -39,7 +39,7 @@ Record make_record(const Validation& v) {
   record.max_len = rep.max_len;
   for (size_t i = 0; i < v.run.settings.size(); ++i) {
     const auto& s = v.run.settings[i];
-    record.settings.push_back({s.name, s.setting.label, rep.verdicts[i].verdict, s.bytes_per_token, rep.max_len,
+    record.settings.push_back({s.name, s.setting.label, rep.verdicts[i].verdict, s.kv.bytes_per_token, rep.max_len,
                                s.setting.matmul});
   }
   return record;
