@@ -159,6 +159,16 @@ TEST_CASE("synth --tied omits output.weight and odd head sizes write key/value l
   CHECK(mc.tied_output);
 }
 
+TEST_CASE("synth writes to a device: it reports the bytes written, as many as the file holds") {
+  TempDir dir;
+  const SynthConfig c = tiny_config(WeightType::kQ8_0);
+  const kvrt::synth::SynthSummary to_file = kvrt::synth::write_synth_model(c, (dir / "m.gguf"));
+  CHECK(to_file.n_bytes == std::filesystem::file_size(dir / "m.gguf"));
+  // /dev/null has no size to ask afterwards (file_size threw an uncaught filesystem_error).
+  const kvrt::synth::SynthSummary to_null = kvrt::synth::write_synth_model(c, "/dev/null");
+  CHECK(to_null.n_bytes == to_file.n_bytes);
+}
+
 TEST_CASE("synth default vocabulary is the 32000-token llama SPM one") {
   TempDir dir;
   SynthConfig c = tiny_config(WeightType::kBF16);

@@ -246,10 +246,12 @@ void GgufWriter::write_tensor_infos(std::string& out) const {
   }
 }
 
-void GgufWriter::write_body(std::FILE* f, const std::string& path) const {
+uint64_t GgufWriter::write_body(std::FILE* f, const std::string& path) const {
+  uint64_t total = 0;
   auto emit = [&](const void* p, size_t n) {
     if (n != 0 && std::fwrite(p, 1, n, f) != n)
       throw Error("cannot write '" + path + "': " + std::strerror(errno));
+    total += n;
   };
   const std::string zeros(alignment_, '\0');
   auto pad = [&](uint64_t written) {
@@ -279,13 +281,15 @@ void GgufWriter::write_body(std::FILE* f, const std::string& path) const {
     }
     pad(tensor_bytes(t.type, t.n_elements));
   }
+  return total;
 }
 
-void GgufWriter::write(const std::string& path) const {
+uint64_t GgufWriter::write(const std::string& path) const {
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (!f) throw Error("cannot create '" + path + "': " + std::strerror(errno));
+  uint64_t total = 0;
   try {
-    write_body(f, path);
+    total = write_body(f, path);
   } catch (...) {
     std::fclose(f);
     remove_partial(path);
@@ -296,6 +300,7 @@ void GgufWriter::write(const std::string& path) const {
     remove_partial(path);
     throw Error("cannot write '" + path + "': " + std::strerror(err));
   }
+  return total;
 }
 
 }  // namespace kvrt::io

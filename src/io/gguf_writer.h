@@ -64,9 +64,10 @@ class GgufWriter {
   void add_tensor(std::string_view name, std::vector<int64_t> dims, simd::WeightType type,
                   std::span<const float> data);
 
-  // Writes the file; throws kvrt::Error naming the path on any I/O failure (and then removes
+  // Writes the file and returns the bytes written (also to a device or a pipe, whose size cannot
+  // be asked afterwards); throws kvrt::Error naming the path on any I/O failure (and then removes
   // the partial file if it is a regular file).
-  void write(const std::string& path) const;
+  uint64_t write(const std::string& path) const;
 
  private:
   struct PendingTensor {
@@ -82,7 +83,7 @@ class GgufWriter {
   void begin_kv(std::string_view key, GgufType type);  // rejects general.alignment
   void start_kv(std::string_view key, GgufType type);
   void write_tensor_infos(std::string& out) const;
-  void write_body(std::FILE* f, const std::string& path) const;
+  uint64_t write_body(std::FILE* f, const std::string& path) const;  // bytes written
 
   std::string kv_bytes_;  // serialized metadata entries, in insertion order
   uint64_t n_kv_ = 0;

@@ -268,8 +268,7 @@ SynthSummary write_synth_model(const SynthConfig& config, const std::string& out
     add_tensor(w, config, t);
     n_params += t.dims.size() == 1 ? t.dims[0] : t.dims[0] * t.dims[1];
   }
-  w.write(out_path);
-  return {n_vocab, n_params, std::filesystem::file_size(out_path)};
+  return {n_vocab, n_params, w.write(out_path)};
 }
 
 }  // namespace kvrt::synth
