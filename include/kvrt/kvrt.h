@@ -3,8 +3,9 @@
  * Everything an embedder needs: open a GGUF model, create a session with a KV-cache setting and a
  * memory cap, tokenize, prefill, decode or generate with a sampler, render chat templates, read
  * logits, query memory and the SIMD instruction set in use, check a validation record, run
- * validation, and open sessions with the settings `kvrt tune` named in a record. The C++ classes under src/ are private and unstable; this header is the only
- * stable interface (KVRT_API_VERSION changes when it does).
+ * validation, and open sessions with the settings `kvrt tune` named in a record. The C++ classes
+ * under src/ are private and unstable; this header is the only stable interface (KVRT_API_VERSION
+ * changes when it does).
  *
  * Conventions
  *  - Every fallible call returns a kvrt_status. On failure, kvrt_last_error() gives one sentence
