@@ -41,7 +41,7 @@ TEST_CASE("tune finds a PASS below FP32 on disjoint slices, records it by name, 
   TempDir tmp;
   setenv("KVRT_STATE_DIR", (tmp / "state").c_str(), 1);
   const std::string record = tmp / "r.toml";
-  const auto t = run_kvrt("tune " + model_arg() + " -c 160 --formats q4,q8,f32 --record " + record, tmp);
+  const auto t = run_kvrt("tune " + model_arg() + " -c 160 --formats q4,q8,f32 --sinks 1 --record " + record, tmp);
   INFO(t.out, t.err);
   REQUIRE(t.exit_code == 0);
 
@@ -55,13 +55,22 @@ TEST_CASE("tune finds a PASS below FP32 on disjoint slices, records it by name, 
   // Every unit (5 layers, K and V) was measured, and the path ends at the FP32 cache.
   for (const char* unit : {"k[0]", "v[0]", "k[4]", "v[4]"}) CHECK(t.out.find(std::string("\n") + unit + " ") != std::string::npos);
   CHECK(t.out.find("time: ") != std::string::npos);
-  // The sinks step is calibrated too: every unit at q4 without and with sinks=4.
+  // The sinks step is calibrated too: every unit at q4 without and with sinks=1.
   CHECK(t.out.find("every unit at q4: KL ") != std::string::npos);
-  CHECK(t.out.find(", with sinks=4 ") != std::string::npos);
+  CHECK(t.out.find(", with sinks=1 ") != std::string::npos);
 
   // The record holds the setting found, named, with its PASS at this context and its bytes/token.
   const std::string found = rest_of_line(t.out, "found: tuned = ");
   REQUIRE(!found.empty());
+  // One FP32 position costs less than raising a unit, so the first PASS is checked with the sinks
+  // toggled (taken out, or added to the step before it). The result is the check's setting when it
+  // PASSed, else the path's: it holds the sinks exactly when the check added them and PASSed or
+  // took them out and did not.
+  const std::string check = rest_of_line(t.out, "sinks check (");
+  REQUIRE(!check.empty());
+  const bool check_added = check.find("the sinks added to the step before it") != std::string::npos;
+  const bool check_passed = check.find("PASS") != std::string::npos;
+  CHECK((found.find("sinks=1") != std::string::npos) == (check_added == check_passed));
   const std::string text = kvrt::test::read_file(record);
   const size_t at = text.find("name = \"" + found + "\"");
   REQUIRE(at != std::string::npos);

@@ -187,12 +187,57 @@ std::vector<TuneStep> build_path(const model::Model& model, const TuneRequest& r
   return path;
 }
 
-std::string step_line(const Tuning& t, size_t i) {
-  const TuneStep& s = t.path[i];
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "tune: step %zu of %zu, %.1f bytes/token: %s (%.1f s)", i, t.path.size() - 1,
-                s.bytes_per_token, verdict_name(s.verdict->verdict), s.seconds);
+std::string step_line(const Tuning& t, const TuneStep& s, const std::string& what) {
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "tune: %s, %.1f bytes/token, %.1f KiB at %d positions: %s (%.1f s)", what.c_str(),
+                s.bytes_per_token, s.context_bytes / 1024, t.max_len, verdict_name(s.verdict->verdict), s.seconds);
   return buf;
+}
+
+// The rungs of path step k and whether it holds the sinks, replayed from the moves before it.
+std::pair<std::vector<int>, bool> point_of(const Tuning& t, size_t k) {
+  std::vector<int> rung(t.units.size(), 0);
+  bool sinks = false;
+  for (size_t i = 1; i <= k; ++i) {
+    if (t.path[i].raised == kAddSinks) sinks = true;
+    else ++rung[size_t(t.path[i].raised)];
+  }
+  return {rung, sinks};
+}
+
+// The first PASS at path step k with the sinks toggled (Tuning::sinks_check), or nothing: when the
+// step added the sinks itself (the step before is the same without them, and it did not pass),
+// or when the step before with the sinks takes no fewer bytes.
+std::optional<TuneStep> sinks_toggled(const model::Model& model, const TuneRequest& req, const Tuning& t, size_t k) {
+  if (!t.sinks_tried || k == 0 || t.path[k].raised == kAddSinks) return std::nullopt;
+  const auto [rung, sinks] = point_of(t, k);
+  if (sinks) return make_step(model, req, t, rung, false);
+  TuneStep before = make_step(model, req, t, point_of(t, k - 1).first, true);
+  if (before.context_bytes >= t.path[k].context_bytes) return std::nullopt;
+  return before;
+}
+
+// Checks `step` with validate's statistics on the verdict slice only (within `budget_left`
+// seconds, 0: no budget), filling its verdict and time; returns the run, whose record names it.
+std::unique_ptr<Validation> check_step(const model::Model& model, const TuneRequest& req, const Validation& v,
+                                       const Tuning& t, double budget_left, TuneStep& step) {
+  auto c = std::make_unique<Validation>();
+  c->thresholds = v.thresholds;
+  c->case_set = v.case_set;
+  c->report.max_len = v.report.max_len;
+  c->report.context_source = v.report.context_source;
+  c->report.model_sha256 = v.report.model_sha256;
+  c->report.isa = v.report.isa;
+  c->settings = {make_setting(req, step.kv, setting_label(step.kv, req.matmul))};
+  ValidationRequest vr = req.validation;
+  vr.settings = c->settings;
+  vr.case_ids = t.verdict_ids;
+  vr.budget_minutes = budget_left / 60.0;
+  const Clock::time_point t1 = Clock::now();
+  run(model, vr, *c);
+  step.seconds = seconds_since(t1);
+  step.verdict = c->report.verdicts[0];
+  return c;
 }
 
 }  // namespace
@@ -322,40 +367,35 @@ Tuning tune(const model::Model& model, const TuneRequest& req, const Validation&
   // Bisection for the first PASS; a top rung of f32 needs no check (the FP32 cache is never gated).
   size_t lo = 0, hi = t.path.size() - (req.ladder.back() == kv::Format::kF32 ? 1 : 0);
   std::unique_ptr<Validation> found;
+  const auto left = [&] { return budget > 0 ? budget - seconds_since(t0) : 0.0; };
   while (lo < hi) {
-    const double left = budget - seconds_since(t0);
-    if (budget > 0 && left <= 0) {
+    if (budget > 0 && left() <= 0) {
       t.budget_ended = true;
       break;
     }
     const size_t mid = (lo + hi) / 2;
-    TuneStep& s = t.path[mid];
-    auto c = std::make_unique<Validation>();
-    c->thresholds = v.thresholds;
-    c->case_set = v.case_set;
-    c->report.max_len = v.report.max_len;
-    c->report.context_source = v.report.context_source;
-    c->report.model_sha256 = v.report.model_sha256;
-    c->report.isa = v.report.isa;
-    c->settings = {make_setting(req, s.kv, setting_label(s.kv, req.matmul))};
-    ValidationRequest vr = req.validation;
-    vr.settings = c->settings;
-    vr.case_ids = t.verdict_ids;
-    vr.budget_minutes = budget > 0 ? left / 60.0 : 0.0;
-    const Clock::time_point t1 = Clock::now();
-    run(model, vr, *c);
-    s.seconds = seconds_since(t1);
-    s.verdict = c->report.verdicts[0];
-    log(step_line(t, mid));
-    if (s.verdict->verdict == Verdict::kPass) {
+    std::unique_ptr<Validation> c = check_step(model, req, v, t, left(), t.path[mid]);
+    log(step_line(t, t.path[mid], "step " + std::to_string(mid) + " of " + std::to_string(t.path.size() - 1)));
+    if (t.path[mid].verdict->verdict == Verdict::kPass) {
       t.found = int(mid);
       found = std::move(c);
       hi = mid;
-    } else if (c->run.budget_ended && s.verdict->verdict == Verdict::kInconclusive) {
+    } else if (c->run.budget_ended && t.path[mid].verdict->verdict == Verdict::kInconclusive) {
       t.budget_ended = true;
       break;
     } else {
       lo = mid + 1;
+    }
+  }
+  if (found && !t.budget_ended && (budget <= 0 || left() > 0)) {
+    t.sinks_check = sinks_toggled(model, req, t, size_t(t.found));
+    if (t.sinks_check) {
+      std::unique_ptr<Validation> c = check_step(model, req, v, t, left(), *t.sinks_check);
+      log(step_line(t, *t.sinks_check, "sinks check"));
+      if (t.sinks_check->verdict->verdict == Verdict::kPass) {
+        t.sinks_check_found = true;
+        found = std::move(c);
+      }
     }
   }
   if (found) {

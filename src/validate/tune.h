@@ -13,7 +13,8 @@
 // the FP32 rows of the sinks less the packed rows they replace, spread over the context). The steps are checked
 // with the full statistics of `kvrt validate` (validation.h) on the verdict slice only, by bisection
 // (PASS is taken to be monotone along the path), and the first step that PASSes is the result: the
-// search never sees the cases that decide its verdict.
+// search never sees the cases that decide its verdict. Then the found step with the sinks toggled
+// is checked too (Tuning::sinks_check), so they stay only where they are the cheaper fix.
 #pragma once
 
 #include <functional>
@@ -73,9 +74,16 @@ struct Tuning {
   double bottom_kl = 0, bottom_sinks_kl = 0; // every unit at the bottom rung, without and with the sinks
   std::vector<TuneStep> path;                // step 0: every unit at the bottom rung
   int found = -1;                            // the first checked step that PASSed; -1: none
+  // After that PASS, the sinks toggled: the step without them when it has them, or the step before
+  // it with them when that takes fewer bytes at the context. Checked the same way; when it PASSes
+  // it is the result (sinks_check_found).
+  std::optional<TuneStep> sinks_check;
+  bool sinks_check_found = false;
   Record record;                             // the found setting, named (empty settings when none)
   bool budget_ended = false;                 // the budget stopped the search before it was decided
   double calibration_seconds = 0, seconds = 0;
+
+  const TuneStep& result() const { return sinks_check_found ? *sinks_check : path[size_t(found)]; }  // found >= 0
 };
 
 constexpr int kAddSinks = -2;  // a move of the path that adds the sinks, not a unit

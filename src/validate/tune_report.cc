@@ -94,8 +94,12 @@ std::string tune_report_text(const Tuning& t, const TuneRequest& req) {
   if (!t.unit_kl.empty()) units_table(t, req, o);
   if (!t.path.empty()) path_table(t, req, o);
   o << "\n";
+  if (t.sinks_check)
+    o << "sinks check (the first PASS with the sinks " << (t.sinks_check->kv.sinks > 0 ? "added to the step before it" : "taken out")
+      << "): " << fixed(t.sinks_check->bytes_per_token, "%.1f") << " bytes/tok, "
+      << fixed(t.sinks_check->context_bytes / 1024, "%.1f") << " KiB at -c, " << check_text(*t.sinks_check->verdict) << "\n";
   if (t.found >= 0) {
-    const TuneStep& s = t.path[size_t(t.found)];
+    const TuneStep& s = t.result();
     o << "found: " << req.name << " = " << s.name << "\n  " << fixed(s.bytes_per_token, "%.1f")
       << " bytes/token, " << fixed(s.context_bytes / 1024, "%.1f") << " KiB at the context, PASS on " << t.verdict_ids.size() << " verdict cases at a context of " << t.max_len << "\n";
   } else {
