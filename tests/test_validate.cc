@@ -87,58 +87,57 @@ TEST_CASE("decide: PASS on the upper bound, FAIL on the corrected lower bound, I
 
 namespace {
 
-// A synthetic outcome table: `n` recall cases per (baseline, candidate) outcome, in category
-// "recall" unless `categories` > 0 spreads them over that many categories c0, c1, ...
+// A synthetic paired outcome table: how many cases the baseline and the candidate both pass, the
+// candidate loses, gains, or neither passes.
 struct Table {
   int both = 0, lost = 0, gained = 0, neither = 0;
 };
 
-std::pair<SettingResult, std::vector<Case>> outcomes(const Table& t, int categories = 0) {
-  SettingResult r;
-  std::vector<Case> cases;
-  auto add = [&](int n, bool base, bool cand) {
-    for (int i = 0; i < n; ++i) {
-      Case c;
-      c.id = "case-" + std::to_string(cases.size());
-      c.category = categories > 0 ? "c" + std::to_string(cases.size() % size_t(categories)) : "recall";
-      c.bucket = "long";
-      c.mode = Mode::kRecall;
+// Appends t's cases to r and cases, each a copy of `like` with id "<like.id>-<index>" and its
+// outcomes in the recall or task fields, by like.mode; `categories` > 0 spreads them over that
+// many categories c0, c1, ...
+void add_table(const Table& t, const Case& like, SettingResult& r, std::vector<Case>& cases, int categories = 0) {
+  const struct {
+    int n;
+    bool base, cand;
+  } cells[] = {{t.both, true, true}, {t.lost, true, false}, {t.gained, false, true}, {t.neither, false, false}};
+  for (const auto& cell : cells)
+    for (int i = 0; i < cell.n; ++i) {
+      Case c = like;
+      c.id = std::string(like.id).append("-").append(std::to_string(cases.size()));
+      if (categories > 0) c.category = std::string("c").append(std::to_string(cases.size() % size_t(categories)));
       cases.push_back(c);
       CaseScore s;
-      s.recall_baseline = base;
-      s.recall_candidate = cand;
+      const bool task = like.mode == Mode::kTask;
+      (task ? s.task_baseline : s.recall_baseline) = cell.base;
+      (task ? s.task_candidate : s.recall_candidate) = cell.cand;
       r.cases.push_back(s);
     }
-  };
-  add(t.both, true, true);
-  add(t.lost, true, false);
-  add(t.gained, false, true);
-  add(t.neither, false, false);
+}
+
+// A synthetic table of recall cases, in category "recall" unless `categories` > 0 spreads them.
+std::pair<SettingResult, std::vector<Case>> outcomes(const Table& t, int categories = 0) {
+  Case like;
+  like.id = "case";
+  like.category = "recall";
+  like.bucket = "long";
+  like.mode = Mode::kRecall;
+  SettingResult r;
+  std::vector<Case> cases;
+  add_table(t, like, r, cases, categories);
   return {r, cases};
 }
 
 // A synthetic table of task cases checked by `kind`, appended to r and cases.
 void add_tasks(const Table& t, CheckKind kind, SettingResult& r, std::vector<Case>& cases) {
-  auto add = [&](int n, bool base, bool cand) {
-    for (int i = 0; i < n; ++i) {
-      Case c;
-      c.id = std::string(check_name(kind)) + "-" + std::to_string(cases.size());
-      c.category = "task";
-      c.bucket = "short";
-      c.mode = Mode::kTask;
-      c.check = TaskCheck{};
-      c.check->kind = kind;
-      cases.push_back(c);
-      CaseScore s;
-      s.task_baseline = base;
-      s.task_candidate = cand;
-      r.cases.push_back(s);
-    }
-  };
-  add(t.both, true, true);
-  add(t.lost, true, false);
-  add(t.gained, false, true);
-  add(t.neither, false, false);
+  Case like;
+  like.id = check_name(kind);
+  like.category = "task";
+  like.bucket = "short";
+  like.mode = Mode::kTask;
+  like.check = TaskCheck{};
+  like.check->kind = kind;
+  add_table(t, like, r, cases);
 }
 
 // One recall limit; no sequential looks, so the whole set is judged at the configured 95%.
