@@ -85,6 +85,58 @@ TEST_CASE("regex: ECMAScript search in the continuation; anchors mean its start 
   CHECK(!task_passes(quote, "I like it, said Tom."));
 }
 
+TEST_CASE("regex: a continuation of 4096 long tokens is matched in one pass, whatever the pattern") {
+  // 4096 tokens of 16 bytes, no period. std::regex's default backtracking matcher recursed once
+  // per character: the bundled word-list pattern crashed it from 32 KiB on an 8 MiB stack, and
+  // the sentence pattern took 34 s at 16 KiB (it retries every start).
+  std::string text;
+  while (text.size() < 4096 * 16) text += " lily ran home";
+  const TaskCheck words = with_pattern(CheckKind::kRegex, "^( [a-z]+)+[.,]");
+  const TaskCheck sentence = with_pattern(CheckKind::kRegex, "[a-z ]+\\.$");
+  const TaskCheck tom = with_pattern(CheckKind::kConstraint, "\\bTom\\b", true);
+  CHECK(!task_passes(words, text));
+  CHECK(!task_passes(sentence, text));
+  CHECK(task_passes(tom, text));
+  CHECK(task_passes(words, text + "."));  // matches that end at the last byte
+  CHECK(task_passes(sentence, text + "."));
+  CHECK(!task_passes(words, "Tom" + text + "."));  // "^" is the continuation's start only
+  CHECK(!task_passes(tom, text + " Tom."));
+  // The longest pattern allowed, each optional item a branch: linear in the text as well.
+  std::string longest;
+  while (longest.size() + 4 < kMaxPatternLength) longest += "(a?)";  // and room for one letter
+  CHECK(task_passes(with_pattern(CheckKind::kRegex, longest + "l"), text));
+  CHECK(!task_passes(with_pattern(CheckKind::kRegex, longest + "x"), text));  // no x in the text
+}
+
+TEST_CASE("regex: patterns that would not match in one pass within bounded stack are refused") {
+  auto error = [](const std::string& pattern) {
+    INFO(pattern);
+    try {
+      with_pattern(CheckKind::kRegex, pattern);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(error("(a)\\1").find("back-references are not supported") != std::string::npos);
+  const std::string too_long = "is too long: more than " + std::to_string(kMaxPatternLength) + " characters";
+  CHECK(error(std::string(kMaxPatternLength, 'a')).empty());
+  CHECK(error(std::string(kMaxPatternLength + 1, 'a')).find(too_long) != std::string::npos);
+  const std::string n = std::to_string(kMaxPatternLength);
+  CHECK(error("a{" + n + "}").empty());
+  CHECK(error("a{" + n + ",}").find(too_long) != std::string::npos);  // at least n + 1
+  CHECK(error("a{2," + std::to_string(kMaxPatternLength + 1) + "}").find(too_long) != std::string::npos);
+  CHECK(error("(a{16}){16}").find(too_long) != std::string::npos);  // 16 x (16 + 2)
+  CHECK(error("[a-z]{8}").empty());
+  CHECK(error("a{99999999999999999999999}").find(too_long) != std::string::npos);
+  const TaskCheck braces = with_pattern(CheckKind::kRegex, "a\\{999\\}");  // escaped: not a count
+  CHECK(task_passes(braces, "say a{999}"));
+  const std::string e = load_error("mode = \"task\"\ntext = \"x\"\ncheck = \"regex\"\npattern = '(a)\\1'\n");
+  INFO(e);
+  CHECK(e.find(":7: case: 'pattern' bad regular expression '(a)\\1': back-references are not supported") !=
+        std::string::npos);
+}
+
 TEST_CASE("constraint: the pattern must match, or with forbid must not") {
   const TaskCheck keep = with_pattern(CheckKind::kConstraint, "\\bMia\\b");
   CHECK(task_passes(keep, " Mia went home."));
