@@ -62,7 +62,7 @@ inline void group_sums(Neon, const uint8_t* codes, const QueryRows<NQ>& qc, int 
 // w[i][b][t] = round(p d / sw), zero past the run's tokens; sw the weight scale, msum = Σ p m
 // (asymmetric formats).
 template <int NQ, class F>
-void run_weights(Neon, const AccArgs& a, int i0, int t0, int t1, const TileRun& run, RunWeights<NQ, Neon::kColumnDims>& r) {
+void run_weights(Neon, const AccArgs& a, int i0, int t0, int t1, const TileRun&, RunWeights<NQ, Neon::kColumnDims>& r) {
   const auto f = kv::TileFormat::of<F>(kv::TileRole::kValue, a.n, a.group);
   const auto tile_of = [&](int t) { return a.rows + (t / kT) * a.row_stride; };
   for (int b = 0; b < f.n_groups(); ++b) {
