@@ -104,8 +104,8 @@ void add_table(const Table& t, const Case& like, SettingResult& r, std::vector<C
   for (const auto& cell : cells)
     for (int i = 0; i < cell.n; ++i) {
       Case c = like;
-      c.id = std::string(like.id).append("-").append(std::to_string(cases.size()));
-      if (categories > 0) c.category = std::string("c").append(std::to_string(cases.size() % size_t(categories)));
+      c.id = like.id + "-" + std::to_string(cases.size());
+      if (categories > 0) c.category = "c" + std::to_string(cases.size() % size_t(categories));
       cases.push_back(c);
       CaseScore s;
       const bool task = like.mode == Mode::kTask;

@@ -80,7 +80,7 @@ std::string setting_label(const kv::KvConfig& kv, ops::MatmulPrecision matmul) {
   if (kv.rotate) label += " rot";
   if (kv.sinks > 0) label += " sinks" + std::to_string(kv.sinks);
   const std::string name = kv.name();  // per-layer formats follow the fields of every setting
-  if (const size_t at = name.find('['); at != std::string::npos) label.append(" ").append(name, name.rfind(',', at) + 1);
+  if (const size_t at = name.find('['); at != std::string::npos) label += " " + name.substr(name.rfind(',', at) + 1);
   if (matmul != ops::MatmulPrecision::kF32) label += std::string(" ") + ops::matmul_precision_name(matmul);
   return label;
 }
