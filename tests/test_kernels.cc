@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "kv/blocks.h"
+#include "kv/channel_tile.h"
 #include "kv/tiles.h"
 #include "simd/dispatch.h"
 #include "simd/kernels_scalar.h"
@@ -91,15 +92,11 @@ void check_row_dot(Isa isa, void (*k_dot)(const DotArgs&), int n) {
 
 }  // namespace
 
-TEST_CASE("row dot and acc equal the scalar twin, for FP32 rows and every format's code rows") {
+TEST_CASE("row dot and acc equal the scalar twin, for FP32 rows") {
   for (Isa isa : simd_isas()) {
     const Kernels& k = kernels_for(isa);
     for (int n : {8, 64, 128, 96}) {
       check_row_dot<F32Rows>(isa, k.dot, n);
-      kvrt::kv::for_each_quant_format([&](auto f) {
-        using F = decltype(f);
-        if (n % F::kPerByte == 0) check_row_dot<F>(isa, k.format[static_cast<int>(F::kFormat)].dot_codes, n);
-      });
       const int n_rows = 37, n_q = 6;
       const std::vector<uint8_t> rows = make_rows<F32Rows>(n, n_rows, n);
       const size_t rb = sizeof(float) * n;
@@ -250,6 +247,64 @@ TEST_CASE("tiles hold the reference blocks, and the tile kernels equal the scala
           for (int n_rows : {37, 150}) {  // 150: several kAccChunk runs and a partial tile
             for (int n_q : {1, 7}) check_tile_dot<F>(k, n, group, n_rows, n_q);  // query groups of 1, 4 and 3
             if (values) check_tile_acc<F>(k, n, group, n_rows);
+          }
+        }
+      }
+    });
+  }
+}
+
+namespace {
+
+// dot_channel over channel-axis key tiles of F (kv::channel_quantize of random keys, tiles
+// `pad` bytes apart beyond their size), from token `first` of tile 0 on: equal to the scalar
+// twin up to reordered sums, and the twin equal to q · the dequantized keys likewise.
+template <class F>
+void check_channel_dot(Isa isa, const FormatKernels& fk, int n, int group, int first, int n_q) {
+  const int n_tiles = 5, pad = 64, n_rows = n_tiles * group - first - 1;
+  const size_t tile_bytes = kvrt::kv::channel_codes_offset<F>(n) + static_cast<size_t>(group) * n * F::kBits / 8, stride = tile_bytes + pad;
+  const std::vector<float> x = randn(static_cast<size_t>(n_tiles) * group * n, n + group);  // [n_tiles * group][n]
+  std::vector<uint8_t> tiles(stride * n_tiles, 0xa5);
+  for (int i = 0; i < n_tiles; ++i) kvrt::kv::channel_quantize<F>(&x[static_cast<size_t>(i) * group * n], group, n, tiles.data() + i * stride);
+  const std::vector<float> q = randn(static_cast<size_t>(n_q) * n, 3);
+  std::vector<float> s_simd(n_q * n_rows, -1.0f), s_ref(n_q * n_rows, -1.0f), k(n);
+  DotArgs d{q.data(), n_q, static_cast<size_t>(n), tiles.data(), stride, n_rows, n, group, s_simd.data(), static_cast<size_t>(n_rows), nullptr, first};
+  fk.dot_channel(d);
+  d.scores = s_ref.data();
+  scalar::dot_channel<F>(d);
+  INFO(std::string(isa_to_string(isa)) << " " << F::kName << " n " << n << " group " << group << " first " << first << " n_q " << n_q);
+  for (int t = 0; t < n_rows; ++t) {
+    const uint8_t* tile = tiles.data() + (first + t) / group * stride;
+    kvrt::kv::channel_dequantize_row<F>(tile, (first + t) % group, n, k.data());
+    for (int i = 0; i < n_q; ++i) {
+      double exact = 0, mag = 0;
+      for (int c = 0; c < n; ++c) {
+        exact += double(q[i * n + c]) * k[c];
+        const float m = F::kSymmetric ? 0.0f : kvrt::kv::channel_scale(tile, n, 1, c);
+        mag += std::abs(q[i * n + c]) * (std::abs(k[c] - m) + 2 * std::abs(m));
+      }
+      REQUIRE(std::abs(s_simd[i * n_rows + t] - s_ref[i * n_rows + t]) <= kSumTol * mag + 1e-6);
+      REQUIRE(std::abs(s_ref[i * n_rows + t] - exact) <= kSumTol * mag + 1e-6);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("channel-axis key tiles: dot_channel equals the scalar twin, and both q · the dequantized keys") {
+  std::vector<Isa> isas = simd_isas();
+  isas.push_back(Isa::kScalar);
+  for (Isa isa : isas) {
+    const Kernels& k = kernels_for(isa);
+    kvrt::kv::for_each_quant_format([&](auto format) {
+      using F = decltype(format);
+      const FormatKernels& fk = k.format[static_cast<int>(F::kFormat)];
+      if (isa != Isa::kScalar) CHECK((fk.dot_channel != kernels_for(Isa::kScalar).format[static_cast<int>(F::kFormat)].dot_channel));
+      for (int n : {8, 64, 96, 128}) {
+        for (int group : {8, 12, 32, 128}) {  // tokens per tile; 12: not a power of two
+          if (group * F::kBits % 8) continue;
+          for (int first : {0, group / 2 + 1}) {
+            for (int n_q : {1, 7}) check_channel_dot<F>(isa, fk, n, group, first, n_q);  // query groups of 1, 4 and 3
           }
         }
       }

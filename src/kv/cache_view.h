@@ -38,6 +38,11 @@ struct SideView {
     const int t = layout->tile_tokens;
     return packed_index(pos) / t % n_tiles + (end - pos + t - 1) / t <= n_tiles;
   }
+  // How many packed positions from pos (at most end - pos) lie in consecutive tiles from tile_of(pos).
+  int consecutive_run(int pos, int end) const {
+    const int t = layout->tile_tokens, left = (n_tiles - packed_index(pos) / t % n_tiles) * t - packed_index(pos) % t;
+    return std::min(end - pos, left);
+  }
   const float* sink_row(int pos) const { return sinks + static_cast<size_t>(pos) * sink_stride; }
   // The ring row of position pos >= n_packed, and how many positions from pos on are contiguous.
   const float* ring_row(int pos) const { return ring + static_cast<size_t>(pos % layout->window) * ring_stride; }

@@ -5,7 +5,7 @@
 //   k[t][c] = d[c] * code(t, c)   or   m[c] + d[c] * code(t, c)
 // A code row packs the n channels of one token as kv/blocks.h packs a run of n codes (q4: channel
 // c < n/2 in the low nibble of byte c, channel c + n/2 in the high nibble), so attention dots
-// each token row like any other row (the format's simd::FormatKernels::dot_codes).
+// each token row like any other row (the format's simd::FormatKernels::dot_channel).
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,5 @@
 // One row per KV format, consulted by every caller (cache, attention, settings, memory plans):
-// its name, code geometry, scale type, reference codec and its kernel slot (whose dot_codes
+// its name, code geometry, scale type, reference codec and its kernel slot (whose dot_channel
 // reads the code rows of its channel tiles). The rows are built from the descriptors of kv/blocks.h (kv/formats.cc).
 #pragma once
 

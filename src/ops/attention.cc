@@ -38,8 +38,8 @@ struct ThreadSizes {
     kt = static_cast<size_t>(shape.head_dim) * kTile;
     group_hd = static_cast<size_t>(group) * shape.head_dim;  // head_dim / G <= head_dim groups
   }
-  size_t bytes() const {  // q, o; s; m, l; kt, x; qd, qc_d, qc_sum (floats), qc (int8), qc_csum (int32); bias
-    return (2 * q + s + 2 * size_t(rows) + 2 * kt + 3 * group_hd + size_t(group)) * sizeof(float) +
+  size_t bytes() const {  // q, o; s; m, l; kt, x; qc_d, qc_sum (floats), qc (int8), qc_csum (int32)
+    return (2 * q + s + 2 * size_t(rows) + 2 * kt + 2 * group_hd) * sizeof(float) +
            group_hd * (sizeof(int8_t) + sizeof(int32_t));
   }
 };
@@ -63,8 +63,6 @@ AttentionScratch::AttentionScratch(const kv::CacheShape& shape, int n_heads, int
     t.o.assign(z.q, 0.0f);
     t.kt.assign(z.kt, 0.0f);
     t.x.assign(z.kt, 0.0f);
-    t.qd.assign(z.group_hd, 0.0f);
-    t.bias.assign(z.group, 0.0f);
     t.qc.assign(z.group_hd, 0);
     t.qc_d.assign(z.group_hd, 0.0f);
     t.qc_sum.assign(z.group_hd, 0.0f);
@@ -80,8 +78,8 @@ size_t AttentionScratch::bytes_for(const kv::CacheShape& shape, int n_heads, int
 size_t AttentionScratch::bytes_allocated() const {
   size_t n = 0;
   for (const ThreadScratch& t : impl_->threads) {
-    n += (t.q.size() + t.s.size() + t.m.size() + t.l.size() + t.o.size() + t.kt.size() + t.x.size() + t.qd.size() +
-          t.bias.size() + t.qc_d.size() + t.qc_sum.size()) * sizeof(float) +
+    n += (t.q.size() + t.s.size() + t.m.size() + t.l.size() + t.o.size() + t.kt.size() + t.x.size() +
+          t.qc_d.size() + t.qc_sum.size()) * sizeof(float) +
          t.qc.size() * sizeof(int8_t) + t.qc_csum.size() * sizeof(int32_t);
   }
   return n;

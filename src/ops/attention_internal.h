@@ -33,8 +33,6 @@ struct ThreadScratch {
   std::vector<float> o;      // [rows][head_dim]  unnormalized output
   std::vector<float> kt;     // [head_dim][kTile] prefill: K tile transposed
   std::vector<float> x;      // [kTile][head_dim] prefill: K or V tile as FP32 rows
-  std::vector<float> qd;     // [group][head_dim] channel tiles: q * scale per channel
-  std::vector<float> bias;   // [group]           channel tiles: q · minimum
   std::vector<int8_t> qc;    // [group][head_dim] key token tiles: queries as int8 codes,
   std::vector<float> qc_d, qc_sum;  // [group][head_dim / G] their scales and Σ q per group
   std::vector<int32_t> qc_csum;     // [group][head_dim / G] Σ codes per group

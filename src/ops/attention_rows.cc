@@ -6,7 +6,6 @@
 #include <cstring>
 
 #include "common/error.h"
-#include "kv/channel_tile.h"
 #include "ops/attention_internal.h"
 #include "simd/dispatch.h"
 #include "simd/kernels_scalar.h"
@@ -29,29 +28,6 @@ void for_ring_runs(const SideView& s, int j0, int j1, F f) {
   }
 }
 
-// Scores of channel-axis key tile positions [j0, j1) (inside one tile): the codes dotted with
-// q scaled per channel, plus q · minimum for asymmetric formats (kv/channel_tile.h).
-void channel_scores(const kv::HeadView& v, const float* q, int n_q, int j0, int j1, float* scores, size_t stride, ThreadScratch& ts) {
-  const SideView& s = v.k;
-  const kv::FormatTraits& f = s.format();
-  const int hd = v.head_dim, g = v.group;
-  const uint8_t* tile = s.tile_of(j0);
-  std::fill_n(ts.bias.begin(), n_q, 0.0f);
-  for (int c = 0; c < hd; ++c) {
-    const float d = kv::channel_scale(tile, hd, 0, c), m = f.planes == 2 ? kv::channel_scale(tile, hd, 1, c) : 0.0f;
-    for (int i = 0; i < n_q; ++i) {
-      ts.qd[i * hd + c] = q[i * hd + c] * d;
-      if (f.planes == 2) ts.bias[i] += q[i * hd + c] * m;
-    }
-  }
-  const size_t row = f.code_bytes(hd);  // one token's codes
-  const uint8_t* codes = tile + f.channel_codes_offset(hd) + (s.packed_index(j0) % g) * row;
-  simd::kernels().format[static_cast<int>(f.format)].dot_codes({ts.qd.data(), n_q, static_cast<size_t>(hd), codes, row, j1 - j0, hd, g, scores, stride});
-  for (int i = 0; i < n_q; ++i) {
-    for (int j = 0; j < j1 - j0; ++j) scores[i * stride + j] += ts.bias[i];
-  }
-}
-
 }  // namespace
 
 void k_scores(const kv::HeadView& v, const float* q, int n_q, int j0, int j1, float* scores, ThreadScratch& ts) {
@@ -65,11 +41,10 @@ void k_scores(const kv::HeadView& v, const float* q, int n_q, int j0, int j1, fl
     k.dot({q, n_q, static_cast<size_t>(hd), reinterpret_cast<const uint8_t*>(s.sink_row(j0)), s.sink_stride * sizeof(float), n, hd, 0, scores, stride});
   }
   if (s.packing() == Packing::kChannelTiles) {
-    const int g = v.group;
-    for (int j = p0; j < p1;) {
-      const int end = std::min(p1, j + g - s.packed_index(j) % g);
-      channel_scores(v, q, n_q, j, end, scores + (j - j0), stride, ts);
-      j = end;
+    for (int j = p0, n; j < p1; j += n) {  // one call per run of consecutive tiles (a ring may wrap once)
+      n = s.consecutive_run(j, p1);
+      k.format[static_cast<int>(s.format().format)].dot_channel(
+          {q, n_q, static_cast<size_t>(hd), s.tile_of(j), s.tile_stride, n, hd, v.group, scores + (j - j0), stride, nullptr, s.packed_index(j) % v.group});
     }
   } else if (p0 < p1 && s.packing() == Packing::kRows) {
     KVRT_ASSERT(s.consecutive(p0, p1));

@@ -17,7 +17,8 @@ namespace kvrt::simd {
 // How a row of keys or values is stored for the row kernels, as a template argument: F32Rows
 // (FP32 values), or the descriptor F of a format of kv/blocks.h for bare codes without scales (the
 // code rows of its channel-axis tiles, kv/channel_tile.h) whose value is the code itself: int8 for
-// 8-bit codes, else 0..2^bits-1 packed as kv/blocks.h packs a run of codes.
+// 8-bit codes, else 0..2^bits-1 packed as kv/blocks.h packs a run of codes (the channel kernels
+// read them so).
 struct F32Rows {
   static constexpr int kBits = 32;
 };
@@ -37,6 +38,8 @@ struct QueryCodes {
 // scores[i * scores_stride + t] = q_i · row_t  for i < n_q, t < n_rows.
 // Format kernels: `rows` is the key tile holding token 0, tile k at rows + k * row_stride, and q_i
 // is taken as qc (quantized), so scores carry q's quantization error (|δq| <= d/2 per value).
+// Channel kernels: `rows` is the channel-axis key tile (kv/channel_tile.h, `group` tokens) holding
+// token 0, as its token `first`; q_i is exact (FP32 products with the per-channel scales).
 struct DotArgs {
   const float* q;        // [n_q][q_stride]
   int n_q;
@@ -49,6 +52,7 @@ struct DotArgs {
   float* scores;         // [n_q][scores_stride]
   size_t scores_stride;
   const QueryCodes* qc = nullptr;  // format kernels only
+  int first = 0;                   // channel kernels only
 };
 
 // acc_i += sum_t p[i * p_stride + t] * row_t  for i < n_q.
@@ -84,7 +88,7 @@ constexpr int kGemmCols = 32;
 // The kernels of one quantized KV format (kv/blocks.h descriptor F, tiles of kv/tiles.h).
 struct FormatKernels {
   void (*dot)(const DotArgs&);                                 // q·k over key tiles
-  void (*dot_codes)(const DotArgs&);                           // q·codes over bare code rows (channel tiles)
+  void (*dot_channel)(const DotArgs&);                         // q·k over channel-axis key tiles
   void (*acc)(const AccArgs&);                                 // p·V over value tiles
   void (*quantize)(const float* x, int n, int group, uint8_t* row);  // a row of blocks
   // [kv::TileRole]: the 16 tokens of a tile as FP32 rows, x [16][n].
@@ -161,7 +165,7 @@ void for_each_slot(K& k, F&& f) {
     const std::string name = decltype(fmt)::kName;
     auto& slots = k.format[static_cast<int>(decltype(fmt)::kFormat)];
     f(("attention.dot." + name).c_str(), slots.dot);
-    f(("attention.dot_codes." + name).c_str(), slots.dot_codes);
+    f(("attention.dot_channel." + name).c_str(), slots.dot_channel);
     f(("attention.acc." + name).c_str(), slots.acc);
     f(("quantize." + name).c_str(), slots.quantize);
     f(("prefill.dequantize_k." + name).c_str(), slots.dequantize_tile[0]);

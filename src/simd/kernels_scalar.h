@@ -2,10 +2,12 @@
 // shapes their vector width cannot cover (e.g. a row shorter than one vector).
 #pragma once
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/error.h"
 #include "kv/blocks.h"
+#include "kv/channel_tile.h"
 #include "kv/tiles.h"
 #include "simd/kernels.h"
 
@@ -46,6 +48,35 @@ void dot(const DotArgs& a) {
   }
 }
 void acc(const AccArgs& a);  // FP32 rows
+// q·k over the channel-axis key tiles of format F (see DotArgs), in the order of the SIMD
+// kernels: per tile qd = q * d per channel; s = Σ qd · code over a token's row (summed in any
+// order there), then s + Σ q · m for asymmetric formats.
+template <class F>
+void dot_channel(const DotArgs& a) {
+  float qd[kMaxRow], x[kMaxRow];  // one query scaled per channel, one row of codes
+  KVRT_ASSERT(a.n <= kMaxRow && a.first >= 0 && a.first < a.group);
+  const size_t row = static_cast<size_t>(a.n) * F::kBits / 8;
+  for (int t = 0; t < a.n_rows;) {
+    const int tt = (a.first + t) % a.group, n = std::min(a.n_rows - t, a.group - tt);
+    const uint8_t* tile = a.rows + static_cast<size_t>((a.first + t) / a.group) * a.row_stride;
+    const uint8_t* codes = tile + kv::channel_codes_offset<F>(a.n) + tt * row;
+    for (int i = 0; i < a.n_q; ++i) {
+      const float* q = a.q + i * a.q_stride;
+      float bias = 0;
+      for (int c = 0; c < a.n; ++c) {
+        qd[c] = q[c] * kv::channel_scale(tile, a.n, 0, c);
+        if constexpr (!F::kSymmetric) bias += q[c] * kv::channel_scale(tile, a.n, 1, c);
+      }
+      for (int j = 0; j < n; ++j) {
+        dequantize_row<F>(codes + j * row, a.n, x);
+        float s = 0;
+        for (int c = 0; c < a.n; ++c) s += qd[c] * x[c];
+        a.scores[i * a.scores_stride + t + j] = s + bias;
+      }
+    }
+    t += n;
+  }
+}
 // Tile kernels of any format, given its geometry (f.n and f.group equal a.n and a.group).
 void dot_tiles(const kv::TileFormat& f, const DotArgs& a);
 void acc_tiles(const kv::TileFormat& f, const AccArgs& a);
@@ -75,7 +106,7 @@ void dequantize_tile_of(const uint8_t* tile, int n, int group, float* x) {
 // The scalar twins of format F's kernels.
 template <class F>
 FormatKernels format_kernels() {
-  return {dot_of<F>, dot<F>, acc_of<F>, quantize<F>,
+  return {dot_of<F>, dot_channel<F>, acc_of<F>, quantize<F>,
           {dequantize_tile_of<F, kv::TileRole::kKey>, dequantize_tile_of<F, kv::TileRole::kValue>}};
 }
 
