@@ -92,9 +92,10 @@ using kvrt::kv::Format;
 using kvrt::kv::KeyAxis;
 
 // Per-element bound of the stored error of one side, in the stored (maybe rotated) domain: d/2,
-// amax/(2 max code) for symmetric formats (q8: amax/254) and (max-min)/(2 max code) for asymmetric
-// ones (q4: (max-min)/30) over each group (along head_dim, or along G tokens per channel for
-// channel-axis keys), with a little slack for float rounding.
+// amax/(2 max code) for q8 (amax/254) and (max-min)/(2 max code) for asymmetric formats (q4:
+// (max-min)/30) over each group (along head_dim, or along G tokens per channel for channel-axis
+// keys), with a little slack for float rounding. q4s (d = e / -8, kv/blocks.h) clamps values of
+// the other sign than e at code 7: |x| - 7|d| <= amax/8 (1 + 7·2^-11) with d rounded to FP16.
 // Positions before `sinks` are stored exactly; channel groups start after them.
 std::vector<double> stored_error_bound(const std::vector<float>& x, int n, int nkv, int hd, Format f, bool per_channel,
                                        bool rotate, int group, int sinks = 0) {
@@ -111,7 +112,8 @@ std::vector<double> stored_error_bound(const std::vector<float>& x, int n, int n
     const kvrt::kv::FormatTraits& t = kvrt::kv::format_traits(f);
     const bool symmetric = t.planes == 1;
     const double max_code = symmetric ? (1 << (t.bits - 1)) - 1 : (1 << t.bits) - 1;
-    const double b = (symmetric ? amax : mx - mn) / (2 * max_code) * (1 + 1e-5) + 1e-6 * amax;
+    const double half_step = (symmetric ? amax : mx - mn) / (2 * max_code);
+    const double b = (t.code_bias != 0 ? amax / t.code_bias * (1 + 7 * 0x1p-11) : half_step) * (1 + 1e-5) + 1e-6 * amax;
     for (int i = 0; i < len; ++i) e[index(i)] = b;
   };
   for (int h = 0; h < nkv; ++h) {
@@ -316,14 +318,17 @@ TEST_CASE("byte accounting equals the layout prediction") {
   };
   const double heads_layers = 8 * 4;
   // FP16 scales and minimums. q8: 64/32 blocks of (2 + 32) bytes; q4: 64/32 blocks of (4 + 16)
-  // bytes; f32: 256 bytes.
+  // bytes; q4s: 64/32 blocks of (2 + 16) bytes, 0.5625 bytes/value as llama.cpp's q4_0; f32: 256 bytes.
   CHECK(per_token(Format::kQ8, Format::kQ8, KeyAxis::kToken, 32) == heads_layers * (68 + 68));
   CHECK(per_token(Format::kQ4, Format::kQ4, KeyAxis::kToken, 32) == heads_layers * (40 + 40));
+  CHECK(per_token(Format::kQ4S, Format::kQ4S, KeyAxis::kToken, 32) == heads_layers * (36 + 36));
+  CHECK(per_token(Format::kQ4S, Format::kQ4, KeyAxis::kToken, 8) == heads_layers * (8 * 6 + 8 * 8));
   CHECK(per_token(Format::kQ4, Format::kQ8, KeyAxis::kToken, 8) == heads_layers * (8 * 8 + 8 * 10));
   CHECK(per_token(Format::kF32, Format::kQ4, KeyAxis::kToken, 128 / 2) == heads_layers * (256 + 36));
   // channel-axis keys, G = 32: per channel scale (+ min) once per 32 tokens, then the codes.
   CHECK(per_token(Format::kQ8, Format::kF32, KeyAxis::kChannel, 32) == heads_layers * ((64 * 2 + 32 * 64) / 32.0 + 256));
   CHECK(per_token(Format::kQ4, Format::kF32, KeyAxis::kChannel, 32) == heads_layers * ((64 * 4 + 32 * 32) / 32.0 + 256));
+  CHECK(per_token(Format::kQ4S, Format::kF32, KeyAxis::kChannel, 32) == heads_layers * ((64 * 2 + 32 * 32) / 32.0 + 256));
   // q2 as KIVI: channel-axis keys, 2-bit codes (a scale and a minimum per channel per 32 tokens);
   // values 64/32 blocks of (4 + 8) bytes.
   CHECK(per_token(Format::kQ2, Format::kQ2, KeyAxis::kChannel, 32) == heads_layers * ((64 * 4 + 32 * 16) / 32.0 + 24));

@@ -337,18 +337,26 @@ TEST_CASE("quantize equals the scalar twin bit for bit and round trips within th
               mx = std::max(mx, x[i]);
               amax = std::max(amax, std::abs(x[i]));
             }
-            // The stored FP16 minimum is the group's to FP16 precision, and the stored scale
-            // amax / max code (symmetric) or (max - m) / max code (asymmetric) to FP16 precision.
+            // The stored FP16 minimum is the group's to FP16 precision, and the stored scale to
+            // FP16 precision: amax / max code (q8), e / min code for e the value of largest
+            // magnitude (q4s, negative for a positive e), or (max - m) / max code (asymmetric).
             const uint8_t* block = r_simd.data() + g * F::block_bytes(group);
             const float d = kvrt::kv::load_scale(block), m = F::kSymmetric ? 0.0f : kvrt::kv::load_scale(block + sizeof(kvrt::kv::Scale));
-            const double d_exact = (F::kSymmetric ? amax : mx - m) / double(F::kMaxCode);
+            const double d_exact = F::kAbsScale ? amax / double(F::kMaxCode)
+                                   : F::kSymmetric ? (-mn > mx ? mn : mx) / double(F::kMinCode)
+                                                   : (mx - m) / double(F::kMaxCode);
             if (!F::kSymmetric) REQUIRE(std::abs(m - mn) <= std::abs(mn) * 0x1p-11);
-            REQUIRE(std::abs(d - d_exact) <= d_exact * (0x1p-11 + 1e-6));
-            // d/2 for every value, and below the minimum where the rounded one lies above it;
-            // plus float rounding of the code math.
-            const double bound = d / 2.0 + std::max(0.0f, m - mn);
+            REQUIRE(std::abs(d - d_exact) <= std::abs(d_exact) * (0x1p-11 + 1e-6));
+            // |d|/2 for every value, and below the minimum where the rounded one lies above it;
+            // symmetric formats clamp at max code |d| what lies beyond it: up to |d| for q4s's
+            // values of the other sign than e (its range is one code short there), a sliver of
+            // FP16 rounding for q8; plus float rounding of the code math.
+            const double bound = F::kSymmetric ? std::max(std::abs(d) / 2.0, amax - F::kMaxCode * double(std::abs(d)))
+                                               : d / 2.0 + std::max(0.0f, m - mn);
             for (int i = g * group; i < (g + 1) * group; ++i) {
               REQUIRE(std::abs(y[i] - x[i]) <= bound * (1 + 1e-5) + 1e-6 * amax);
+              // q4s: e lands on the min code, exact but for the FP16 rounding of d
+              if (F::kSymmetric && !F::kAbsScale && std::abs(x[i]) == amax) REQUIRE(std::abs(y[i] - x[i]) <= amax * 0x1p-11);
             }
           }
         }

@@ -49,6 +49,10 @@ TEST_CASE("a setting is a format, then fields applied left to right; the canonic
   CHECK(same(kv::parse_setting(full.name()), full));
   CHECK(same(kv::parse_setting("rot=1,v=q8,k=q4,r=32,axis=channel,g=16"), full));  // any order
   CHECK(kv::parse_setting("q8,v=f32").v_format == Format::kF32);                   // later fields win
+  const KvConfig sym = kv::parse_setting("k=q4s,v=q4");  // the symmetric 4-bit format is its own name
+  CHECK(sym.k_format == Format::kQ4S);
+  CHECK(sym.v_format == Format::kQ4);
+  CHECK(same(kv::parse_setting(sym.name()), sym));
 }
 
 TEST_CASE("bad settings are usage errors that name the field") {

@@ -56,8 +56,10 @@ extern "C" {
  *    size and that of kvrt_session_options changed: programs built for 5 must be rebuilt.
  * 7: named settings (the ones `kvrt tune` writes into a validation record): kvrt_named_settings_*
  *    lists them, kvrt_session_create_named opens a session with one through the gate; additions
- *    only, so programs written for 6 build and run unchanged. */
-#define KVRT_API_VERSION 7
+ *    only, so programs written for 6 build and run unchanged.
+ * 8: KVRT_KV_Q4S, the symmetric 4-bit KV format (one FP16 scale per group, no minimum); an
+ *    addition only. */
+#define KVRT_API_VERSION 8
 
 /* Most threads a session or a validation run may use (n_threads); more is KVRT_ERR_INVALID_ARGUMENT.
  * When the system cannot create the threads asked for, the OpenMP runtime (libgomp) prints a
@@ -150,7 +152,7 @@ KVRT_EXPORT int kvrt_token_is_end_of_generation(const kvrt_model* model, int32_t
 
 /* ---- KV-cache setting --------------------------------------------------------------------- */
 
-typedef enum kvrt_kv_format { KVRT_KV_F32 = 0, KVRT_KV_Q8 = 1, KVRT_KV_Q4 = 2, KVRT_KV_Q2 = 3 } kvrt_kv_format;
+typedef enum kvrt_kv_format { KVRT_KV_F32 = 0, KVRT_KV_Q8 = 1, KVRT_KV_Q4 = 2, KVRT_KV_Q2 = 3, KVRT_KV_Q4S = 4 } kvrt_kv_format;
 typedef enum kvrt_key_axis { KVRT_KEY_AXIS_TOKEN = 0, KVRT_KEY_AXIS_CHANNEL = 1 } kvrt_key_axis;
 
 typedef enum kvrt_kv_side { KVRT_KV_KEYS = 0, KVRT_KV_VALUES = 1 } kvrt_kv_side;
@@ -182,7 +184,7 @@ typedef struct kvrt_kv_config {
 KVRT_EXPORT void kvrt_kv_config_default(kvrt_kv_config* out_config);
 
 /* Parses a setting, as `kvrt run --kv` and validation/settings.toml do: a format name for both
- * sides ("f32", "q8", "q4", "q2"), then key=value fields, or the canonical form used in reports and
+ * sides ("f32", "q8", "q4", "q2", "q4s"), then key=value fields, or the canonical form used in reports and
  * validation records, "k=q4,v=q8,g=32,axis=token,r=0,rot=0" (any subset, any order, applied left
  * to right; e.g. "q4,axis=channel,r=32"), with "sinks=N" and per-layer formats such as
  * "layers[0,1,-2,-1]=q8", "k[0]=f32", "v[-1]=q8". Unknown names, bad layer lists and empty text

@@ -16,6 +16,7 @@ constexpr FormatTraits quant_row() {
           F::kName,
           F::kBits,
           F::kPlanes,
+          F::kCodeBias,
           ScaleType::kF16,
           kKeyLaneDims * F::kPerByte,
           simd::kAccColumnDims,
@@ -28,10 +29,11 @@ constexpr FormatTraits quant_row() {
 
 // Indexed by Format. f32 "blocks" are the values themselves.
 constexpr FormatTraits kTraits[] = {
-    {Format::kF32, "f32", 32, 0, ScaleType::kNone, 1, 1, nullptr, nullptr, nullptr, nullptr, nullptr},
+    {Format::kF32, "f32", 32, 0, 0, ScaleType::kNone, 1, 1, nullptr, nullptr, nullptr, nullptr, nullptr},
     quant_row<Q8>(),
     quant_row<Q4>(),
     quant_row<Q2>(),
+    quant_row<Q4S>(),
 };
 static_assert(std::size(kTraits) == kNumFormats);
 

@@ -21,6 +21,7 @@ struct FormatTraits {
   const char* name;        // the same in code, CLI, TOML and records: "f32", "q8", ...
   int bits;                // bits per stored value (32 for f32)
   int planes;              // scale planes per group: 0 (f32), 1 (scale), 2 (scale, minimum)
+  int code_bias;           // stored code - q (kv/blocks.h kCodeBias)
   ScaleType scale_type;
   // Token tiles need head_dim and the group to be multiples of these (kv/tiles.h key runs are
   // 4 dims per slot of a byte; the value kernels take 8 dims at a time). 1 for f32.
@@ -44,14 +45,14 @@ struct FormatTraits {
   // G rows of n codes.
   size_t channel_codes_offset(int n) const { return header_bytes() * n; }
   size_t channel_tile_bytes(int n, int group) const { return channel_codes_offset(n) + group * code_bytes(n); }
-  TileFormat tile(TileRole role, int n, int group) const { return {role, bits, planes, n, group}; }
+  TileFormat tile(TileRole role, int n, int group) const { return {role, bits, planes, code_bias, n, group}; }
   int unit(TileRole role) const { return role == TileRole::kKey ? key_unit : value_unit; }
 };
 
 const FormatTraits& format_traits(Format f);
 // The row named `name`; kvrt::Error(kUsage) listing the valid names otherwise.
 const FormatTraits& format_traits(std::string_view name);
-// "f32, q8, q4": every format name, for messages and help texts.
+// "f32, q8, q4, q2, q4s": every format name, for messages and help texts.
 const char* format_names();
 
 }  // namespace kvrt::kv

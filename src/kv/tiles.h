@@ -40,12 +40,13 @@ struct TileFormat {
   TileRole role;
   int bits;           // code width
   int planes;         // 1 (scale) or 2 (scale, minimum)
+  int code_bias;      // stored code - q (kv/blocks.h kCodeBias: 8 for q4s, else 0)
   int n;              // head_dim
   int group;
 
   template <class F>
   static TileFormat of(TileRole role, int n, int group) {
-    return {role, F::kBits, F::kPlanes, n, group};
+    return {role, F::kBits, F::kPlanes, F::kCodeBias, n, group};
   }
   int per_byte() const { return 8 / bits; }
   int n_groups() const { return n / group; }
@@ -71,19 +72,20 @@ struct TileFormat {
 inline float tile_scale(const TileFormat& f, const uint8_t* tile, int b, int t) { return load_scale(tile + f.scale_offset(0, b, t)); }
 inline float tile_min(const TileFormat& f, const uint8_t* tile, int b, int t) { return load_scale(tile + f.scale_offset(1, b, t)); }
 
-// Code of (token t, dim i): int8 for q8, 0..2^bits-1 for the asymmetric formats.
+// Code of (token t, dim i): q of kv/blocks.h, int8 for q8, -8..7 for q4s, 0..2^bits-1 for the
+// asymmetric formats.
 inline int tile_code(const TileFormat& f, const uint8_t* tile, int t, int i) {
   int slot;
   const uint8_t byte = tile[f.header_bytes() + f.code_byte(t, i, &slot)];
   if (f.bits == 8) return static_cast<int8_t>(byte);
-  return (byte >> (slot * f.bits)) & ((1 << f.bits) - 1);
+  return ((byte >> (slot * f.bits)) & ((1 << f.bits) - 1)) - f.code_bias;
 }
 
 inline void set_tile_code(const TileFormat& f, uint8_t* tile, int t, int i, int q) {
   int slot;
   uint8_t& byte = tile[f.header_bytes() + f.code_byte(t, i, &slot)];
   const int shift = slot * f.bits, mask = ((1 << f.bits) - 1) << shift;
-  byte = static_cast<uint8_t>((byte & ~mask) | ((q << shift) & mask));
+  byte = static_cast<uint8_t>((byte & ~mask) | (((q + f.code_bias) << shift) & mask));
 }
 
 // Stores token t of the tile from one row of blocks of format F (kv/blocks.h layout, n values).

@@ -4,7 +4,8 @@
 //   dot (q·k): lanes are 8 tokens of a key tile (two halves per tile). vpmaddubsw takes u8 x s8:
 //              q8 uses |k| x sign(q, k) (|products| <= 128 * 127, a pair <= 32512, no int16
 //              saturation); narrower codes x q, summed over the k slots of a byte (q4: pairs
-//              <= 3810, twice); vpmaddwd by ones sums 4 dims per lane.
+//              <= 3810, twice); vpmaddwd by ones sums 4 dims per lane. q4s's stored codes are
+//              q + 8 (unsigned, as vpmaddubsw needs): 8 Σq̃ is taken off per group.
 //   acc (p·V): lanes are 8 dims; p folded into the value scales as int16 weights (AccArgs),
 //              vpmaddwd adds 2 tokens per lane into int32, flushed to FP32 once per kAccChunk run.
 //   dequantize_tile (prefill): 8 dims of a token per vector, bit-exact with kv::tile_load_row.
@@ -98,7 +99,8 @@ void dot_nq(Avx2, const DotArgs& a, int i0) {
         const __m256 d = load_scales(tile + b * ss + half_scales * h);
         for (int i = 0; i < NQ; ++i) {
           const int g = (i0 + i) * ng + b;
-          s[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[i]), _mm256_mul_ps(d, _mm256_set1_ps(q.d[g])), s[i]);
+          const __m256i sum = F::kCodeBias != 0 ? _mm256_sub_epi32(acc[i], _mm256_set1_epi32(F::kCodeBias * q.csum[g])) : acc[i];
+          s[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(d, _mm256_set1_ps(q.d[g])), s[i]);
           if constexpr (!F::kSymmetric) {
             const __m256 m = load_scales(tile + (ng + b) * ss + half_scales * h);
             s[i] = _mm256_fmadd_ps(m, _mm256_set1_ps(q.sum[g]), s[i]);
@@ -158,7 +160,8 @@ inline void acc_tile(const uint8_t* codes, int n, int col, const RunWeights<NQ, 
     for (int u = 0; u < kT / k; ++u) {
       const __m256i x = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + u * n + col * 8)));
       for (int p = 0; p < k / 2; ++p) {
-        const __m256i v = _mm256_and_si256(_mm256_or_si256(_mm256_srli_epi32(x, 2 * p * bits), _mm256_slli_epi32(x, 16 - (2 * p + 1) * bits)), mask);
+        __m256i v = _mm256_and_si256(_mm256_or_si256(_mm256_srli_epi32(x, 2 * p * bits), _mm256_slli_epi32(x, 16 - (2 * p + 1) * bits)), mask);
+        if constexpr (F::kCodeBias != 0) v = _mm256_sub_epi16(v, _mm256_set1_epi16(F::kCodeBias));
         for (int i = 0; i < NQ; ++i) acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(v, bcast32(r.tile(i, b, k_tile) + k * u + 2 * p)));
       }
     }
@@ -181,7 +184,7 @@ void acc_column(Avx2, const AccArgs& a, int i0, const TileRun& run, const RunWei
   }
 }
 
-// Codes of 8 dims [8 col, 8 col + 8) of token t of a tile as int32 lanes.
+// Stored codes of 8 dims [8 col, 8 col + 8) of token t of a tile as int32 lanes.
 template <kv::TileRole R, class F>
 inline __m256i token_codes(const uint8_t* codes, int n, int t, int col) {
   constexpr int k = F::kPerByte, bits = F::kBits;
@@ -218,7 +221,7 @@ inline __m256 rounded(__m256 v) {
 template <class F, kv::TileRole R>
 void dequantize_column(Avx2, const kv::TileFormat& f, const uint8_t* tile, int t, int col, float* x) {
   const int b = col * 8 / f.group;
-  const __m256 c = _mm256_cvtepi32_ps(token_codes<R, F>(tile + f.header_bytes(), f.n, t, col));
+  const __m256 c = _mm256_cvtepi32_ps(_mm256_sub_epi32(token_codes<R, F>(tile + f.header_bytes(), f.n, t, col), _mm256_set1_epi32(F::kCodeBias)));
   __m256 v = _mm256_mul_ps(_mm256_set1_ps(kv::tile_scale(f, tile, b, t)), c);
   if constexpr (!F::kSymmetric) v = _mm256_add_ps(_mm256_set1_ps(kv::tile_min(f, tile, b, t)), rounded(v));
   _mm256_storeu_ps(x, v);

@@ -106,7 +106,7 @@ inline void acc_tile(const uint8_t* codes, int n, int col, const RunWeights<NQ, 
       const uint8x8_t x = vld1_u8(codes + u * n + col * 8);
       for (int s = 0; s < k; ++s) {
         const uint8x8_t c = vand_u8(vshl_u8(x, vdup_n_s8(static_cast<int8_t>(-s * F::kBits))), vdup_n_u8(F::kCodeMask));
-        add(vreinterpretq_s16_u16(vmovl_u8(c)), k * u + s);
+        add(vsubq_s16(vreinterpretq_s16_u16(vmovl_u8(c)), vdupq_n_s16(F::kCodeBias)), k * u + s);
       }
     }
   }
@@ -130,7 +130,7 @@ void acc_column(Neon, const AccArgs& a, int i0, const TileRun& run, const RunWei
   }
 }
 
-// Codes of 8 dims [8 col, 8 col + 8) of token t of a tile as int16 lanes.
+// Stored codes of 8 dims [8 col, 8 col + 8) of token t of a tile as int16 lanes.
 template <kv::TileRole R, class F>
 inline int16x8_t token_codes(const uint8_t* codes, int n, int t, int col) {
   constexpr int k = F::kPerByte, bits = F::kBits;
@@ -160,7 +160,7 @@ inline int16x8_t token_codes(const uint8_t* codes, int n, int t, int col) {
 template <class F, kv::TileRole R>
 void dequantize_column(Neon, const kv::TileFormat& f, const uint8_t* tile, int t, int col, float* x) {
   const int b = col * 8 / f.group;
-  const int16x8_t c = token_codes<R, F>(tile + f.header_bytes(), f.n, t, col);
+  const int16x8_t c = vsubq_s16(token_codes<R, F>(tile + f.header_bytes(), f.n, t, col), vdupq_n_s16(F::kCodeBias));
   const float d = kv::tile_scale(f, tile, b, t);
   for (int h = 0; h < 2; ++h) {
     const float32x4_t cf = vcvtq_f32_s32(vmovl_s16(h ? vget_high_s16(c) : vget_low_s16(c)));

@@ -3,7 +3,8 @@
 // scales and minimums become floats with vcvtph2ps (exact), 16 tokens at a time.
 //   dot (q·k): lanes are the 16 tokens of a key tile; vpdpbusd adds 4 code x query products per
 //              lane, so no horizontal sums. q8 codes are made unsigned with ^0x80 and the 128 Σq̃
-//              it adds is taken off per group; narrower codes take one vpdpbusd per slot of a byte.
+//              it adds is taken off per group; narrower codes take one vpdpbusd per slot of a byte
+//              (q4s's stored codes are q + 8: 8 Σq̃ is taken off the same way).
 //   acc (p·V): lanes are 16 dims (8, in ymm with AVX512-VL, for rows or groups of 8); p is folded
 //              into the value scales as int16 weights (AccArgs) and vpdpwssd adds 2 tokens per
 //              lane into int32, flushed to FP32 once per kAccChunk run.
@@ -62,6 +63,11 @@ struct Lanes {
     if constexpr (W == 16) return _mm512_ternarylogic_epi32(_mm512_srli_epi32(x, lo), _mm512_slli_epi32(x, hi), _mm512_set1_epi32(mask), 0xa8);
     else return _mm256_ternarylogic_epi32(_mm256_srli_epi32(x, lo), _mm256_slli_epi32(x, hi), _mm256_set1_epi32(mask), 0xa8);
   }
+  // every int16 lane of x less `bias`
+  static I sub16(I x, int bias) {
+    if constexpr (W == 16) return _mm512_sub_epi16(x, _mm512_set1_epi16(static_cast<int16_t>(bias)));
+    else return _mm256_sub_epi16(x, _mm256_set1_epi16(static_cast<int16_t>(bias)));
+  }
   // o[0 .. W) = fma(a0 + a1, sw, o) (+ msum)
   static void flush(float* o, I a0, I a1, float sw, bool add_msum, float msum) {
     if constexpr (W == 16) {
@@ -117,7 +123,8 @@ void dot_nq(Vnni<16>, const DotArgs& a, int i0) {
       const __m512 d = load_scales(tile + b * ss);
       for (int i = 0; i < NQ; ++i) {
         const int g = (i0 + i) * ng + b;
-        const __m512i sum = F::kBits == 8 ? _mm512_sub_epi32(acc[i], _mm512_set1_epi32(128 * q.csum[g])) : acc[i];
+        constexpr int bias = F::kBits == 8 ? 128 : F::kCodeBias;  // added to each code to make it unsigned
+        const __m512i sum = bias != 0 ? _mm512_sub_epi32(acc[i], _mm512_set1_epi32(bias * q.csum[g])) : acc[i];
         s[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(d, _mm512_set1_ps(q.d[g])), s[i]);
         if constexpr (!F::kSymmetric) s[i] = _mm512_fmadd_ps(load_scales(tile + (ng + b) * ss), _mm512_set1_ps(q.sum[g]), s[i]);
       }
@@ -146,7 +153,8 @@ inline void acc_tile(const uint8_t* codes, int n, int col, const RunWeights<NQ, 
       for (int p = 0; p < k / 2; ++p) {
         const int pair = k / 2 * u + p;
         // (x >> 2p bits | x << (16 - (2p + 1) bits)) & mask: the pair's two codes as int16 lanes
-        const auto v = L::pair_codes(x, 2 * p * bits, 16 - (2 * p + 1) * bits, F::kCodeMask | F::kCodeMask << 16);
+        auto v = L::pair_codes(x, 2 * p * bits, 16 - (2 * p + 1) * bits, F::kCodeMask | F::kCodeMask << 16);
+        if constexpr (F::kCodeBias != 0) v = L::sub16(v, F::kCodeBias);
         for (int i = 0; i < NQ; ++i) acc[pair & 1][i] = L::dot_pairs(acc[pair & 1][i], v, r.tile(i, b, k_tile) + 2 * pair);
       }
     }
