@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Cross-builds kvrt for 64-bit ARM (NEON) in build-aarch64/ and runs the test suite under
-# qemu-user (all of it but the suite 'slow'). Installs what it needs from Debian on first use (cross g++, qemu-user, arm64 toml++ and runtime).
+# qemu-user (all of it but the suites 'slow' and 'flow'). Installs what it needs from Debian on first use (cross g++, qemu-user, arm64 toml++ and runtime).
 # oneDNN is disabled there: kvrt's blocked GEMM does the matrix products (see README).
 # Extra arguments go to `meson test`, e.g. tools/test_arm.sh matmul
 # KVRT_QEMU_CPU: the qemu CPU models to run them on, in turn (default "max", which has every
@@ -45,9 +45,9 @@ status=0
 # reads its CPU model from QEMU_CPU (the kernel's HWCAP words follow it), also for the kvrt
 # processes tests start through the cross file's wrapper.
 read -ra cpus <<< "${KVRT_QEMU_CPU:-max}"
-# Without arguments: the whole suite but the 'slow' suite (see tests/meson.build), which runs natively.
+# Without arguments: the whole suite but the suites 'slow' and 'flow' (see tests/meson.build), which run natively.
 args=("$@")
-(($#)) || args=(--no-suite slow)
+(($#)) || args=(--no-suite slow --no-suite flow)
 rebuild=()
 for cpu in "${cpus[@]}"; do
   echo "kvrt test_arm: qemu -cpu $cpu" >&2
