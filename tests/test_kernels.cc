@@ -51,6 +51,15 @@ std::vector<Isa> simd_isas() {
   return isas;
 }
 
+// Calls fn(isa, format) for every quantized KV format (a kv::Format* tag) on every ISA this CPU
+// runs, scalar last.
+template <class Fn>
+void for_each_isa_and_format(Fn fn) {
+  std::vector<Isa> isas = simd_isas();
+  isas.push_back(Isa::kScalar);
+  for (Isa isa : isas) kvrt::kv::for_each_quant_format([&](auto format) { fn(isa, format); });
+}
+
 }  // namespace
 
 TEST_CASE("the kernel table is chosen and names its ISA") {
@@ -224,34 +233,30 @@ void check_tile_acc(const Kernels& k, int n, int group, int n_rows) {
 }  // namespace
 
 TEST_CASE("tiles hold the reference blocks, and the tile kernels equal the scalar twin") {
-  std::vector<Isa> isas = simd_isas();
-  isas.push_back(Isa::kScalar);
-  for (Isa isa : isas) {
+  for_each_isa_and_format([](Isa isa, auto format) {
+    using F = decltype(format);
     const Kernels& k = kernels_for(isa);
-    kvrt::kv::for_each_quant_format([&](auto format) {
-      using F = decltype(format);
-      const FormatKernels& fk = k.format[static_cast<int>(F::kFormat)];
-      const FormatKernels& sk = kernels_for(Isa::kScalar).format[static_cast<int>(F::kFormat)];
-      for (int n : {8, 64, 128, 96, 48}) {
-        // 12: q8 key groups of an odd number of 4-dim lanes, which values (8 dims a column) refuse
-        for (int group : {8, 12, 16, 24, 32, 64, 128}) {
-          if (n % group || group % (kvrt::kv::kKeyLaneDims * F::kPerByte)) continue;
-          const bool values = group % kAccColumnDims == 0;
-          INFO(std::string(isa_to_string(isa)) << " " << F::kName << " n " << n << " group " << group);
-          if (isa != Isa::kScalar) {  // every SIMD table has its own tile kernels
-            CHECK((fk.dot != sk.dot));
-            CHECK((fk.acc != sk.acc));
-            CHECK((fk.dequantize_tile[1] != sk.dequantize_tile[1]));
-          }
-          if (values) check_tile_roundtrip<F>(k, n, group, 3);
-          for (int n_rows : {37, 150}) {  // 150: several kAccChunk runs and a partial tile
-            for (int n_q : {1, 7}) check_tile_dot<F>(k, n, group, n_rows, n_q);  // query groups of 1, 4 and 3
-            if (values) check_tile_acc<F>(k, n, group, n_rows);
-          }
+    const FormatKernels& fk = k.format[static_cast<int>(F::kFormat)];
+    const FormatKernels& sk = kernels_for(Isa::kScalar).format[static_cast<int>(F::kFormat)];
+    for (int n : {8, 64, 128, 96, 48}) {
+      // 12: q8 key groups of an odd number of 4-dim lanes, which values (8 dims a column) refuse
+      for (int group : {8, 12, 16, 24, 32, 64, 128}) {
+        if (n % group || group % (kvrt::kv::kKeyLaneDims * F::kPerByte)) continue;
+        const bool values = group % kAccColumnDims == 0;
+        INFO(std::string(isa_to_string(isa)) << " " << F::kName << " n " << n << " group " << group);
+        if (isa != Isa::kScalar) {  // every SIMD table has its own tile kernels
+          CHECK((fk.dot != sk.dot));
+          CHECK((fk.acc != sk.acc));
+          CHECK((fk.dequantize_tile[1] != sk.dequantize_tile[1]));
+        }
+        if (values) check_tile_roundtrip<F>(k, n, group, 3);
+        for (int n_rows : {37, 150}) {  // 150: several kAccChunk runs and a partial tile
+          for (int n_q : {1, 7}) check_tile_dot<F>(k, n, group, n_rows, n_q);  // query groups of 1, 4 and 3
+          if (values) check_tile_acc<F>(k, n, group, n_rows);
         }
       }
-    });
-  }
+    }
+  });
 }
 
 namespace {
@@ -292,77 +297,69 @@ void check_channel_dot(Isa isa, const FormatKernels& fk, int n, int group, int f
 }  // namespace
 
 TEST_CASE("channel-axis key tiles: dot_channel equals the scalar twin, and both q · the dequantized keys") {
-  std::vector<Isa> isas = simd_isas();
-  isas.push_back(Isa::kScalar);
-  for (Isa isa : isas) {
+  for_each_isa_and_format([](Isa isa, auto format) {
+    using F = decltype(format);
     const Kernels& k = kernels_for(isa);
-    kvrt::kv::for_each_quant_format([&](auto format) {
-      using F = decltype(format);
-      const FormatKernels& fk = k.format[static_cast<int>(F::kFormat)];
-      if (isa != Isa::kScalar) CHECK((fk.dot_channel != kernels_for(Isa::kScalar).format[static_cast<int>(F::kFormat)].dot_channel));
-      for (int n : {8, 64, 96, 128}) {
-        for (int group : {8, 12, 32, 128}) {  // tokens per tile; 12: not a power of two
-          if (group * F::kBits % 8) continue;
-          for (int first : {0, group / 2 + 1}) {
-            for (int n_q : {1, 7}) check_channel_dot<F>(isa, fk, n, group, first, n_q);  // query groups of 1, 4 and 3
-          }
+    const FormatKernels& fk = k.format[static_cast<int>(F::kFormat)];
+    if (isa != Isa::kScalar) CHECK((fk.dot_channel != kernels_for(Isa::kScalar).format[static_cast<int>(F::kFormat)].dot_channel));
+    for (int n : {8, 64, 96, 128}) {
+      for (int group : {8, 12, 32, 128}) {  // tokens per tile; 12: not a power of two
+        if (group * F::kBits % 8) continue;
+        for (int first : {0, group / 2 + 1}) {
+          for (int n_q : {1, 7}) check_channel_dot<F>(isa, fk, n, group, first, n_q);  // query groups of 1, 4 and 3
         }
       }
-    });
-  }
+    }
+  });
 }
 
 TEST_CASE("quantize equals the scalar twin bit for bit and round trips within the bound") {
-  std::vector<Isa> isas = simd_isas();
-  isas.push_back(Isa::kScalar);
-  for (Isa isa : isas) {
+  for_each_isa_and_format([](Isa isa, auto format) {
+    using F = decltype(format);
     const Kernels& k = kernels_for(isa);
-    kvrt::kv::for_each_quant_format([&](auto format) {
-      using F = decltype(format);
-      for (int n : {8, 24, 64, 128}) {
-        for (int group : {8, 12, 16, 24, 32, 64, 128}) {
-          if (n % group) continue;
-          const std::vector<float> x = randn(n, 11 * n + group, 3.0f);
-          const size_t rb = F::block_bytes(group) * (n / group);
-          std::vector<uint8_t> r_simd(rb), r_ref(rb);
-          k.format[static_cast<int>(F::kFormat)].quantize(x.data(), n, group, r_simd.data());
-          scalar::quantize<F>(x.data(), n, group, r_ref.data());
-          INFO(std::string(isa_to_string(isa)) << " " << F::kName << " n " << n << " group " << group);
-          CHECK(r_simd == r_ref);
-          const std::vector<float> y = dequantized<F>(r_simd, n, group);
-          for (int g = 0; g < n / group; ++g) {
-            float mn = x[g * group], mx = mn, amax = 0;
-            for (int i = g * group; i < (g + 1) * group; ++i) {
-              mn = std::min(mn, x[i]);
-              mx = std::max(mx, x[i]);
-              amax = std::max(amax, std::abs(x[i]));
-            }
-            // The stored FP16 minimum is the group's to FP16 precision, and the stored scale to
-            // FP16 precision: amax / max code (q8), e / min code for e the value of largest
-            // magnitude (q4s, negative for a positive e), or (max - m) / max code (asymmetric).
-            const uint8_t* block = r_simd.data() + g * F::block_bytes(group);
-            const float d = kvrt::kv::load_scale(block), m = F::kSymmetric ? 0.0f : kvrt::kv::load_scale(block + sizeof(kvrt::kv::Scale));
-            const double d_exact = F::kAbsScale ? amax / double(F::kMaxCode)
-                                   : F::kSymmetric ? (-mn > mx ? mn : mx) / double(F::kMinCode)
-                                                   : (mx - m) / double(F::kMaxCode);
-            if (!F::kSymmetric) REQUIRE(std::abs(m - mn) <= std::abs(mn) * 0x1p-11);
-            REQUIRE(std::abs(d - d_exact) <= std::abs(d_exact) * (0x1p-11 + 1e-6));
-            // |d|/2 for every value, and below the minimum where the rounded one lies above it;
-            // symmetric formats clamp at max code |d| what lies beyond it: up to |d| for q4s's
-            // values of the other sign than e (its range is one code short there), a sliver of
-            // FP16 rounding for q8; plus float rounding of the code math.
-            const double bound = F::kSymmetric ? std::max(std::abs(d) / 2.0, amax - F::kMaxCode * double(std::abs(d)))
-                                               : d / 2.0 + std::max(0.0f, m - mn);
-            for (int i = g * group; i < (g + 1) * group; ++i) {
-              REQUIRE(std::abs(y[i] - x[i]) <= bound * (1 + 1e-5) + 1e-6 * amax);
-              // q4s: e lands on the min code, exact but for the FP16 rounding of d
-              if (F::kSymmetric && !F::kAbsScale && std::abs(x[i]) == amax) REQUIRE(std::abs(y[i] - x[i]) <= amax * 0x1p-11);
-            }
+    for (int n : {8, 24, 64, 128}) {
+      for (int group : {8, 12, 16, 24, 32, 64, 128}) {
+        if (n % group) continue;
+        const std::vector<float> x = randn(n, 11 * n + group, 3.0f);
+        const size_t rb = F::block_bytes(group) * (n / group);
+        std::vector<uint8_t> r_simd(rb), r_ref(rb);
+        k.format[static_cast<int>(F::kFormat)].quantize(x.data(), n, group, r_simd.data());
+        scalar::quantize<F>(x.data(), n, group, r_ref.data());
+        INFO(std::string(isa_to_string(isa)) << " " << F::kName << " n " << n << " group " << group);
+        CHECK(r_simd == r_ref);
+        const std::vector<float> y = dequantized<F>(r_simd, n, group);
+        for (int g = 0; g < n / group; ++g) {
+          float mn = x[g * group], mx = mn, amax = 0;
+          for (int i = g * group; i < (g + 1) * group; ++i) {
+            mn = std::min(mn, x[i]);
+            mx = std::max(mx, x[i]);
+            amax = std::max(amax, std::abs(x[i]));
+          }
+          // The stored FP16 minimum is the group's to FP16 precision, and the stored scale to
+          // FP16 precision: amax / max code (q8), e / min code for e the value of largest
+          // magnitude (q4s, negative for a positive e), or (max - m) / max code (asymmetric).
+          const uint8_t* block = r_simd.data() + g * F::block_bytes(group);
+          const float d = kvrt::kv::load_scale(block), m = F::kSymmetric ? 0.0f : kvrt::kv::load_scale(block + sizeof(kvrt::kv::Scale));
+          const double d_exact = F::kAbsScale ? amax / double(F::kMaxCode)
+                                 : F::kSymmetric ? (-mn > mx ? mn : mx) / double(F::kMinCode)
+                                                 : (mx - m) / double(F::kMaxCode);
+          if (!F::kSymmetric) REQUIRE(std::abs(m - mn) <= std::abs(mn) * 0x1p-11);
+          REQUIRE(std::abs(d - d_exact) <= std::abs(d_exact) * (0x1p-11 + 1e-6));
+          // |d|/2 for every value, and below the minimum where the rounded one lies above it;
+          // symmetric formats clamp at max code |d| what lies beyond it: up to |d| for q4s's
+          // values of the other sign than e (its range is one code short there), a sliver of
+          // FP16 rounding for q8; plus float rounding of the code math.
+          const double bound = F::kSymmetric ? std::max(std::abs(d) / 2.0, amax - F::kMaxCode * double(std::abs(d)))
+                                             : d / 2.0 + std::max(0.0f, m - mn);
+          for (int i = g * group; i < (g + 1) * group; ++i) {
+            REQUIRE(std::abs(y[i] - x[i]) <= bound * (1 + 1e-5) + 1e-6 * amax);
+            // q4s: e lands on the min code, exact but for the FP16 rounding of d
+            if (F::kSymmetric && !F::kAbsScale && std::abs(x[i]) == amax) REQUIRE(std::abs(y[i] - x[i]) <= amax * 0x1p-11);
           }
         }
       }
-    });
-  }
+    }
+  });
 }
 TEST_CASE("exp_sum, hadamard and the prefill tiles equal the scalar twin") {
   for (Isa isa : simd_isas()) {
