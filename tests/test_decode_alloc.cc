@@ -67,6 +67,7 @@ namespace {
 
 using namespace kvrt;
 
+#if KVRT_COUNT_MALLOC
 // Allocations per decode step over `steps` greedy steps after a prompt and a warm-up; `kernels`
 // gets the matrix-product kernels the steps ran.
 double mallocs_per_step(const model::Model& m, const kv::KvConfig& kv, int steps, std::string* kernels = nullptr,
@@ -85,22 +86,17 @@ double mallocs_per_step(const model::Model& m, const kv::KvConfig& kv, int steps
     s.eval(&next, 1);
     next = model::argmax(s.last_logits(), m.config().n_vocab);
   }
-#if KVRT_COUNT_MALLOC
   g_allocations = 0;
   g_counting = true;
-#endif
   for (int i = 0; i < steps; ++i) {
     s.eval(&next, 1);
     next = model::argmax(s.last_logits(), m.config().n_vocab);
   }
-#if KVRT_COUNT_MALLOC
   g_counting = false;
   if (kernels) *kernels = s.matmul_implementation();
   return double(g_allocations.load()) / steps;
-#else
-  return 0;
-#endif
 }
+#endif
 
 }  // namespace
 
