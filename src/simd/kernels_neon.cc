@@ -34,16 +34,11 @@ inline Vec<A> cvt_codes(const uint8_t* p, int shift) {
   return Vec<A>(vcvtq_f32_u32(vandq_u32(vshlq_u32(b, vdupq_n_s32(-shift)), vdupq_n_u32((1u << Bits) - 1))));
 }
 
-// 4 FP16 values (kv::Scale) to 4 floats, exactly (fcvt, base ARMv8.0).
+// 4 FP16 values (kv::Scale) to 4 floats, exactly (fcvtl, base ARMv8.0; as load_scales of
+// kernels_neon_dot.inc and the F16 rows of matmul_tiles.inc).
 template <class A>
 inline Vec<A> cvt_f16(const uint8_t* p) {
-  alignas(16) float x[4];
-  for (int i = 0; i < 4; ++i) {
-    __fp16 h;
-    std::memcpy(&h, p + i * sizeof h, sizeof h);
-    x[i] = h;
-  }
-  return Vec<A>::load_aligned(x);
+  return Vec<A>(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const uint16_t*>(p)))));
 }
 
 // out[e] = sum of the lanes of v[e] for e < 4.
