@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -135,6 +136,36 @@ TEST_CASE("matmul: every tile shape of every runnable ISA matches the reference"
           sub.m = mr;
           sub.n_out = nr;
           check_against_reference(sub, corner);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("matmul: every f16 tile of every ISA gives the f32 tile's outputs on the widened rows, bit for bit") {
+  // F16 decode keeps its numbers: widening in registers does the same operations on the same
+  // values as widening a W tile into memory first. Specials (inf, NaN, subnormals) are widened too.
+  for (kvrt::simd::Isa isa : kvrt::simd::runnable_isas()) {
+    const kvrt::simd::MatmulTiles& tiles = kvrt::simd::kernels_for(isa).matmul;
+    INFO("ISA " << kvrt::simd::isa_to_string(isa) << ", tiles " << tiles.isa);
+    for (int64_t n_in : {1, 7, 16, 37, 259}) {
+      Problem p = make_problem(tiles.rows, tiles.cols, n_in, WeightType::kF16, uint32_t(n_in) + 7);
+      for (size_t i = 0; i < p.w_16.size(); i += 11) {  // some subnormals, infinities and a NaN
+        p.w_16[i] = uint16_t(i % 3 == 0 ? 0x0001 + i : i % 3 == 1 ? 0x7c00 : 0x7e00);
+        p.w[i] = kvrt::f16_to_f32(p.w_16[i]);
+      }
+      for (int mr = 1; mr <= tiles.rows; ++mr) {
+        for (int nr = 1; nr <= tiles.cols; ++nr) {
+          std::vector<float> y32(size_t(mr * nr)), y16(size_t(mr * nr));  // [mr][nr]
+          tiles.fn[mr - 1][nr - 1]({p.x.data(), size_t(n_in), p.w.data(), size_t(n_in), y32.data(), size_t(nr), n_in});
+          tiles.f16[mr - 1][nr - 1]({p.x.data(), size_t(n_in), p.w_16.data(), size_t(n_in), y16.data(), size_t(nr), n_in});
+          int n_differ = 0;
+          for (size_t i = 0; i < y32.size(); ++i) n_differ += std::bit_cast<uint32_t>(y32[i]) != std::bit_cast<uint32_t>(y16[i]);
+          CAPTURE(n_in);
+          CAPTURE(mr);
+          CAPTURE(nr);
+          CAPTURE(std::string(tiles.isa));
+          CHECK(n_differ == 0);
         }
       }
     }

@@ -97,16 +97,26 @@ struct FormatKernels {
 
 // Matrix products y = x · Wᵀ (ops/matmul_blocked.cc drives them). A register tile computes
 // y[i * y_stride + j] = Σ_k x[i * x_stride + k] · w[j * w_stride + k] for i < mr, j < nr, k < n_in,
-// as full-length dot products over W rows in their stored row-major layout.
-struct MatmulTileArgs {
+// as full-length dot products over W rows in their stored row-major layout. W is f32 (W = float)
+// or IEEE binary16 (W = uint16_t), which the f16 tiles widen in registers: the same operations
+// on the same (exactly widened) values, so an f16 tile's y is bit for bit the f32 tile's on the
+// widened rows.
+template <class W>
+struct TileArgs {
   const float* x;  // [mr][x_stride]
   size_t x_stride;
-  const float* w;  // [nr][w_stride]
+  const W* w;      // [nr][w_stride]
   size_t w_stride;
   float* y;        // [mr][y_stride]
   size_t y_stride;
   int64_t n_in;
+  // The W rows of the tile that comes next, [nr][w_stride], read ahead as this one runs (a line
+  // of each row per step of k), or null. Without it F16 decode, which reads each W row once,
+  // streamed W from memory at a third of the rate of a plain read.
+  const W* next = nullptr;
 };
+using MatmulTileArgs = TileArgs<float>;
+using MatmulTileArgsF16 = TileArgs<uint16_t>;
 constexpr int kMaxTileRows = 4;  // mr: rows of x (and y) per tile
 constexpr int kMaxTileCols = 4;  // nr: rows of W (columns of y) per tile
 struct MatmulTiles {
@@ -114,6 +124,7 @@ struct MatmulTiles {
   int rows;         // the full tile of this ISA is rows x cols; fn[mr - 1][nr - 1] does mr x nr
   int cols;
   void (*fn[kMaxTileRows][kMaxTileCols])(const MatmulTileArgs&);
+  void (*f16[kMaxTileRows][kMaxTileCols])(const MatmulTileArgsF16&);  // the same shapes, f16 W
 };
 
 // The decode product of a weight type: y[i * y_stride + j] = act_i · w_j for i < m, j < n_rows,
@@ -178,6 +189,7 @@ void for_each_slot(K& k, F&& f) {
   for (int i = 0; i < k.matmul.rows; ++i) {
     for (int j = 0; j < k.matmul.cols; ++j) {
       f(("matmul.tile" + std::to_string(i + 1) + "x" + std::to_string(j + 1)).c_str(), k.matmul.fn[i][j]);
+      f(("matmul.tile_f16." + std::to_string(i + 1) + "x" + std::to_string(j + 1)).c_str(), k.matmul.f16[i][j]);
     }
   }
   for (int t = 0; t < kNumWeightTypes; ++t) {
