@@ -139,6 +139,117 @@ class Pools:
             return made_up_word(rng, rng.randint(2, 3))
         return rng.choice(self.names)
 
+    def relation(self, rng):
+        return rng.choice(self.relations)
+
+    def fact_template(self, rng):
+        return rng.choice(self.facts)
+
+    def cue_template(self, rng):
+        return rng.choice(self.cues)
+
+
+class ProceduralPools(Pools):
+    """Training wording drawn from a grammar instead of lists (the curriculum's last stage): most
+    names are made up (2-4 syllables, some with a second name), most relations are a made-up or
+    training head with a kind ("the bazu code", "the tekilo's name"), and most fact and cue
+    templates are composed in one of several word orders, with story words (spans of training
+    sentences) between their parts. A model that saw a few hundred wordings recalled 94% of
+    training facts and a fifth of held-out ones: it keyed on the wording. Here no wording repeats
+    often enough to be learnt, so only the name and the relation can lead back to the value. A
+    composed template that equals a held-out one is drawn again (the halves stay disjoint)."""
+
+    def __init__(self, sentences):
+        super().__init__(False)
+        # Word lists of training sentences, for filler spans: lowercase letters only.
+        self.sentences = [ws for ws in (re.findall(r"[a-z]+", s.lower()) for s in sentences) if len(ws) >= 2]
+
+    def name(self, rng):
+        if rng.random() < 0.3:
+            return rng.choice(self.names)
+        name = made_up_word(rng, rng.randint(2, 4))
+        return name + " " + made_up_word(rng, rng.randint(2, 3)) if rng.random() < 0.25 else name
+
+    def relation(self, rng):
+        if rng.random() < 0.4:
+            return rng.choice(self.relations)
+        kind = "number" if rng.random() < 0.5 else "word"
+        head = made_up_word(rng, rng.randint(2, 3)).lower()
+        while head in _HELDOUT_HEADS:
+            head = made_up_word(rng, rng.randint(2, 3)).lower()
+        if rng.random() < 0.3:
+            head = rng.choice(self.relations)[1].split()[0].split("'")[0]
+        tail = rng.choice(_NUMBER_KINDS if kind == "number" else _WORD_KINDS)
+        return kind, head + tail
+
+    def span(self, rng, lo=2, hi=5):
+        words = rng.choice(self.sentences)
+        n = min(len(words), rng.randint(lo, hi))
+        i = rng.randrange(len(words) - n + 1)
+        return " ".join(words[i:i + n])
+
+    def filler(self, rng):
+        return " " + self.span(rng) if rng.random() < 0.5 else ""
+
+    def opening(self, rng):
+        r = rng.random()
+        if r < 0.4:
+            return ""
+        if r < 0.7:
+            return rng.choice(TRAIN_FACT_OPENINGS[1:])
+        return self.span(rng).capitalize() + rng.choice([", ", ". ", ": "])
+
+    def fact_template(self, rng):
+        if rng.random() < 0.2:
+            return rng.choice(self.facts)
+        while True:
+            t = self.opening(rng) + rng.choice(_FACT_ORDERS)(self, rng) + rng.choice(
+                [".", "!", ".", ". " + self.span(rng).capitalize() + "."])
+            if t not in HELDOUT_FACTS:
+                return t
+
+    def cue_template(self, rng):
+        if rng.random() < 0.2:
+            return rng.choice(self.cues)
+        while True:
+            t = self.opening(rng) + rng.choice(_CUE_FORMS)(self, rng)
+            if t not in HELDOUT_CUES:
+                return t
+
+
+_HELDOUT_HEADS = {r.split()[0].split("'")[0] for _, r in HELDOUT_RELATIONS}
+_NUMBER_KINDS = [" code", " number", " key", " pin", " count", " score"]
+_WORD_KINDS = [" name", " word", " password", "'s name", " nickname", " secret"]
+_HAS = ["'s ", " had a ", " has a ", " kept the ", " got the ", " found the ", " knew the ",
+        " owned a ", " once had a ", " wrote down the ", " gave away the "]
+_IS = [" is ", " was ", ": ", " = ", ", and it was ", ", which was ", ". It was ", " - ", " that said ",
+       ", it is ", " read "]
+_OF = [" of ", " for ", " of little ", " that belonged to ", " given to ", " from "]
+_CHOSE = [" chose ", " picked ", " made ", " wanted ", " said ", " used "]
+_AS = [" as the ", " to be the ", " for the ", " as a "]
+_WAS_THE = [" was the ", " is the ", " became the ", " stayed the "]
+_ENDS = [" is", " was", ":", " =", " had been", ", it was", " said"]
+_QUESTIONS = ["What is the {R} of {N}?", "What was {N}'s {R}?", "Which {R} did {N} have?",
+              "Do you know the {R} of {N}?", "Who knows {N}'s {R}?", "Can you tell me the {R} of {N}?",
+              "What {R} did {N} get?", "And the {R} of {N}?"]
+_LEADS = ["It is", "It was", "{N} had", "{N}'s {R} was", "The {R} is", "Yes, it is", "A:",
+          "The answer is", "Sure, it was", "Of course, it is", "{N} said it was", "That was"]
+
+# Fact word orders (name, relation, value); each returns a template with {N}, {R}, {V}.
+_FACT_ORDERS = [
+    lambda p, rng: "{N}" + rng.choice(_HAS) + "{R}" + p.filler(rng) + rng.choice(_IS) + "{V}",
+    lambda p, rng: "the {R}" + rng.choice(_OF) + "{N}" + p.filler(rng) + rng.choice(_IS) + "{V}",
+    lambda p, rng: "{N}" + p.filler(rng) + rng.choice(_CHOSE) + "{V}" + rng.choice(_AS) + "{R}",
+    lambda p, rng: "{V}" + rng.choice(_WAS_THE) + "{R}" + rng.choice(_OF) + "{N}",
+]
+# Cue forms; each ends just before " {V}".
+_CUE_FORMS = [
+    lambda p, rng: rng.choice(["the {R} of {N}", "{N}'s {R}", "the {R} for {N}"]) + p.filler(rng)
+    + rng.choice(_ENDS),
+    lambda p, rng: rng.choice(_QUESTIONS) + " " + rng.choice(_LEADS),
+    lambda p, rng: "{N}" + p.filler(rng) + rng.choice(_HAS) + "{R}" + rng.choice([", and it was", ". It was", ":"]),
+]
+
 
 def fill(template, name, relation, value):
     text = template.replace("{N}", name).replace("{R}", relation).replace("{V}", value)
@@ -149,12 +260,12 @@ def make_fact(rng, pools, name=None, used_values=()):
     """(fact sentence, cue text, answer) for one name, relation and value; the answer
     (" " + value) is not one of used_values."""
     name = name or pools.name(rng)
-    kind, relation = rng.choice(pools.relations)
+    kind, relation = pools.relation(rng)
     value = value_for(rng, kind)
     while " " + value in used_values:
         value = value_for(rng, kind)
-    fact = fill(rng.choice(pools.facts), name, relation, value)
-    cue = fill(rng.choice(pools.cues), name, relation, value)
+    fact = fill(pools.fact_template(rng), name, relation, value)
+    cue = fill(pools.cue_template(rng), name, relation, value)
     return fact, cue, " " + value
 
 

@@ -70,7 +70,8 @@ def make_batch(builder, curriculum, a, step):
     batch, answers, dense = [], [], []
     for i in range(batch_tokens // n):
         rng = tasks.make_rng("train", a.seed, step, i)
-        ids, ans, is_copy = builder.sequence(rng, n, curriculum.max_distance(n), curriculum.copy_share())
+        ids, ans, is_copy = builder.sequence(rng, n, curriculum.max_distance(n), curriculum.copy_share(),
+                                            curriculum.procedural())
         batch.append(ids)
         answers.append(ans)
         dense.append(is_copy)
@@ -220,7 +221,8 @@ def train_loop(net, opt, builder, curriculum, a, c, step, tok, val_cases, nll_te
         dt = time.time() - t0
         entry = {"step": step, "loss": round(losses.mean().item(), 4), "seq_len": ids.shape[1] - 1,
                  "max_d": curriculum.max_distance(ids.shape[1] - 1), "copy_share": round(curriculum.copy_share(), 3),
-                 "lr": round(lr_at(step - 1, a), 6), "tok_s": round(ids[:, 1:].numel() / dt)}
+                 "lr": round(lr_at(step - 1, a), 6), "tok_s": round(ids[:, 1:].numel() / dt),
+                 "procedural": curriculum.procedural()}
         hit = logits.argmax(-1) == ids[:, 1:]
         for key, rows in (("copy_acc", dense), ("answer_acc", ~dense)):  # dense copies; facts and copies in text
             m = copy_mask & rows[:, None]
