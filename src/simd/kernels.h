@@ -112,7 +112,7 @@ struct TileArgs {
   int64_t n_in;
   // The W rows of the tile that comes next, [nr][w_stride], read ahead as this one runs (a line
   // of each row per step of k), or null. Without it F16 decode, which reads each W row once,
-  // streamed W from memory at a third of the rate of a plain read.
+  // streamed W from memory at 40% of the rate of a plain read.
   const W* next = nullptr;
 };
 using MatmulTileArgs = TileArgs<float>;
