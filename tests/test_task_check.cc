@@ -7,8 +7,11 @@
 #include "common/error.h"
 #include "model/model.h"
 #include "test_util.h"
+#include "kv/kv_config.h"
 #include "validate/case_set.h"
 #include "validate/json_parse.h"
+#include "validate/runner.h"
+#include "validate/settings.h"
 #include "validate/task_check.h"
 
 using namespace kvrt;
@@ -197,6 +200,28 @@ TEST_CASE("task fields in a manifest are checked: mode, check, its parameters an
             "'instruction' is not a parameter of the 'json_valid' check"));
   CHECK(has(load_error("mode = \"task\"\ntext = \"x\"\ncheck = \"regex\"\npattern = \"y\"\nanswer = \" z\"\n"),
             "'answer' is only for recall cases"));
+}
+
+TEST_CASE("recall: the continuation is read after the prompt, so an answer that starts with a space is found") {
+  // stories260K goes on "... a little girl named Lily." (models/golden_greedy_prompt_once_n64.txt).
+  // Decoded alone, the continuation loses its leading space, and " Lily" was never found.
+  test::TempDir tmp;
+  std::ofstream(tmp / "manifest.toml") << "[[case]]\nid = \"r\"\ncategory = \"recall\"\nmode = \"recall\"\n"
+                                          "text = \"Once upon a time, there was a little girl named\"\n"
+                                          "answer = \" Lily\"\ngenerate = 4\n";
+  const model::Model m(test::stories_path());
+  const std::vector<Case> cases = build_cases(load_case_set({tmp.path()}), m.tokenizer(), nullptr, 64, nullptr);
+  REQUIRE(cases.size() == 1);
+  RunOptions o;
+  o.n_threads = 1;
+  o.max_len = 64;
+  o.speed.repeats = 0;
+  const RunResult r = run_validation(m, cases, {{"q8", kv::parse_setting("q8")}}, o);
+  REQUIRE(r.settings.size() == 1);
+  const CaseScore& s = r.settings[0].cases[0];
+  REQUIRE(s.recall_baseline.has_value());
+  CHECK(*s.recall_baseline);
+  CHECK(*s.recall_candidate);
 }
 
 TEST_CASE("a constraint case reads its check and puts the instruction before the text") {
