@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <random>
 #include <vector>
 
@@ -26,6 +27,15 @@ using test::kQuantTypes;
 constexpr int kRows = 7;
 constexpr int kMaxM = 4;
 constexpr int64_t kRowLengths[] = {256, 2816};
+// Also for the 32-value types: rows of 1 and 15 blocks, not whole groups of 8 (the Q4_0 kernels'
+// groups, simd/weight_dot_q4_0_x86.inc).
+constexpr int64_t kShortRowLengths[] = {32, 480};
+
+std::vector<int64_t> row_lengths(WeightType type) {
+  std::vector<int64_t> n(std::begin(kRowLengths), std::end(kRowLengths));
+  if (simd::weight_type_traits(type).block == simd::kQK) n.insert(n.end(), std::begin(kShortRowLengths), std::end(kShortRowLengths));
+  return n;
+}
 
 std::vector<float> gaussian(size_t n, std::mt19937& rng) {
   std::normal_distribution<float> dist(0.0f, 1.0f);
@@ -130,7 +140,7 @@ TEST_CASE("each type's scalar decode product is the dot product of the decoded b
 TEST_CASE("every ISA's decode product equals its scalar twin") {
   std::mt19937 rng(6);
   for (WeightType type : kQuantTypes) {
-    for (int64_t n : kRowLengths) {
+    for (int64_t n : row_lengths(type)) {
       for (bool random_bytes : {false, true}) {
         const Operands o = make_operands(type, n, random_bytes, rng);
         for (int m = 1; m <= kMaxM; ++m) {

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "common/half.h"
 #include "simd/kernels_isa.h"
