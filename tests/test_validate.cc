@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 
 #include "common/error.h"
 #include "test_util.h"
@@ -572,6 +573,23 @@ TEST_CASE("the shipped thresholds, settings and acceptance set parse") {
   CHECK(set.cases.size() >= 10);
   CHECK(!set.templates.empty());
   CHECK(load_case_set({dir + "/cases"}).sha256 == set.sha256);
+}
+
+TEST_CASE("the canary's acceptance set: 100 held-out recall cases in each distance bucket, beside the bundled set") {
+  const std::string dir = default_validation_dir();
+  const CaseSet canary = load_case_set({dir + "/canary"});
+  std::map<std::string, int> per_bucket;
+  for (const CaseDef& c : canary.cases) {
+    CHECK(c.mode == Mode::kRecall);
+    CHECK(c.answer.size() > 1);
+    CHECK(c.answer[0] == ' ');
+    ++per_bucket[c.category];
+  }
+  CHECK(per_bucket == std::map<std::string, int>{
+                          {"recall-8-128", 100}, {"recall-128-256", 100}, {"recall-256-512", 100}, {"recall-512-900", 100}});
+  // --cases adds it to the bundled set: no id of one is in the other.
+  CHECK(load_case_set({dir + "/cases", dir + "/canary"}).cases.size() ==
+        load_case_set({dir + "/cases"}).cases.size() + canary.cases.size());
 }
 
 TEST_CASE("a bad thresholds file is an error naming the file and the line") {

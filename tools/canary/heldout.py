@@ -109,7 +109,10 @@ def toml_string(s):
 
 def write_manifest(directory, cases, tok):
     os.makedirs(directory, exist_ok=True)
-    lines = ["# Held-out retrieval cases of the canary model (tools/canary/heldout.py).",
+    lines = ["# Held-out retrieval cases of the canary model, written by tools/canary/heldout.py",
+             "# (validation/canary/ in the repository is prepare.sh's heldout_cases: seed 7, 100 cases per",
+             "# distance bucket). Names, relations and fact and cue templates are the held-out halves that",
+             "# training never used. Use: kvrt validate -m models/canary.gguf --cases validation/canary",
              "# category recall-<lo>-<hi>: the distance in tokens from the fact's value to the answer.", ""]
     for cid, dist, prompt, answer in cases:
         lo_hi = cid.split("-")[0][1:] + "-" + cid.split("-")[1]
