@@ -8,15 +8,16 @@
 #include <map>
 
 #include "common/error.h"
+#include "common/sha256.h"
 #include "test_util.h"
 #include "validate/binary_stats.h"
 #include "validate/bootstrap.h"
 #include "validate/case_set.h"
+#include "validate/gate.h"
 #include "validate/metrics.h"
 #include "validate/recommend.h"
 #include "validate/report.h"
 #include "validate/record.h"
-#include "validate/report.h"
 #include "validate/settings.h"
 #include "validate/thresholds.h"
 #include "validate/tune.h"
@@ -616,6 +617,47 @@ TEST_CASE("a bad case manifest is an error naming the file and the line") {
   CHECK(dup.find(":8: case: 'id' 'a' is already used") != std::string::npos);
   write(tmp / "manifest.toml", "[[case]]\nid = \"a\"\ncategory = \"prose\"\nmode = \"guess\"\ntext = \"x\"\n");
   CHECK(error_of([&] { load_case_set({tmp.path()}); }).find(":4: case: 'mode' is 'guess'") != std::string::npos);
+}
+
+TEST_CASE("a context beyond the record's is refused with the validate command of the record's own inputs") {
+  test::TempDir tmp;
+  const std::string dir = default_validation_dir();
+  Record r;
+  r.kvrt_version = "9.9";
+  r.isa = "scalar";
+  r.model_path = dir + "/settings.toml";  // any file stands for the model: the gate reads its sha256
+  r.model_sha256 = sha256_file(r.model_path);
+  r.thresholds_path = dir + "/thresholds.toml";
+  r.thresholds_sha256 = sha256_file(r.thresholds_path);
+  r.case_dirs = {dir + "/cases", dir + "/canary"};
+  r.acceptance_sha256 = load_case_set(r.case_dirs).sha256;
+  r.settings.push_back({"k=q8,v=q8", "q8/q8", Verdict::kPass, 1088, 512});
+  const std::string path = tmp / "rec.toml";
+  write_record(r, path);
+  GateQuery q{r.model_path, "k=q8,v=q8", kvrt::ops::MatmulPrecision::kF32, path, "scalar", "9.9", 512, 1024};
+  CHECK(require_pass_record(q) == path);
+  q.n_ctx = 1000;
+  const std::string longer = error_of([&] { require_pass_record(q); });
+  INFO(longer);
+  // The record's file and extra cases, so that the new verdict lands where the gate reads it;
+  // the bundled thresholds and cases need no flag.
+  CHECK(longer.find("validated up to a context of 512 positions") != std::string::npos);
+  CHECK(longer.find("Run `kvrt validate -m " + r.model_path + " -c 1000 --record " + path + " --cases " + dir +
+                    "/canary`") != std::string::npos);
+  q.n_ctx = 2048;
+  const std::string beyond = error_of([&] { require_pass_record(q); });
+  CHECK(beyond.find("beyond the model's context of 1024 positions") != std::string::npos);
+  CHECK(beyond.find("kvrt validate -m") == std::string::npos);
+  // Only the extra cases, and other thresholds: --only-cases and --config.
+  r.case_dirs = {dir + "/canary"};
+  r.acceptance_sha256 = load_case_set(r.case_dirs).sha256;
+  const std::string thresholds = tmp / "t.toml";
+  std::ofstream(thresholds) << test::read_file(dir + "/thresholds.toml");
+  r.thresholds_path = thresholds;
+  write_record(r, path);
+  q.n_ctx = 1000;
+  CHECK(error_of([&] { require_pass_record(q); }).find(" -c 1000 --record " + path + " --config " + thresholds +
+                                                       " --cases " + dir + "/canary --only-cases`") != std::string::npos);
 }
 
 TEST_CASE("a record round-trips, and an edited record is refused") {

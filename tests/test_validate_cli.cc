@@ -189,7 +189,10 @@ TEST_CASE("the record binds the validated context: a longer run is refused with 
   CHECK(longer.exit_code == 3);
   CHECK(longer.err.find("validated up to a context of 128 positions") != std::string::npos);
   CHECK(longer.err.find("Run `kvrt validate -m ") != std::string::npos);
-  CHECK(longer.err.find("stories260K.gguf -c 129`") != std::string::npos);
+  CHECK(longer.err.find("stories260K.gguf -c 129 --record " + rec + " --config " + thresholds + "`") != std::string::npos);
+  const auto past_model = run_kvrt(run + " -c 4096", tmp);  // stories260K's context is 2048
+  CHECK(past_model.exit_code == 3);
+  CHECK(past_model.err.find("beyond the model's context of 2048 positions") != std::string::npos);
   CHECK(run_kvrt(run, tmp).exit_code == 3);  // run's default context is the model's 2048
 
   // Validating another setting at another context keeps q8's verdict at its own context.
@@ -262,6 +265,9 @@ TEST_CASE("a protected setting is validated under its canonical name, which kvrt
   const std::string name = "k=q4,v=q4,g=8,axis=token,r=0,rot=0,sinks=4,layers[0,4]=q8";  // stories260K: 5 layers
   CHECK(kvrt::test::read_file(rec).find("name = \"" + name + "\"") != std::string::npos);
   CHECK(v.out.find("q4/q4 sinks4 layers[-1,0]=q8") != std::string::npos);  // the label: the setting as given
+  // The summary's first column is as wide as the longest label and two spaces: the columns stay apart.
+  CHECK(v.out.find("\nq4/q4 sinks4 layers[-1,0]=q8  ") != std::string::npos);
+  CHECK(v.out.find("\nsetting" + std::string(28 + 2 - 7, ' ') + "bytes/tok") != std::string::npos);
   const bool pass = v.exit_code == 0;
   const auto r = run_kvrt("run " + model_arg() + " -c 128 -p Once -n 4 --kv 'q4,layers[4,0]=q8,sinks=4' --record " + rec, tmp);
   INFO(r.err);

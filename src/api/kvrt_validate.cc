@@ -59,7 +59,8 @@ void require_pass(const kvrt_model& model, const kv::KvConfig& kv, ops::MatmulPr
   const kv::KvConfig config = resolved(kv, model.model->config());
   if (config.is_f32() && matmul == ops::MatmulPrecision::kF32) return;
   const validate::GateQuery q{model.path, config.name(), matmul, record_path, simd::isa_name(), KVRT_VERSION,
-                              n_ctx > 0 ? n_ctx : model.model->config().n_ctx_train};
+                              n_ctx > 0 ? n_ctx : model.model->config().n_ctx_train,
+                              model.model->config().n_ctx_train};
   (void)validate::require_pass_record(q);
 }
 

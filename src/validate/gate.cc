@@ -1,9 +1,12 @@
 #include "validate/gate.h"
 
+#include <filesystem>
+
 #include "common/error.h"
 #include "common/sha256.h"
 #include "validate/case_set.h"
 #include "validate/record.h"
+#include "validate/settings.h"
 
 namespace kvrt::validate {
 namespace {
@@ -22,15 +25,42 @@ std::string setting_text(const GateQuery& q) {
               ErrorKind::kRefused);
 }
 
+// The validate command that extends record `r` to q.n_ctx positions on the same inputs: its record
+// file, thresholds and acceptance set (the bundled cases, --cases, --only-cases), so that the new
+// verdicts land where the gate reads them.
+std::string extend_command(const GateQuery& q, const Record& r) {
+  std::string bundled_dir;
+  try {
+    bundled_dir = default_validation_dir();
+  } catch (const Error&) {
+    // No data directory: every file of the record is named explicitly below.
+  }
+  std::string cmd = "kvrt validate -m " + q.model_path + " -c " + std::to_string(q.n_ctx);
+  if (!q.record_path.empty()) cmd += " --record " + q.record_path;
+  if (bundled_dir.empty() || r.thresholds_path != bundled_dir + "/thresholds.toml") cmd += " --config " + r.thresholds_path;
+  // As load_case_set() records a directory.
+  const std::string bundled_cases =
+      bundled_dir.empty() ? "" : std::filesystem::absolute(bundled_dir + "/cases").lexically_normal().string();
+  const bool has_bundled = !r.case_dirs.empty() && !bundled_cases.empty() && r.case_dirs.front() == bundled_cases;
+  for (size_t i = has_bundled ? 1 : 0; i < r.case_dirs.size(); ++i) cmd += " --cases " + r.case_dirs[i];
+  if (!has_bundled) cmd += " --only-cases";
+  return cmd;
+}
+
 // A PASS at a shorter context says nothing about the positions beyond it, where facts early in a
-// long prompt get lost: that is refused with the command that extends the validation.
-[[noreturn]] void refuse_context(const GateQuery& q, const std::string& path, int validated) {
-  const std::string n = std::to_string(q.n_ctx);
-  throw Error(setting_text(q) + " is validated up to a context of " + std::to_string(validated) +
-                  " positions (record '" + path + "'), not the " + n + " asked for. Run `kvrt validate -m " +
-                  q.model_path + " -c " + n + "` (add the same KV and --matmul flags to validate just this setting) to extend "
-                  "it, use a context of at most " + std::to_string(validated) + " positions (-c), or pass "
-                  "--allow-unvalidated to use it anyway",
+// long prompt get lost: that is refused with the command that extends the validation, or, past
+// the model's own context (which validate does not go beyond), with what is left.
+[[noreturn]] void refuse_context(const GateQuery& q, const std::string& path, const Record& r, int validated) {
+  const std::string head = setting_text(q) + " is validated up to a context of " + std::to_string(validated) +
+                           " positions (record '" + path + "'), not the " + std::to_string(q.n_ctx) + " asked for";
+  const std::string rest = "use a context of at most " + std::to_string(validated) +
+                           " positions (-c), or pass --allow-unvalidated to use it anyway";
+  if (q.model_context > 0 && q.n_ctx > q.model_context)
+    throw Error(head + ", which is beyond the model's context of " + std::to_string(q.model_context) +
+                    " positions, the longest kvrt validate checks: " + rest,
+                ErrorKind::kRefused);
+  throw Error(head + ". Run `" + extend_command(q, r) +
+                  "` (add the same KV and --matmul flags to validate just this setting) to extend it, " + rest,
               ErrorKind::kRefused);
 }
 
@@ -66,7 +96,7 @@ std::string require_pass_record(const GateQuery& q) {
   for (const RecordSetting& s : r.settings) {
     if (s.name != q.setting || s.matmul != q.matmul) continue;
     if (s.verdict != Verdict::kPass) refuse(q, "record '" + path + "' says " + verdict_name(s.verdict));
-    if (s.n_ctx < q.n_ctx) refuse_context(q, path, s.n_ctx);
+    if (s.n_ctx < q.n_ctx) refuse_context(q, path, r, s.n_ctx);
     return path;
   }
   refuse(q, "record '" + path + "' does not cover it");

@@ -18,6 +18,7 @@ struct GateQuery {
   std::string isa;            // the ISA this process runs
   std::string kvrt_version;
   int n_ctx = 0;              // positions the session holds; the record's must be at least this
+  int model_context = 0;      // the model's trained context, the longest validate checks (0: unknown)
 };
 
 // Returns the record path that allowed the setting. Throws kvrt::Error(kRefused) with one

@@ -31,13 +31,16 @@ std::string percent(double confidence) {
 
 void summary(const Report& r, std::ostringstream& o) {
   const RunResult& run = *r.run;
-  o << pad("setting", 16) << pad("bytes/tok", 11) << pad("KV@" + std::to_string(r.max_len), 12)
+  // The first column fits the longest label ("q4/q4 sinks4 layers[0]=q2") with two spaces after it.
+  size_t label_width = 16;
+  for (const SettingResult& s : run.settings) label_width = std::max(label_width, s.setting.label.size() + 2);
+  o << pad("setting", label_width) << pad("bytes/tok", 11) << pad("KV@" + std::to_string(r.max_len), 12)
     << pad("prefill t/s", 13) << pad("decode t/s", 12) << pad("kl mean", 10) << pad("kl 95% interval", 22)
     << pad("top1 miss", 11) << pad("greedy miss", 13) << "verdict\n";
   auto head = [&](const std::string& label, const KvBytes& kv, const Speed& speed) {
     char bpt[32];
     std::snprintf(bpt, sizeof bpt, "%.1f", kv.bytes_per_token);
-    o << pad(label, 16) << pad(bpt, 11) << pad(format_bytes(kv.at_context), 12) << pad(format_rate(speed.prefill_tok_s), 13)
+    o << pad(label, label_width) << pad(bpt, 11) << pad(format_bytes(kv.at_context), 12) << pad(format_rate(speed.prefill_tok_s), 13)
       << pad(format_rate(speed.decode_tok_s), 12);
   };
   head("f32 baseline", run.baseline_kv, run.baseline_speed);

@@ -136,7 +136,8 @@ int cmd_chat(int argc, char** argv) {
   so.kv = kv_config;
   so.matmul = matmul;
   model::Session session(*model, so);
-  o.gate.check(o.model.resolved_path(), session.kv_cache().config(), session.matmul_precision(), session.n_ctx());
+  o.gate.check(o.model.resolved_path(), session.kv_cache().config(), session.matmul_precision(), session.n_ctx(),
+               session.model().config().n_ctx_train);
   model::Sampler sampler(o.sampling.sampler, model->config().n_vocab);
   model::Conversation chat(session, format, o.system, on_full);
   const auto t0 = std::chrono::steady_clock::now();

@@ -96,7 +96,8 @@ int cmd_run(int argc, char** argv) {
                     " tokens, more than the context of " + std::to_string(so.n_ctx) + " (raise -c)",
                 ErrorKind::kResource);
   model::Session session(*model, so);
-  o.gate.check(o.model.resolved_path(), session.kv_cache().config(), session.matmul_precision(), session.n_ctx());
+  o.gate.check(o.model.resolved_path(), session.kv_cache().config(), session.matmul_precision(), session.n_ctx(),
+               session.model().config().n_ctx_train);
   model::Sampler sampler(o.sampling.sampler, model->config().n_vocab);
 
   auto t0 = Clock::now();

@@ -18,7 +18,7 @@ void GateOptions::add_to(CommandLine& cl) {
 }
 
 void GateOptions::check(const std::string& model_path, const kv::KvConfig& kv, ops::MatmulPrecision matmul,
-                        int n_ctx) const {
+                        int n_ctx, int model_context) const {
   if (kv.is_f32() && matmul == ops::MatmulPrecision::kF32) return;
   const std::string products = matmul == ops::MatmulPrecision::kF32 ? "" : std::string(" with ") + ops::matmul_precision_name(matmul) + " products";
   if (allow_unvalidated) {
@@ -27,7 +27,8 @@ void GateOptions::check(const std::string& model_path, const kv::KvConfig& kv, o
                  kv.name().c_str(), products.c_str());
     return;
   }
-  const validate::GateQuery q{model_path, kv.name(), matmul, record, simd::isa_name(), KVRT_VERSION, n_ctx};
+  const validate::GateQuery q{model_path, kv.name(), matmul, record, simd::isa_name(), KVRT_VERSION, n_ctx,
+                              model_context};
   const std::string path = validate::require_pass_record(q);
   std::fprintf(stderr, "kvrt: KV setting %s%s validated for %d positions (record %s)\n", kv.name().c_str(),
                products.c_str(), n_ctx, path.c_str());

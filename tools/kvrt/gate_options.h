@@ -24,8 +24,10 @@ struct GateOptions {
   void add_to(CommandLine& cl);
   // Returns when `kv` with products at `matmul` may be used with the model at `model_path` for a
   // context of n_ctx positions (printing which record allowed it, or a warning); throws
-  // kvrt::Error(kRefused) otherwise.
-  void check(const std::string& model_path, const kv::KvConfig& kv, ops::MatmulPrecision matmul, int n_ctx) const;
+  // kvrt::Error(kRefused) otherwise. model_context: the model's trained context, the longest a
+  // record can extend to.
+  void check(const std::string& model_path, const kv::KvConfig& kv, ops::MatmulPrecision matmul, int n_ctx,
+             int model_context) const;
   // The setting of the KV and --matmul flags, or for `--kv NAME` the one named NAME in the record
   // (--record, or the model's default; `kvrt tune` writes it), which check() then gates as any
   // other. A name with other KV or --matmul flags is a kvrt::Error(kUsage); a record without it,
