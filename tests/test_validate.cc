@@ -15,6 +15,7 @@
 #include "validate/case_set.h"
 #include "validate/gate.h"
 #include "validate/metrics.h"
+#include "validate/pace.h"
 #include "validate/recommend.h"
 #include "validate/report.h"
 #include "validate/record.h"
@@ -533,6 +534,30 @@ TEST_CASE("the damage: a failing setting's worst cases, continuations side by si
   // A setting that passes shows no damage section.
   r.verdicts = {verdict(Verdict::kPass)};
   CHECK(report_html(r).find("<h2>The damage") == std::string::npos);
+}
+
+TEST_CASE("the budget's pace: prefilled positions and generated tokens at their own rates") {
+  // Cases timed at 1 ms a position and 20 ms a generated token: the fit recovers both, and a
+  // long prompt is not priced at the rate of the generation-heavy cases seen first.
+  Pace pace;
+  CHECK(pace.estimate({100, 10}) == 0);  // nothing seen yet
+  pace.add({20, 40}, 0.02 + 0.8);
+  // One case cannot separate the rates: one rate for both, 0.82 s for 60 units.
+  CHECK(pace.estimate({600, 0}) == doctest::Approx(600 * 0.82 / 60));
+  pace.add({30, 20}, 0.03 + 0.4);
+  pace.add({10, 60}, 0.01 + 1.2);
+  CHECK(pace.estimate({2000, 0}) == doctest::Approx(2.0));
+  CHECK(pace.estimate({1000, 12}) == doctest::Approx(1.0 + 0.24));
+  // Cases in the same proportion cannot tell the rates apart either.
+  Pace same;
+  same.add({10, 10}, 1);
+  same.add({20, 20}, 2);
+  CHECK(same.estimate({40, 0}) == doctest::Approx(2.0));
+  // A fit that would give a negative rate (times that fall as generation grows) is not trusted.
+  Pace odd;
+  odd.add({10, 1}, 2);
+  odd.add({10, 50}, 1);
+  CHECK(odd.estimate({10, 10}) == doctest::Approx(20 * 3.0 / 71));
 }
 
 TEST_CASE("the run order is a permutation, fixed by the seed") {

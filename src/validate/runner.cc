@@ -1,7 +1,6 @@
 #include "validate/runner.h"
 
 #include <algorithm>
-#include <chrono>
 #include <memory>
 
 #include <omp.h>
@@ -11,6 +10,7 @@
 #include "model/sampler.h"
 #include "model/session.h"
 #include "validate/negative_control.h"
+#include "validate/pace.h"
 
 namespace kvrt::validate {
 namespace {
@@ -277,28 +277,16 @@ Lane make_lane(const model::Model& m, const Setting& s, int n_ctx, const RunOpti
   return lane;
 }
 
-// What a case costs one lane, in fed positions plus generated tokens: the unit of the ETA and of
+// What a case costs one lane, in fed positions and generated tokens: the units of the ETA and of
 // the budget's estimate.
-double case_cost(const Case& c) {
-  double n = c.n_positions();
-  if (c.mode == Mode::kRecall || c.mode == Mode::kTask) n += c.n_generate;
-  if (c.mode == Mode::kSampling) n += double(c.seeds.size()) * c.n_generate;
-  return n;
+CaseCost case_cost(const Case& c) {
+  CaseCost cost{double(c.n_positions()), 0.0};
+  if (c.mode == Mode::kRecall || c.mode == Mode::kTask) cost.generated = c.n_generate;
+  if (c.mode == Mode::kSampling) cost.generated = double(c.seeds.size()) * c.n_generate;
+  return cost;
 }
 
-// The run's clock and its rate of lane-cost per second.
-class Pace {
- public:
-  Pace() : t0_(std::chrono::steady_clock::now()) {}
-  double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(); }
-  void add(double lane_cost) { done_ += lane_cost; }
-  // Seconds `lane_cost` more will take at the rate so far (0 before anything was done).
-  double estimate(double lane_cost) const { return done_ > 0 ? lane_cost * seconds() / done_ : 0.0; }
-
- private:
-  std::chrono::steady_clock::time_point t0_;
-  double done_ = 0;
-};
+CaseCost times(CaseCost c, double lanes) { return {c.positions * lanes, c.generated * lanes}; }
 
 // Stops the lanes whose setting is decided at this look; lanes[0] (the baseline) always runs.
 void take_look(std::vector<Lane*>& running, const RunOptions& o, int look) {
@@ -362,30 +350,35 @@ RunResult run_validation(const model::Model& model, const std::vector<Case>& cas
   if (order.empty())
     for (size_t i = 0; i < cases.size(); ++i) order.push_back(i);
   KVRT_ASSERT(order.size() == cases.size());
-  double cost_left = 0;
-  for (const Case& c : cases) cost_left += case_cost(c);
+  CaseCost cost_left;
+  for (const Case& c : cases) {
+    cost_left.positions += case_cost(c).positions;
+    cost_left.generated += case_cost(c).generated;
+  }
   std::vector<Lane*> running;
   for (Lane& lane : lanes) running.push_back(&lane);
   CaseRunner runner(running, model, o, r.kl_bin_width);
   size_t next_look = 0;
   for (size_t k = 0; k < order.size() && running.size() > 1; ++k) {
     const Case& c = cases[order[k]];
-    const double cost = case_cost(c) * double(running.size());
+    const CaseCost cost = times(case_cost(c), double(running.size()));
     if (o.budget_seconds > 0 && pace.seconds() + pace.estimate(cost) > o.budget_seconds) {
       r.budget_ended = true;
       break;
     }
     for (size_t l = 1; l < running.size(); ++l) running[l]->score = &running[l]->out->cases[order[k]];
+    const double start = pace.seconds();
     runner.run(c);
-    pace.add(cost);
-    cost_left -= case_cost(c);
+    pace.add(cost, pace.seconds() - start);
+    cost_left.positions -= case_cost(c).positions;
+    cost_left.generated -= case_cost(c).generated;
     r.n_run = int(k + 1);
     for (size_t l = 1; l < running.size(); ++l) running[l]->out->n_run = r.n_run;
     if (next_look < o.looks.size() && r.n_run == o.looks[next_look])
       take_look(running, o, int(next_look++));
     if (o.progress)
       o.progress({r.n_run, int(cases.size()), int(running.size()) - 1, pace.seconds(),
-                  pace.estimate(cost_left * double(running.size()))});
+                  pace.estimate(times(cost_left, double(running.size())))});
   }
   for (SettingResult* s : [&] {
          std::vector<SettingResult*> all{&r.noise_floor};

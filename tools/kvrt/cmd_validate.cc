@@ -42,9 +42,11 @@ std::string duration(double seconds) {
 }
 
 // Progress on stderr, with the time so far and the estimate of what is left: a redrawn bar on a
-// terminal, a few plain lines otherwise.
+// terminal; otherwise (a log file) a plain line at each quarter of the cases and at least every
+// 30 s, so that a long run at a deployment context shows it is alive.
 void progress(const validate::Progress& p) {
   static const bool tty = isatty(2);
+  static double last_line = 0;
   const int done = p.done, total = std::max(p.total, 1);
   const int width = 30, filled = width * done / total;
   const std::string times = duration(p.seconds) + " elapsed, ETA " + duration(p.eta_seconds) + ", " +
@@ -53,8 +55,10 @@ void progress(const validate::Progress& p) {
     std::fprintf(stderr, "\rvalidating [%s%s] %d/%d cases, %s  ", std::string(size_t(filled), '#').c_str(),
                  std::string(size_t(width - filled), '.').c_str(), done, p.total, times.c_str());
     if (done == p.total || p.n_running == 0) std::fputc('\n', stderr);
-  } else if (done == p.total || p.n_running == 0 || (done * 4 / total) != ((done - 1) * 4 / total)) {
+  } else if (done == p.total || p.n_running == 0 || (done * 4 / total) != ((done - 1) * 4 / total) ||
+             p.seconds - last_line >= 30) {
     std::fprintf(stderr, "validating: %d/%d cases, %s\n", done, p.total, times.c_str());
+    last_line = p.seconds;
   }
 }
 
