@@ -27,8 +27,8 @@ using test::kQuantTypes;
 constexpr int kRows = 7;
 constexpr int kMaxM = 4;
 constexpr int64_t kRowLengths[] = {256, 2816};
-// Also for the 32-value types: rows of 1 and 15 blocks, not whole groups of 8 (the Q4_0 kernels'
-// groups, simd/weight_dot_q4_0_x86.inc).
+// Also for the 32-value types: rows of 1 and 15 blocks, not whole groups of 8 or 4 (the Q4_0
+// kernels' groups, simd/weight_dot_q4_0_x86.inc and weight_dot_q4_0_neon.inc).
 constexpr int64_t kShortRowLengths[] = {32, 480};
 
 std::vector<int64_t> row_lengths(WeightType type) {
