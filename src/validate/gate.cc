@@ -29,19 +29,19 @@ std::string setting_text(const GateQuery& q) {
 // file, thresholds and acceptance set (the bundled cases, --cases, --only-cases), so that the new
 // verdicts land where the gate reads them.
 std::string extend_command(const GateQuery& q, const Record& r) {
-  std::string bundled_dir;
+  // The bundled files' paths as a record holds them (absolute, normalised); empty without a data
+  // directory, and then every file of the record is named explicitly below.
+  std::string thresholds, cases;
   try {
-    bundled_dir = default_validation_dir();
+    const std::string dir = default_validation_dir();
+    thresholds = std::filesystem::absolute(dir + "/thresholds.toml").lexically_normal().string();
+    cases = std::filesystem::absolute(dir + "/cases").lexically_normal().string();
   } catch (const Error&) {
-    // No data directory: every file of the record is named explicitly below.
   }
   std::string cmd = "kvrt validate -m " + q.model_path + " -c " + std::to_string(q.n_ctx);
   if (!q.record_path.empty()) cmd += " --record " + q.record_path;
-  if (bundled_dir.empty() || r.thresholds_path != bundled_dir + "/thresholds.toml") cmd += " --config " + r.thresholds_path;
-  // As load_case_set() records a directory.
-  const std::string bundled_cases =
-      bundled_dir.empty() ? "" : std::filesystem::absolute(bundled_dir + "/cases").lexically_normal().string();
-  const bool has_bundled = !r.case_dirs.empty() && !bundled_cases.empty() && r.case_dirs.front() == bundled_cases;
+  if (r.thresholds_path != thresholds) cmd += " --config " + r.thresholds_path;
+  const bool has_bundled = !r.case_dirs.empty() && !cases.empty() && r.case_dirs.front() == cases;
   for (size_t i = has_bundled ? 1 : 0; i < r.case_dirs.size(); ++i) cmd += " --cases " + r.case_dirs[i];
   if (!has_bundled) cmd += " --only-cases";
   return cmd;

@@ -14,6 +14,18 @@ namespace kvrt::validate {
 struct CaseCost {
   double positions = 0;  // fed to the cache (prompts, teacher-forced text), summed over the lanes
   double generated = 0;  // generated one at a time, summed over the lanes
+
+  CaseCost& operator+=(const CaseCost& o) {
+    positions += o.positions;
+    generated += o.generated;
+    return *this;
+  }
+  CaseCost& operator-=(const CaseCost& o) {
+    positions -= o.positions;
+    generated -= o.generated;
+    return *this;
+  }
+  CaseCost operator*(double lanes) const { return {positions * lanes, generated * lanes}; }
 };
 
 class Pace {

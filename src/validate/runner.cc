@@ -286,8 +286,6 @@ CaseCost case_cost(const Case& c) {
   return cost;
 }
 
-CaseCost times(CaseCost c, double lanes) { return {c.positions * lanes, c.generated * lanes}; }
-
 // Stops the lanes whose setting is decided at this look; lanes[0] (the baseline) always runs.
 void take_look(std::vector<Lane*>& running, const RunOptions& o, int look) {
   std::vector<Lane*> kept{running[0]};
@@ -351,17 +349,14 @@ RunResult run_validation(const model::Model& model, const std::vector<Case>& cas
     for (size_t i = 0; i < cases.size(); ++i) order.push_back(i);
   KVRT_ASSERT(order.size() == cases.size());
   CaseCost cost_left;
-  for (const Case& c : cases) {
-    cost_left.positions += case_cost(c).positions;
-    cost_left.generated += case_cost(c).generated;
-  }
+  for (const Case& c : cases) cost_left += case_cost(c);
   std::vector<Lane*> running;
   for (Lane& lane : lanes) running.push_back(&lane);
   CaseRunner runner(running, model, o, r.kl_bin_width);
   size_t next_look = 0;
   for (size_t k = 0; k < order.size() && running.size() > 1; ++k) {
     const Case& c = cases[order[k]];
-    const CaseCost cost = times(case_cost(c), double(running.size()));
+    const CaseCost cost = case_cost(c) * double(running.size());
     if (o.budget_seconds > 0 && pace.seconds() + pace.estimate(cost) > o.budget_seconds) {
       r.budget_ended = true;
       break;
@@ -370,15 +365,14 @@ RunResult run_validation(const model::Model& model, const std::vector<Case>& cas
     const double start = pace.seconds();
     runner.run(c);
     pace.add(cost, pace.seconds() - start);
-    cost_left.positions -= case_cost(c).positions;
-    cost_left.generated -= case_cost(c).generated;
+    cost_left -= case_cost(c);
     r.n_run = int(k + 1);
     for (size_t l = 1; l < running.size(); ++l) running[l]->out->n_run = r.n_run;
     if (next_look < o.looks.size() && r.n_run == o.looks[next_look])
       take_look(running, o, int(next_look++));
     if (o.progress)
       o.progress({r.n_run, int(cases.size()), int(running.size()) - 1, pace.seconds(),
-                  pace.estimate(times(cost_left, double(running.size())))});
+                  pace.estimate(cost_left * double(running.size()))});
   }
   for (SettingResult* s : [&] {
          std::vector<SettingResult*> all{&r.noise_floor};
