@@ -89,13 +89,26 @@ AttentionScratch::~AttentionScratch() = default;
 
 namespace {
 
+// max(s[0 .. n)) over 8 independent running maxima: one chain of n dependent compares cost the
+// decode step ~8% at 1k context (AMD Zen 4).
+float row_max(const float* s, int n) {
+  float m[8];
+  std::fill(m, m + 8, -INFINITY);
+  int j = 0;
+  for (; j + 8 <= n; j += 8) {
+    for (int e = 0; e < 8; ++e) m[e] = std::max(m[e], s[j + e]);
+  }
+  for (; j < n; ++j) m[0] = std::max(m[0], s[j]);
+  return *std::max_element(m, m + 8);
+}
+
 // Online softmax update of rows [0, n_q) with the scores of n positions in ts.s (row stride
 // kTile): rescales o and l to the new maximum and turns the scores into probabilities.
 void softmax_step(ThreadScratch& ts, int n_q, int n, int hd) {
   const simd::Kernels& k = simd::kernels();
   for (int i = 0; i < n_q; ++i) {
     float* s = ts.s.data() + i * kTile;
-    const float tile_max = *std::max_element(s, s + n);
+    const float tile_max = row_max(s, n);
     if (tile_max == -INFINITY) {
       std::fill(s, s + n, 0.0f);
       continue;
@@ -124,6 +137,9 @@ void decode_item(const kv::KvCache& cache, const AttentionArgs& a, int kv_head, 
   std::fill(ts.o.begin(), ts.o.begin() + static_cast<size_t>(group) * hd, 0.0f);
   for (int j0 = chunk_start(view, first_key(a, pos)), j1; j0 < n_pos; j0 = j1) {
     j1 = chunk_end(view, j0, n_pos);
+    const int next_end = j1 < n_pos ? chunk_end(view, j1, n_pos) : j1;
+    prefetch_packed(view.k, j1, next_end);
+    prefetch_packed(view.v, j1, next_end);
     k_scores(view, ts.q.data(), group, j0, j1, ts.s.data(), ts);
     for (int i = 0; i < group; ++i) finish_scores(a, pos, j0, ts.s.data() + i * kTile, j1 - j0);
     softmax_step(ts, group, j1 - j0, hd);

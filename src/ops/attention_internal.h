@@ -50,6 +50,13 @@ struct AttentionScratch::Impl {
 void k_scores(const kv::HeadView& v, const float* q, int n_q, int j0, int j1, float* scores, ThreadScratch& ts);
 // o_i += sum_j p[i][j - j0] * v_j for j in [j0, j1), straight from the packed tiles.
 void v_accumulate(const kv::HeadView& v, const float* p, int n_q, int j0, int j1, float* o);
+// Reads ahead into L2 (prefetcht1) every cache line of the packed tiles (or rows) holding
+// positions [j0, j1) of one side. The decode path calls it for the next chunk while it computes
+// this one: a kv head's tiles are interleaved with the other heads' (kv/kv_cache.cc), runs of
+// 1-2 KB every few KB, which the hardware prefetchers follow too late once the cache is in DRAM.
+// AMD Zen 4, 8k context, one thread: 1.2-1.6x (q8, q4) to 2x (f32) faster; into L1 (prefetcht0)
+// or two chunks ahead were no faster.
+void prefetch_packed(const kv::SideView& s, int j0, int j1);
 // rows j0..j1 of one side as FP32 (dequantized a tile at a time for prefill); x [j1 - j0][head_dim]
 void load_rows(const kv::HeadView& v, const kv::SideView& s, int j0, int j1, float* x);
 

@@ -161,37 +161,44 @@ inline void acc_tile(const uint8_t* codes, int n, int col, const RunWeights<NQ, 
   }
 }
 
-// Weights of one kAccChunk run (as scalar::acc_tiles_run): w[i][b][t] = round(p d / sw).
+// Weights of one kAccChunk run (as scalar::acc_tiles_run): w[i][b][t] = round(p d / sw). The run's
+// p and, per group, its scales (and minimums) are loaded and converted once, not once per query.
 template <int NQ, class F, int W>
 void run_weights(Vnni<W>, const AccArgs& a, int i0, int t0, int t1, const TileRun& run, RunWeights<NQ, W>& r) {
   constexpr size_t ss = kv::kScaleStride;
+  constexpr int kTiles = kAccChunk / kT;
   const int ng = a.n / a.group;
-  __m512 pmax[NQ];
+  __mmask16 lanes[kTiles];
+  for (int k = 0; k < run.n_tiles; ++k) lanes[k] = first_lanes(t1 - t0 - k * kT);
+  __m512 p[NQ][kTiles];
+  float pmax[NQ];
   for (int i = 0; i < NQ; ++i) {
-    pmax[i] = _mm512_setzero_ps();
+    __m512 mx = _mm512_setzero_ps();
     for (int k = 0; k < run.n_tiles; ++k) {
-      const __m512 p = _mm512_maskz_loadu_ps(first_lanes(t1 - t0 - k * kT), a.p + (i0 + i) * a.p_stride + t0 + k * kT);
-      pmax[i] = _mm512_max_ps(pmax[i], _mm512_abs_ps(p));
+      p[i][k] = _mm512_maskz_loadu_ps(lanes[k], a.p + (i0 + i) * a.p_stride + t0 + k * kT);
+      mx = _mm512_max_ps(mx, _mm512_abs_ps(p[i][k]));
     }
+    pmax[i] = _mm512_reduce_max_ps(mx);
   }
   for (int b = 0; b < ng; ++b) {
+    __m512 d[kTiles], mins[kTiles];
     __m512 dmax = _mm512_setzero_ps();
     for (int k = 0; k < run.n_tiles; ++k) {
-      dmax = _mm512_max_ps(dmax, _mm512_abs_ps(load_scales(run.tiles + k * a.row_stride + b * ss, first_lanes(t1 - t0 - k * kT))));
+      const uint8_t* tile = run.tiles + k * a.row_stride;
+      d[k] = load_scales(tile + b * ss, lanes[k]);
+      if constexpr (!F::kSymmetric) mins[k] = load_scales(tile + (ng + b) * ss, lanes[k]);
+      dmax = _mm512_max_ps(dmax, _mm512_abs_ps(d[k]));
     }
     const float dm = _mm512_reduce_max_ps(dmax);
     for (int i = 0; i < NQ; ++i) {
-      const float range = _mm512_reduce_max_ps(pmax[i]) * dm;
+      const float range = pmax[i] * dm;
       r.sw[i][b] = range / 32767.0f;
       const __m512 inv = _mm512_set1_ps(range > 0 ? 32767.0f / range : 0.0f);
       __m512 ms = _mm512_setzero_ps();
       for (int k = 0; k < run.n_tiles; ++k) {
-        const uint8_t* tile = run.tiles + k * a.row_stride;
-        const __mmask16 m = first_lanes(t1 - t0 - k * kT);
-        const __m512 p = _mm512_maskz_loadu_ps(m, a.p + (i0 + i) * a.p_stride + t0 + k * kT);
-        const __m512 pw = _mm512_mul_ps(_mm512_mul_ps(p, load_scales(tile + b * ss, m)), inv);
+        const __m512 pw = _mm512_mul_ps(_mm512_mul_ps(p[i][k], d[k]), inv);
         _mm256_store_si256(reinterpret_cast<__m256i*>(&r.w[i][b][k * kT]), _mm512_cvtsepi32_epi16(_mm512_cvtps_epi32(pw)));
-        if constexpr (!F::kSymmetric) ms = _mm512_fmadd_ps(p, load_scales(tile + (ng + b) * ss, m), ms);
+        if constexpr (!F::kSymmetric) ms = _mm512_fmadd_ps(p[i][k], mins[k], ms);
       }
       r.msum[i][b] = F::kSymmetric ? 0.0f : _mm512_reduce_add_ps(ms);
     }
