@@ -22,6 +22,7 @@ struct Case {
   float q_scale = 0.0f;  // as AttentionArgs: 0 is 1/sqrt(head_dim)
   float softcap = 0.0f;
   int window = 0;
+  bool bf16 = false;  // AttentionArgs::bf16: prefill products in bf16 where the CPU has them
 };
 
 struct Data {
@@ -94,6 +95,7 @@ inline std::vector<float> run_cache(const kv::KvConfig& cfg, const Case& c, cons
     a.q_scale = c.q_scale;
     a.softcap = c.softcap;
     a.window = c.window;
+    a.bf16 = c.bf16;
     a.out = &out[pos * q_tok];
     ops::attention(cache, a, scratch);
     pos += n;

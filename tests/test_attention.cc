@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "common/error.h"
@@ -67,6 +68,29 @@ TEST_CASE("sliding window, soft-cap and query scale equal the reference (prefill
       double diff = 0;
       for (size_t i = 0; i < windowed.size(); ++i) diff = std::max(diff, double(std::abs(windowed[i] - unwindowed[i])));
       CHECK(diff > 0.1);
+    }
+  }
+}
+
+TEST_CASE("bf16 prefill products stay within bf16 rounding of the reference (window, soft-cap, quantized)") {
+  for (const char* kv : {"f32", "q8"}) {
+    for (int variant = 0; variant < 3; ++variant) {
+      Case c;
+      c.shape = CacheShape{1, 2, 64, 300};
+      c.n_heads = 8;
+      c.n_prompt = 257;  // blocks of 16 tokens, an odd last tile (257 positions)
+      c.n_decode = 3;
+      c.window = variant == 1 ? 100 : 0;
+      c.softcap = variant == 2 ? 20.0f : 0.0f;
+      c.bf16 = true;
+      const Data d = make_data(c, 31 + variant, 4.0f);
+      const KvConfig cfg = kvrt::kv::parse_setting(kv);
+      const double err = max_error(cfg, c, d, 2);
+      c.bf16 = false;
+      const double err_f32 = max_error(cfg, c, d, 2);
+      INFO(std::string(kv) << " variant " << variant << ": bf16 " << err << ", f32 " << err_f32);
+      CHECK(err < err_f32 + 0.03);  // q, k, p and v each rounded to 8 significant bits
+      CHECK(err > err_f32);  // the bf16 products ran
     }
   }
 }

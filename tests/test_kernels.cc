@@ -361,6 +361,40 @@ TEST_CASE("quantize equals the scalar twin bit for bit and round trips within th
     }
   });
 }
+TEST_CASE("the bf16 prefill tiles equal the scalar twin (vdpbf16ps where the CPU has AVX512-BF16)") {
+  for (Isa isa : simd_isas()) {
+    const Kernels& k = kernels_for(isa);
+    INFO("isa " << isa_to_string(isa));
+    for (int n : {1, 16, 37, 64}) {  // pairs: the vector loops and their scalar tail, two rows and one
+      const std::vector<float> x0 = randn(2 * n, 11), x1 = randn(n, 12);
+      std::vector<uint32_t> p1(n), p2(n);
+      const struct { const float* x1; int step; } cases[] = {{x1.data(), 1}, {nullptr, 1}, {x0.data() + 1, 2}, {nullptr, 2}};
+      for (const auto& c : cases) {
+        k.bf16_pairs(x0.data(), c.x1, c.step, n, p1.data());
+        scalar::bf16_pairs(x0.data(), c.x1, c.step, n, p2.data());
+        CHECK(p1 == p2);  // both round to nearest, ties to even
+      }
+    }
+    for (int n_r : {16, 48, 80}) {
+      for (int n_kp : {1, 19, 32}) {
+        for (int n_i : {1, 9, 64}) {
+          const size_t b_i = n_kp + 2;  // rows of b at a stride longer than their pairs
+          const std::vector<float> fa = randn(2 * n_kp * n_r, 13), fb = randn(2 * n_i * b_i, 14);
+          std::vector<uint32_t> a(n_kp * n_r), b(n_i * b_i);
+          for (int p = 0; p < n_kp; ++p) scalar::bf16_pairs(&fa[2 * p * n_r], &fa[(2 * p + 1) * n_r], 1, n_r, &a[p * n_r]);
+          scalar::bf16_pairs(fb.data(), fb.data() + 1, 2, n_i * b_i, b.data());
+          std::vector<float> c1 = randn(n_i * n_r, 15), c2 = c1;
+          for (bool accumulate : {false, true}) {
+            k.gemm_bf16({a.data(), b.data(), b_i, 1, c1.data(), n_r, n_i, n_kp, accumulate});
+            scalar::gemm_bf16({a.data(), b.data(), b_i, 1, c2.data(), n_r, n_i, n_kp, accumulate});
+            for (int i = 0; i < n_i * n_r; ++i) REQUIRE(std::abs(c1[i] - c2[i]) <= kSumTol * 8 * 2 * n_kp + 1e-5);
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("exp_sum, hadamard and the prefill tiles equal the scalar twin") {
   for (Isa isa : simd_isas()) {
     const Kernels& k = kernels_for(isa);
@@ -380,16 +414,44 @@ TEST_CASE("exp_sum, hadamard and the prefill tiles equal the scalar twin") {
       for (float v : a) norm2_after += double(v) * v;
       CHECK(norm2_after == doctest::Approx(norm2).epsilon(1e-5));  // orthonormal
     }
-    for (int n_d : {8, 64, 128}) {
-      const int n_r = 8, n_j = 64;
-      const std::vector<float> qm = randn(n_r * n_d, 1), kt = randn(n_d * n_j, 2), pm = randn(n_r * n_j, 3), v = randn(n_j * n_d, 4);
-      std::vector<float> s1(n_r * n_j), s2(n_r * n_j), o1 = randn(n_r * n_d, 5), o2 = o1;
-      k.gemm_qk({qm.data(), kt.data(), s1.data(), n_r, n_d, n_j});
-      scalar::gemm_qk({qm.data(), kt.data(), s2.data(), n_r, n_d, n_j});
-      for (int i = 0; i < n_r * n_j; ++i) REQUIRE(std::abs(s1[i] - s2[i]) <= kSumTol * 8 * n_d + 1e-5);
-      k.gemm_pv({pm.data(), v.data(), o1.data(), n_r, n_d, n_j});
-      scalar::gemm_pv({pm.data(), v.data(), o2.data(), n_r, n_d, n_j});
-      for (int i = 0; i < n_r * n_d; ++i) REQUIRE(std::abs(o1[i] - o2[i]) <= kSumTol * 8 * n_j + 1e-5);
+    for (int n_r : {16, 48, 80}) {  // rows in the lanes: 1, 3 and 5 vectors of 16
+      for (int n_d : {8, 64, 128}) {
+        for (int n_j : {1, 37, 64}) {
+          // K and V rows at a stride longer than head_dim, as the f32 cache's rows of all kv heads
+          const size_t stride = n_d + 3;
+          const std::vector<float> qt = randn(n_d * n_r, 1), kv = randn(n_j * stride, 2), p = randn(n_j * n_r, 3);
+          std::vector<float> s1(n_j * n_r), s2(n_j * n_r), o1 = randn(n_d * n_r, 5), o2 = o1;
+          k.gemm({qt.data(), kv.data(), stride, 1, s1.data(), n_r, n_j, n_d, false});
+          scalar::gemm({qt.data(), kv.data(), stride, 1, s2.data(), n_r, n_j, n_d, false});
+          for (int i = 0; i < n_j * n_r; ++i) REQUIRE(std::abs(s1[i] - s2[i]) <= kSumTol * 8 * n_d + 1e-5);
+          k.gemm({p.data(), kv.data(), 1, stride, o1.data(), n_r, n_d, n_j, true});
+          scalar::gemm({p.data(), kv.data(), 1, stride, o2.data(), n_r, n_d, n_j, true});
+          for (int i = 0; i < n_d * n_r; ++i) REQUIRE(std::abs(o1[i] - o2[i]) <= kSumTol * 8 * n_j + 1e-5);
+        }
+      }
+    }
+    for (int n_r : {16, 48}) {
+      for (int n_j : {1, 37, 64}) {
+        const int n_d = 24;
+        // masked scores, rows with no visible key in this tile or none at all yet
+        std::vector<float> s1 = randn(n_j * n_r, 6), m1 = randn(n_r, 7), l1(n_r), o1 = randn(n_d * n_r, 8);
+        for (int r = 0; r < n_r; ++r) {
+          l1[r] = 1.0f + r;
+          if (r % 5 == 1) m1[r] = -INFINITY;
+          for (int j = 0; j < n_j; ++j) {
+            if (r % 3 == 2 || (r + j) % 7 == 0) s1[j * n_r + r] = -INFINITY;
+          }
+        }
+        std::vector<float> s2 = s1, m2 = m1, l2 = l1, o2 = o1;
+        k.softmax({s1.data(), m1.data(), l1.data(), o1.data(), n_r, n_j, n_d});
+        scalar::softmax({s2.data(), m2.data(), l2.data(), o2.data(), n_r, n_j, n_d});
+        for (int r = 0; r < n_r; ++r) {
+          REQUIRE(m1[r] == m2[r]);
+          REQUIRE(std::abs(l1[r] - l2[r]) <= 2e-6 * l2[r]);
+        }
+        for (int i = 0; i < n_j * n_r; ++i) REQUIRE(std::abs(s1[i] - s2[i]) <= 2e-6 * s2[i]);
+        for (int i = 0; i < n_d * n_r; ++i) REQUIRE(std::abs(o1[i] - o2[i]) <= 2e-6 * std::abs(o2[i]));
+      }
     }
   }
 }

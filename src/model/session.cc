@@ -195,6 +195,7 @@ void Session::attention_block(int layer, int n) {
   args.softcap = c.attn_softcap;
   args.window = c.window_of(layer);
   args.out = attn_.data();
+  args.bf16 = matmul_->precision() == ops::MatmulPrecision::kBf16;
   ops::attention(*kv_, args, *attn_scratch_);
   matmul_->run(attn_.data(), n, lw.wo, xn_.data());
   if (lw.post_attn_norm) ops::rms_norm(xn_.data(), lw.post_attn_norm, n, c.d_model, c.rms_eps, xn_.data());

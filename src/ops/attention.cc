@@ -26,7 +26,8 @@ namespace {
 struct ThreadSizes {
   int prefill_tokens;  // query tokens per prefill block
   int rows;            // query rows handled together, padded to kGemmRows
-  size_t q, s, kt, group_hd;  // floats of q and o, s, kt and x, the per-group-head buffers
+  size_t q, s, x, group_hd;  // floats of q and o, s, x, the per-group-head buffers
+  size_t pairs;              // bf16 pairs of Q [head_dim / 2][rows], K, V and P tiles
   int group;
 
   ThreadSizes(const kv::CacheShape& shape, int n_heads) {
@@ -35,11 +36,12 @@ struct ThreadSizes {
     rows = (std::max(group, prefill_tokens * group) + simd::kGemmRows - 1) / simd::kGemmRows * simd::kGemmRows;
     q = static_cast<size_t>(rows) * shape.head_dim;
     s = static_cast<size_t>(rows) * kTile;
-    kt = static_cast<size_t>(shape.head_dim) * kTile;
+    x = static_cast<size_t>(shape.head_dim) * kTile;
     group_hd = static_cast<size_t>(group) * shape.head_dim;  // head_dim / G <= head_dim groups
+    pairs = (q + 2 * x + s) / 2;
   }
-  size_t bytes() const {  // q, o; s; m, l; kt, x; qc_d, qc_sum (floats), qc (int8), qc_csum (int32)
-    return (2 * q + s + 2 * size_t(rows) + 2 * kt + 2 * group_hd) * sizeof(float) +
+  size_t bytes() const {  // q, o; s; m, l; x; qc_d, qc_sum (floats), qc (int8), qc_csum (int32), pairs
+    return (2 * q + s + 2 * size_t(rows) + x + 2 * group_hd) * sizeof(float) + pairs * sizeof(uint32_t) +
            group_hd * (sizeof(int8_t) + sizeof(int32_t));
   }
 };
@@ -61,8 +63,8 @@ AttentionScratch::AttentionScratch(const kv::CacheShape& shape, int n_heads, int
     t.m.assign(z.rows, 0.0f);
     t.l.assign(z.rows, 0.0f);
     t.o.assign(z.q, 0.0f);
-    t.kt.assign(z.kt, 0.0f);
-    t.x.assign(z.kt, 0.0f);
+    t.x.assign(z.x, 0.0f);
+    t.pairs.assign(z.pairs, 0);
     t.qc.assign(z.group_hd, 0);
     t.qc_d.assign(z.group_hd, 0.0f);
     t.qc_sum.assign(z.group_hd, 0.0f);
@@ -78,9 +80,9 @@ size_t AttentionScratch::bytes_for(const kv::CacheShape& shape, int n_heads, int
 size_t AttentionScratch::bytes_allocated() const {
   size_t n = 0;
   for (const ThreadScratch& t : impl_->threads) {
-    n += (t.q.size() + t.s.size() + t.m.size() + t.l.size() + t.o.size() + t.kt.size() + t.x.size() +
+    n += (t.q.size() + t.s.size() + t.m.size() + t.l.size() + t.o.size() + t.x.size() +
           t.qc_d.size() + t.qc_sum.size()) * sizeof(float) +
-         t.qc.size() * sizeof(int8_t) + t.qc_csum.size() * sizeof(int32_t);
+         t.qc.size() * sizeof(int8_t) + t.qc_csum.size() * sizeof(int32_t) + t.pairs.size() * sizeof(uint32_t);
   }
   return n;
 }
@@ -149,8 +151,6 @@ void decode_item(const kv::KvCache& cache, const AttentionArgs& a, int kv_head, 
 }
 
 }  // namespace
-
-void online_softmax_step(ThreadScratch& ts, int n_rows, int n, int hd) { softmax_step(ts, n_rows, n, hd); }
 
 float query_scale(const AttentionArgs& a, int head_dim) {
   return a.q_scale > 0.0f ? a.q_scale : 1.0f / std::sqrt(static_cast<float>(head_dim));

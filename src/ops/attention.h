@@ -33,6 +33,9 @@ struct AttentionArgs {
   float softcap = 0.0f;      // scores s become softcap * tanh(s / softcap) (Gemma 2); 0: none
   int window = 0;            // the query at pos sees keys (pos - window, pos] only; 0: every key
   float* out = nullptr;      // [n_tokens][n_heads][head_dim]
+  // Prefill products (Q·Kᵀ, P·V) with Q, K, P and V rounded to bf16, summed in f32, for an even
+  // head_dim: the sessions of matmul precision bf16 (vdpbf16ps with AVX512-BF16, else the twins).
+  bool bf16 = false;
 };
 
 // out[t][h] = softmax(cap(q_scale · q[t][h] · K[lo .. pos]ᵀ)) · V[lo .. pos] with pos = pos0 + t,

@@ -10,7 +10,7 @@
 
 namespace kvrt::ops {
 
-constexpr int kTile = 64;  // key positions per online-softmax step (a multiple of simd::kGemmCols)
+constexpr int kTile = 64;  // key positions per online-softmax step
 static_assert(kv::kRingAlign % kTile == 0, "a chunk of packed positions must not wrap around a sliding-window ring");
 
 // Key positions are read in chunks of kTile positions, the sinks apart, so that every chunk of
@@ -27,12 +27,12 @@ inline int chunk_end(const kv::HeadView& v, int j0, int n_pos) {
 
 // Per-thread buffers, sized once; `rows` = query rows handled together (GQA group x tokens).
 struct ThreadScratch {
-  std::vector<float> q;      // [rows][head_dim]  scaled (and rotated) queries
-  std::vector<float> s;      // [rows][kTile]     scores, then probabilities
+  std::vector<float> q;      // [rows][head_dim]  scaled (and rotated) queries (prefill: [head_dim][rows])
+  std::vector<float> s;      // [rows][kTile]     scores, then probabilities (prefill: [kTile][rows])
   std::vector<float> m, l;   // [rows]            running max and sum of the online softmax
-  std::vector<float> o;      // [rows][head_dim]  unnormalized output
-  std::vector<float> kt;     // [head_dim][kTile] prefill: K tile transposed
+  std::vector<float> o;      // [rows][head_dim]  unnormalized output (prefill: [head_dim][rows])
   std::vector<float> x;      // [kTile][head_dim] prefill: K or V tile as FP32 rows
+  std::vector<uint32_t> pairs;  // prefill in bf16: Q, a K tile, a V tile and P as bf16 pairs
   std::vector<int8_t> qc;    // [group][head_dim] key token tiles: queries as int8 codes,
   std::vector<float> qc_d, qc_sum;  // [group][head_dim / G] their scales and Σ q per group
   std::vector<int32_t> qc_csum;     // [group][head_dim / G] Σ codes per group

@@ -73,17 +73,46 @@ struct AccArgs {
   size_t acc_stride;
 };
 
-// Prefill tiles (rows padded to kGemmRows, columns to kGemmCols with zeros by the caller):
-//   qk: s[r][j] = sum_d q[r][d] * kt[d][j]           q [n_r][n_d], kt [n_d][n_j], s [n_r][n_j]
-//   pv: o[r][d] += sum_j p[r][j] * v[j][d]           p [n_r][n_j], v [n_j][n_d], o [n_r][n_d]
+// Prefill tiles keep the query rows in the lanes: every operand and result is [k][n_r] with n_r
+// query rows (a multiple of kGemmRows, zero-padded by the caller), so K and V rows are read as
+// stored (FP32 rows [position][head_dim]) and the softmax runs down the columns.
+//   c[i][r] (+)= sum_{k < n_k} b[i * b_i + k * b_k] * a[k][r]     i < n_i, r < n_r
+// Q·Kᵀ: a = queries [head_dim][n_r], b = key rows (b_i = head_dim, b_k = 1), c = scores [j][n_r];
+// P·V:  a = probabilities [j][n_r], b = value rows (b_i = 1, b_k = head_dim), c += out [head_dim][n_r].
 struct GemmArgs {
   const float* a;
   const float* b;
+  size_t b_i, b_k;
   float* c;
-  int n_r, n_d, n_j;
+  int n_r, n_i, n_k;
+  bool accumulate;
 };
-constexpr int kGemmRows = 4;
-constexpr int kGemmCols = 32;
+// Online softmax of one tile of scores s [n_j][n_r] (-inf where masked), per row r: the running
+// max m[r] becomes max(m[r], max_j s[j][r]); s becomes exp(s - max); l[r] and the unnormalized
+// output o [n_d][n_r] are scaled by exp(old max - new max), and l[r] gains the sum of the new s.
+// A row with no visible key yet (max -inf) keeps s = 0, l = 0 and o as it was.
+struct SoftmaxArgs {
+  float* s;
+  float* m;
+  float* l;
+  float* o;
+  int n_r, n_j, n_d;
+};
+constexpr int kGemmRows = 16;
+// The same products in bf16 (prefill at matmul precision bf16, on AVX512-BF16: vdpbf16ps), every
+// operand as pairs of bf16 values along k (a uint32_t: the even k in the low half), summed in f32:
+//   c[i][r] (+)= sum_{p < n_kp} b[i * b_i + p * b_k] · a[p][r]     (· of two pairs: a 2-term dot)
+// Pairs come from bf16_pairs: dst[i] = bf16(x0[i * step]) | bf16(x1[i * step]) << 16 for i < n,
+// rounded to nearest, ties to even; x1 null stands for zeros. Step 1 pairs two rows; a row's own
+// consecutive values are pairs with x1 = x0 + 1, step 2.
+struct GemmBf16Args {
+  const uint32_t* a;
+  const uint32_t* b;
+  size_t b_i, b_k;
+  float* c;
+  int n_r, n_i, n_kp;
+  bool accumulate;
+};
 
 // The kernels of one quantized KV format (kv/blocks.h descriptor F, tiles of kv/tiles.h).
 struct FormatKernels {
@@ -160,8 +189,10 @@ struct Kernels {
   FormatKernels format[kv::kNumFormats];         // slot = kv::Format; the f32 slot is empty
   float (*exp_sum)(float* x, int n, float max);  // x = exp(x - max) in place; returns the sum
   void (*hadamard)(float* x, int n);             // orthonormal fast Walsh–Hadamard, n power of two
-  void (*gemm_qk)(const GemmArgs&);
-  void (*gemm_pv)(const GemmArgs&);
+  void (*gemm)(const GemmArgs&);                 // prefill tiles, rows in lanes
+  void (*softmax)(const SoftmaxArgs&);
+  void (*gemm_bf16)(const GemmBf16Args&);         // the scalar twins below AVX512-BF16
+  void (*bf16_pairs)(const float* x0, const float* x1, int step, int n, uint32_t* dst);
   MatmulTiles matmul;
   WeightKernels weight[kNumWeightTypes];
 };
@@ -184,8 +215,10 @@ void for_each_slot(K& k, F&& f) {
   });
   f("softmax.exp_sum", k.exp_sum);
   f("rotate.hadamard", k.hadamard);
-  f("prefill.gemm_qk", k.gemm_qk);
-  f("prefill.gemm_pv", k.gemm_pv);
+  f("prefill.gemm", k.gemm);
+  f("prefill.softmax", k.softmax);
+  f("prefill.gemm_bf16", k.gemm_bf16);
+  f("prefill.bf16_pairs", k.bf16_pairs);
   for (int i = 0; i < k.matmul.rows; ++i) {
     for (int j = 0; j < k.matmul.cols; ++j) {
       f(("matmul.tile" + std::to_string(i + 1) + "x" + std::to_string(j + 1)).c_str(), k.matmul.fn[i][j]);

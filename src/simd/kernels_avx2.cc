@@ -18,6 +18,7 @@ namespace kvrt::simd::avx2 {
 #include "simd/kernels_body_decl.inc"
 #include "simd/kernels_x86.inc"
 #include "simd/kernels_body.inc"
+#include "simd/prefill_tiles.inc"
 #include "simd/kernels_table.inc"
 #include "simd/matmul_tiles.inc"
 

@@ -10,6 +10,7 @@
 
 #include "common/half.h"
 #include "kv/blocks.h"
+#include "simd/cpu_features.h"
 #include "simd/kernels_isa.h"
 #include "simd/kernels_scalar.h"
 
@@ -18,16 +19,18 @@ namespace kvrt::simd::avx512 {
 #include "simd/kernels_body_decl.inc"
 #include "simd/kernels_x86.inc"
 #include "simd/kernels_body.inc"
+#include "simd/prefill_tiles.inc"
 #include "simd/kernels_table.inc"
 #include "simd/matmul_tiles.inc"
 
 // The avx512 rung: the row kernels, the matmul tiles (32 registers: 16 accumulators plus the
 // loaded rows) and the widening of quantized weights on zmm (weight_codecs_avx512.cc). The format tile kernels stay as the avx2 rung left them; the avx512-vnni rung
-// (kernels_vnni.cc) replaces dot and acc.
+// (kernels_vnni.cc) replaces dot and acc. With AVX512-BF16, the bf16 prefill tiles too.
 void install(Kernels& t) {
   install_rows<xsimd::avx512bw, xsimd::fma3<xsimd::avx2>, xsimd::sse4_2>(t);
   install_matmul<xsimd::avx512f, 4, 4>(t, "avx512");
   codecs::install(t);
+  if (cpu_features().avx512bf16) bf16::install(t);
 }
 
 }  // namespace kvrt::simd::avx512

@@ -12,6 +12,7 @@ namespace avx2::weights { void install(Kernels& table); }  // decode products of
 namespace avx2::codecs { void install(Kernels& table); }  // to_float of the quantized weight types, weight_codecs_avx2.cc
 namespace avx512 { void install(Kernels& table); }
 namespace avx512::codecs { void install(Kernels& table); }  // the same on zmm, weight_codecs_avx512.cc
+namespace avx512::bf16 { void install(Kernels& table); }  // bf16 prefill tiles (AVX512-BF16), prefill_bf16_avx512.cc
 namespace avx512vnni { void install(Kernels& table); }  // sets dot and acc of every quantized format
 namespace avx512vnni::weights { void install(Kernels& table); }  // decode products of the weight types, weight_dot_vnni.cc
 namespace neon { void install(Kernels& table); }

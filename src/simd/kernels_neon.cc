@@ -48,6 +48,7 @@ inline void lane_sums(const Vec<A>* v, float* out) {
 }
 
 #include "simd/kernels_body.inc"
+#include "simd/prefill_tiles.inc"
 #include "simd/kernels_table.inc"
 #include "simd/matmul_tiles.inc"
 

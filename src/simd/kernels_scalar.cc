@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "common/half.h"
 #include "kv/blocks.h"
 #include "kv/tiles.h"
 
@@ -122,23 +123,53 @@ void hadamard(float* x, int n) {
   for (int i = 0; i < n; ++i) x[i] *= s;
 }
 
-void gemm_qk(const GemmArgs& g) {
-  for (int r = 0; r < g.n_r; ++r) {
-    for (int j = 0; j < g.n_j; ++j) {
-      float s = 0;
-      for (int d = 0; d < g.n_d; ++d) s += g.a[r * g.n_d + d] * g.b[d * g.n_j + j];
-      g.c[r * g.n_j + j] = s;
+void gemm(const GemmArgs& g) {
+  for (int i = 0; i < g.n_i; ++i) {
+    for (int r = 0; r < g.n_r; ++r) {
+      float& c = g.c[static_cast<size_t>(i) * g.n_r + r];
+      float sum = g.accumulate ? c : 0.0f;
+      for (int k = 0; k < g.n_k; ++k) sum += g.b[i * g.b_i + k * g.b_k] * g.a[static_cast<size_t>(k) * g.n_r + r];
+      c = sum;
     }
   }
 }
 
-void gemm_pv(const GemmArgs& g) {
-  for (int r = 0; r < g.n_r; ++r) {
-    for (int j = 0; j < g.n_j; ++j) {
-      const float p = g.a[r * g.n_j + j];
-      for (int d = 0; d < g.n_d; ++d) g.c[r * g.n_d + d] += p * g.b[j * g.n_d + d];
+void softmax(const SoftmaxArgs& a) {
+  for (int r = 0; r < a.n_r; ++r) {
+    float m = a.m[r];
+    for (int j = 0; j < a.n_j; ++j) m = std::max(m, a.s[static_cast<size_t>(j) * a.n_r + r]);
+    const float base = m == -INFINITY ? 0.0f : m;
+    const float corr = m == -INFINITY ? 1.0f : std::exp(a.m[r] - base);
+    float sum = 0;
+    for (int j = 0; j < a.n_j; ++j) {
+      float& s = a.s[static_cast<size_t>(j) * a.n_r + r];
+      sum += (s = std::exp(s - base));
+    }
+    a.l[r] = a.l[r] * corr + sum;
+    a.m[r] = m;
+    for (int d = 0; d < a.n_d; ++d) a.o[static_cast<size_t>(d) * a.n_r + r] *= corr;
+  }
+}
+
+// vdpbf16ps: c + hi · hi + lo · lo, each product exact in f32 (its denormals flushed, which the
+// twin does not do: the tests' values have none).
+void gemm_bf16(const GemmBf16Args& g) {
+  for (int i = 0; i < g.n_i; ++i) {
+    for (int r = 0; r < g.n_r; ++r) {
+      float& c = g.c[static_cast<size_t>(i) * g.n_r + r];
+      float sum = g.accumulate ? c : 0.0f;
+      for (int p = 0; p < g.n_kp; ++p) {
+        const uint32_t a = g.a[static_cast<size_t>(p) * g.n_r + r], b = g.b[i * g.b_i + p * g.b_k];
+        sum += bf16_to_f32(uint16_t(a >> 16)) * bf16_to_f32(uint16_t(b >> 16));
+        sum += bf16_to_f32(uint16_t(a)) * bf16_to_f32(uint16_t(b));
+      }
+      c = sum;
     }
   }
+}
+
+void bf16_pairs(const float* x0, const float* x1, int step, int n, uint32_t* dst) {
+  for (int i = 0; i < n; ++i) dst[i] = f32_to_bf16(x0[i * step]) | uint32_t(x1 ? f32_to_bf16(x1[i * step]) : 0) << 16;
 }
 
 void install(Kernels& k) {
@@ -147,8 +178,10 @@ void install(Kernels& k) {
   kv::for_each_quant_format([&](auto f) { k.format[static_cast<int>(decltype(f)::kFormat)] = format_kernels<decltype(f)>(); });
   k.exp_sum = exp_sum;
   k.hadamard = hadamard;
-  k.gemm_qk = gemm_qk;
-  k.gemm_pv = gemm_pv;
+  k.gemm = gemm;
+  k.softmax = softmax;
+  k.gemm_bf16 = gemm_bf16;
+  k.bf16_pairs = bf16_pairs;
 }
 
 }  // namespace kvrt::simd::scalar

@@ -83,8 +83,10 @@ void acc_tiles(const kv::TileFormat& f, const AccArgs& a);
 void dequantize_tile(const kv::TileFormat& f, const uint8_t* tile, float* x);  // x [16][n]
 float exp_sum(float* x, int n, float max);
 void hadamard(float* x, int n);
-void gemm_qk(const GemmArgs& g);
-void gemm_pv(const GemmArgs& g);
+void gemm(const GemmArgs& g);
+void softmax(const SoftmaxArgs& a);
+void gemm_bf16(const GemmBf16Args& g);
+void bf16_pairs(const float* x0, const float* x1, int step, int n, uint32_t* dst);
 void install(Kernels& k);          // the attention and quantize slots (kernels_scalar.cc)
 void install_matmul(Kernels& k);   // the matmul and weight slots (matmul_scalar.cc)
 
