@@ -39,6 +39,7 @@ int32_t Sampler::sample(const float* logits, int n_logits) {
     throw Error("the sampler was made for a vocabulary of " + std::to_string(n) + " tokens, the logits have " +
                     std::to_string(n_logits), ErrorKind::kUsage);
   if (opt_.temperature == 0.0f) return argmax(logits, n);
+  if ((opt_.top_k == 0 || opt_.top_k >= n) && opt_.top_p >= 1.0f) return sample_all(logits);
   std::iota(order_.begin(), order_.end(), 0);
   // Candidates sorted by logit, highest first (ties by id, so the order is deterministic).
   const int k = (opt_.top_k > 0 && opt_.top_k < n) ? opt_.top_k : n;
@@ -72,6 +73,25 @@ int32_t Sampler::sample(const float* logits, int n_logits) {
     if (r < 0.0) return order_[size_t(i)];
   }
   return order_[size_t(kept - 1)];
+}
+
+int32_t Sampler::sample_all(const float* logits) {
+  const int n = int(order_.size());
+  const double max_logit = logits[argmax(logits, n)];
+  double sum = 0.0;
+  for (int i = 0; i < n; ++i) {
+    probs_[size_t(i)] = std::exp((double(logits[i]) - max_logit) / opt_.temperature);
+    sum += probs_[size_t(i)];
+  }
+  double r = next_uniform() * sum;
+  int32_t last = 0;  // the last id of non-zero probability: where rounding may leave r
+  for (int i = 0; i < n; ++i) {
+    if (probs_[size_t(i)] == 0.0) continue;
+    r -= probs_[size_t(i)];
+    if (r < 0.0) return i;
+    last = i;
+  }
+  return last;
 }
 
 }  // namespace kvrt::model

@@ -24,6 +24,9 @@ class Sampler {
 
  private:
   double next_uniform();  // [0, 1)
+  // Temperature alone (no top-k or top-p cut): a draw from the whole softmax, walking the ids in
+  // order. The cuts need the candidates sorted by logit; the whole distribution does not.
+  int32_t sample_all(const float* logits);
 
   SamplerOptions opt_;
   uint64_t state_;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kv/kv_cache.h"
+#include "model/layer_rows.h"
 #include "model/model.h"
 #include "ops/attention.h"
 #include "ops/matmul.h"
@@ -76,10 +77,14 @@ class Session {
   ops::MatmulPrecision matmul_precision() const { return matmul_->precision(); }
 
  private:
+  friend class Lockstep;  // steps several sessions at once: check_next, attend, n_past_, last_logits_
+  // Throws unless n tokens fit after n_past_ and are all in the vocabulary.
+  void check_next(const int32_t* tokens, int n) const;
   void forward_chunk(const int32_t* tokens, int n, float* logits);
-  void project(const ops::WeightMatrix& w, const float* bias, int n, float* y);
-  void attention_block(int layer, int n);
-  void ffn_block(int layer, int n);
+  // Rotates the n rows of q [n][n_heads * head_dim] and k [n][n_kv_heads * head_dim] to the
+  // positions from n_past_ on, writes k and v to the cache and attends: out [n][n_heads * head_dim].
+  // The part of a layer that reads this session's cache.
+  void attend(int layer, int n, float* q, float* k, const float* v, float* out);
 
   const Model& model_;
   int n_ctx_, n_threads_, n_batch_;
@@ -89,15 +94,7 @@ class Session {
   std::unique_ptr<ops::AttentionScratch> attn_scratch_;
   std::unique_ptr<ops::Matmul> matmul_;
   ops::RopeTable rope_;
-  // Scratch for one chunk of up to n_batch tokens.
-  std::vector<float> x_;     // [n_batch][d_model] residual stream
-  std::vector<float> xn_;    // [n_batch][d_model] normalized
-  std::vector<float> q_;     // [n_batch][n_heads * head_dim]
-  std::vector<float> k_;     // [n_batch][n_kv_heads * head_dim]
-  std::vector<float> v_;     // [n_batch][n_kv_heads * head_dim]
-  std::vector<float> attn_;  // [n_batch][n_heads * head_dim]
-  std::vector<float> gate_;  // [n_batch][d_ff]
-  std::vector<float> up_;    // [n_batch][d_ff]
+  Activations act_;  // one chunk of up to n_batch tokens
   std::vector<float> last_logits_;  // [n_vocab]
 };
 

@@ -35,6 +35,11 @@ constexpr int64_t kWidenRows = 256;  // W rows widened (or rounded to bf16) per 
 #if KVRT_HAVE_DNNL
 const simd::WeightKernels& weight_kernels(simd::WeightType t) { return simd::kernels().weight[simd::weight_index(t)]; }
 #endif
+
+// Rows of x the packed decode kernels quantize at most in one call.
+int64_t decode_rows(MatmulRows rows, const MatmulPlan& plan) {
+  return rows == MatmulRows::kEachAlone ? std::max<int64_t>(plan.n_rows, 1) : kDecodeMaxTokens;
+}
 }  // namespace
 
 const char* matmul_precision_name(MatmulPrecision p) { return p == MatmulPrecision::kBf16 ? "bf16" : "f32"; }
@@ -70,14 +75,15 @@ void require_matmul_precision(MatmulPrecision p) {
 struct Matmul::Impl {
   int n_threads;
   MatmulPrecision precision;
+  MatmulRows rows;
   BlockedMatmul blocked;
   PackedDecode packed;
   const char* gemm_name = "none";  // the kernels of the last product of each kind
   const char* gemv_name;
   std::string description;         // built by implementation(): run() allocates nothing
 
-  Impl(int n_threads, MatmulPrecision precision)
-      : n_threads(n_threads), precision(precision), blocked(n_threads), packed(n_threads)
+  Impl(int n_threads, MatmulPrecision precision, MatmulRows rows)
+      : n_threads(n_threads), precision(precision), rows(rows), blocked(n_threads), packed(n_threads)
 #if KVRT_HAVE_DNNL
         , gemm(n_threads)
 #endif
@@ -164,30 +170,31 @@ struct Matmul::Impl {
 #endif
 };
 
-Matmul::Matmul(int n_threads, MatmulPrecision precision) {
+Matmul::Matmul(int n_threads, MatmulPrecision precision, MatmulRows rows) {
   require_matmul_precision(precision);
-  impl_ = std::make_unique<Impl>(std::max(1, n_threads), precision);
+  impl_ = std::make_unique<Impl>(std::max(1, n_threads), precision, rows);
 }
 Matmul::~Matmul() = default;
 
 MatmulPrecision Matmul::precision() const { return impl_->precision; }
 
 void Matmul::run(const float* x, int64_t m, const WeightMatrix& w, float* y) {
+  const bool decode = impl_->rows == MatmulRows::kEachAlone || m <= kDecodeMaxTokens;
 #if KVRT_HAVE_DNNL
-  if (m > kDecodeMaxTokens) {
+  if (!decode) {
     if (impl_->precision == MatmulPrecision::kBf16) impl_->gemm_bf16(x, m, w, y);
     else impl_->gemm_f32(x, m, w, y);
     impl_->gemm_name = impl_->gemm.implementation();
     return;
   }
 #endif
-  if (impl_->packed.handles(m, w)) {
+  if (decode && impl_->packed.handles(w)) {
     impl_->packed.run(x, m, w, y);
     impl_->gemv_name = impl_->packed.name();
     return;
   }
   impl_->blocked.run(x, m, w, y);
-  if (m <= kDecodeMaxTokens) impl_->gemv_name = impl_->blocked.name();
+  if (decode) impl_->gemv_name = impl_->blocked.name();
 }
 
 size_t Matmul::scratch_bytes(int n_threads, MatmulPrecision precision, const MatmulPlan& plan) {
@@ -204,7 +211,7 @@ size_t Matmul::scratch_bytes(int n_threads, MatmulPrecision precision, const Mat
 #else
   (void)precision;
 #endif
-  return bytes + PackedDecode::scratch_bytes(plan.n_in_widened);
+  return bytes + PackedDecode::scratch_bytes(kDecodeMaxTokens, plan.n_in_widened);
 }
 
 size_t Matmul::bytes_allocated() const {
@@ -218,8 +225,9 @@ size_t Matmul::bytes_allocated() const {
 
 void Matmul::reserve(const MatmulPlan& plan) {
   impl_->blocked.reserve(plan.n_in_widened);
-  impl_->packed.reserve(plan.n_in_widened);
+  impl_->packed.reserve(decode_rows(impl_->rows, plan), plan.n_in_widened);
 #if KVRT_HAVE_DNNL
+  if (impl_->rows == MatmulRows::kEachAlone) return;  // no call reaches oneDNN
   if (impl_->precision == MatmulPrecision::kBf16) {
     Impl::grow(impl_->widened, impl_->n_threads * plan.n_in_widened);
     Impl::grow(impl_->x_bf16, plan.n_rows * plan.n_in);

@@ -55,9 +55,17 @@ struct WeightMatrix {
   WeightMatrix rows(int64_t first, int64_t n) const { return {row(first), type, n, n_in}; }
 };
 
+// Which kernels a call runs:
+//   kByCount:   by the number of rows of x (ops/decode_size.h): decode-sized calls on the decode
+//               kernels, larger ones on oneDNN (at the Matmul's precision). A session's products.
+//   kEachAlone: the decode kernels for any number of rows, so each row of y is what a call with
+//               that row alone computes, bit for bit: one token of each of several sessions
+//               stepped together (model/lockstep.h).
+enum class MatmulRows : uint8_t { kByCount, kEachAlone };
+
 // The products a Matmul will run, for allocating its scratch up front.
 struct MatmulPlan {
-  int64_t n_rows = 0;        // most rows of x in one prefill-sized call (the prefill chunk)
+  int64_t n_rows = 0;        // most rows of x in one call (the prefill chunk; kEachAlone: the sessions)
   int64_t n_in = 0;          // longest W row of any product
   int64_t n_in_widened = 0;  // longest W row stored in a type other than F32 (0: all F32)
 };
@@ -67,13 +75,14 @@ struct MatmulPlan {
 class Matmul {
  public:
   // Throws as require_matmul_precision does when this process cannot run `precision`.
-  explicit Matmul(int n_threads, MatmulPrecision precision = MatmulPrecision::kF32);
+  explicit Matmul(int n_threads, MatmulPrecision precision = MatmulPrecision::kF32,
+                  MatmulRows rows = MatmulRows::kByCount);
   ~Matmul();
   void run(const float* x, int64_t m, const WeightMatrix& w, float* y);
   MatmulPrecision precision() const;
   // Allocates now kvrt's scratch for the products of `plan` (W widened or rounded a block of
   // rows at a time, x rounded to bf16), so run() allocates none of its own for them;
-  // scratch_bytes gives the same count without allocating. oneDNN's primitives keep their own
+  // scratch_bytes gives the same count without allocating (for MatmulRows::kByCount). oneDNN's primitives keep their own
   // memory, which neither counts.
   void reserve(const MatmulPlan& plan);
   static size_t scratch_bytes(int n_threads, MatmulPrecision precision, const MatmulPlan& plan);

@@ -17,13 +17,13 @@ namespace kvrt::ops {
 class PackedDecode {
  public:
   explicit PackedDecode(int n_threads);
-  // Whether run() computes y = x · Wᵀ for these m rows of x: a decode-sized m
-  // (ops/decode_size.h) and a weight type with a decode kernel.
-  bool handles(int64_t m, const WeightMatrix& w) const;
+  // Whether run() computes y = x · Wᵀ for W: a weight type with a decode kernel. Each row of y
+  // is the same whatever m (every row is a dot product of its own).
+  bool handles(const WeightMatrix& w) const;
   void run(const float* x, int64_t m, const WeightMatrix& w, float* y);
-  // The activation blocks of decode-sized products with rows of up to n_in values, allocated now.
-  void reserve(int64_t n_in);
-  static size_t scratch_bytes(int64_t n_in);
+  // The activation blocks of products of up to m rows of up to n_in values, allocated now.
+  void reserve(int64_t m, int64_t n_in);
+  static size_t scratch_bytes(int64_t m, int64_t n_in);
   size_t bytes_allocated() const { return act_.size(); }
   const char* name() const { return name_.c_str(); }  // "kvrt-packed:<isa of the decode kernels>"
 
@@ -31,7 +31,7 @@ class PackedDecode {
   int n_threads_;
   const simd::Kernels* kernels_;
   std::string name_;
-  std::vector<uint8_t> act_;  // [kDecodeMaxTokens][activation row bytes]: x quantized
+  std::vector<uint8_t> act_;  // [m][activation row bytes]: x quantized
 };
 
 }  // namespace kvrt::ops

@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "kv/cache_layout.h"
+#include "model/lockstep.h"
 #include "model/sampler.h"
 #include "model/session.h"
 #include "validate/negative_control.h"
@@ -27,12 +28,14 @@ struct Lane {
   bool matching = true;        // greedy tokens still equal to the baseline's
 };
 
-// Runs one case on the lanes still running (lanes_[0] is the baseline).
+// Runs one case on the lanes still running (lanes_[0] is the baseline). Every token generated
+// one at a time is a lockstep step of all of them (model/lockstep.h): each lane's numbers are its
+// own session's, and the weights are read once per step for all the lanes.
 class CaseRunner {
  public:
   CaseRunner(std::vector<Lane*>& lanes, const model::Model& model, const RunOptions& o, int bin_width)
       : lanes_(lanes), tok_(model.tokenizer()), n_vocab_(model.config().n_vocab), o_(o), bin_width_(bin_width),
-        refs_(size_t(o.n_batch)) {}
+        refs_(size_t(o.n_batch)), lockstep_(model, int(lanes.size()), lanes[0]->session->n_threads()) {}
 
   void run(const Case& c);
 
@@ -42,10 +45,11 @@ class CaseRunner {
   void feed(const std::vector<int32_t>& tokens);
   void feed_chunk(const int32_t* tokens, int n);
   void score_rows(int n, int pos0, const int32_t* next);
+  void step(const int32_t* tokens);  // tokens[l] on lane l, for every lane
   void follow_greedy(int n);
   void free_greedy(const Case& c);
   void sample(const Case& c);
-  std::vector<int32_t> generate(Lane& lane, int n, model::Sampler& sampler);
+  std::vector<std::vector<int32_t>> generate(int n, std::vector<model::Sampler>& samplers);
   std::string piece(std::vector<int32_t>& before, int32_t next) const;
   std::vector<std::string> pieces(const std::vector<int32_t>& tokens) const;  // the text each token adds
   std::string text_after(const std::vector<int32_t>& prompt, const std::vector<int32_t>& out) const;
@@ -56,6 +60,8 @@ class CaseRunner {
   const RunOptions& o_;
   const int bin_width_;
   std::vector<Reference> refs_;  // [n_batch] the baseline's rows of the chunk
+  model::Lockstep lockstep_;
+  std::vector<model::Session*> sessions_;  // [lanes] of a lockstep step
 };
 
 // The last position of every session waits for its reference token, which is `ref` (-1 at the end).
@@ -113,11 +119,21 @@ void CaseRunner::score_rows(int n, int pos0, const int32_t* next) {
   }
 }
 
+void CaseRunner::step(const int32_t* tokens) {
+  sessions_.clear();
+  for (Lane* lane : lanes_) sessions_.push_back(lane->session.get());
+  lockstep_.step(sessions_.data(), tokens, int(sessions_.size()));
+}
+
 void CaseRunner::feed_chunk(const int32_t* tokens, int n) {
   score_pending(tokens[0]);
+  if (n == 1) {
+    step(std::vector<int32_t>(lanes_.size(), tokens[0]).data());
+    return;
+  }
   const int pos0 = base().n_past();
-  for (Lane* lane : lanes_) lane->session->eval(tokens, n, n > 1 ? lane->logits.data() : nullptr);
-  if (n > 1) score_rows(n - 1, pos0, tokens + 1);
+  for (Lane* lane : lanes_) lane->session->eval(tokens, n, lane->logits.data());
+  score_rows(n - 1, pos0, tokens + 1);
 }
 
 void CaseRunner::feed(const std::vector<int32_t>& tokens) {
@@ -151,14 +167,18 @@ void CaseRunner::follow_greedy(int n) {
   }
 }
 
-// n tokens from the lane's session as it was after the prompt (Lane::prompt).
-std::vector<int32_t> CaseRunner::generate(Lane& lane, int n, model::Sampler& sampler) {
-  model::Session& s = *lane.session;
-  s.restore(*lane.prompt);
-  std::vector<int32_t> out;
+// n tokens from every lane's session as it was after the prompt (Lane::prompt), lane l drawing
+// from samplers[l]: out [lanes][n].
+std::vector<std::vector<int32_t>> CaseRunner::generate(int n, std::vector<model::Sampler>& samplers) {
+  for (Lane* lane : lanes_) lane->session->restore(*lane->prompt);
+  std::vector<std::vector<int32_t>> out(lanes_.size());
+  std::vector<int32_t> next(lanes_.size());
   for (int j = 0; j < n; ++j) {
-    out.push_back(sampler.sample(s.last_logits(), n_vocab_));
-    if (j + 1 < n) s.eval(&out.back(), 1);
+    for (size_t l = 0; l < lanes_.size(); ++l) {
+      next[l] = samplers[l].sample(lanes_[l]->session->last_logits(), n_vocab_);
+      out[l].push_back(next[l]);
+    }
+    if (j + 1 < n) step(next.data());
   }
   return out;
 }
@@ -186,11 +206,12 @@ std::vector<std::string> CaseRunner::pieces(const std::vector<int32_t>& tokens) 
 // Recall and task cases: every session continues greedily on its own from the prompt; the
 // continuation must contain the answer (recall) or pass the case's check (task).
 void CaseRunner::free_greedy(const Case& c) {
+  std::vector<model::Sampler> greedy(lanes_.size(), model::Sampler({}, n_vocab_));
+  const std::vector<std::vector<int32_t>> outs = generate(c.n_generate, greedy);
   std::vector<int32_t> base_out;
   bool base_pass = false;
   for (size_t l = 0; l < lanes_.size(); ++l) {
-    model::Sampler greedy({}, n_vocab_);
-    const std::vector<int32_t> out = generate(*lanes_[l], c.n_generate, greedy);
+    const std::vector<int32_t>& out = outs[l];
     const std::string text = text_after(c.turns[0], out);
     const bool pass = c.check ? task_passes(*c.check, text) : text.find(c.expect) != std::string::npos;
     if (l == 0) {
@@ -218,11 +239,10 @@ std::string CaseRunner::text_after(const std::vector<int32_t>& prompt, const std
 
 void CaseRunner::sample(const Case& c) {
   std::vector<std::vector<std::vector<int32_t>>> outs(lanes_.size());  // [lane][seed][token]
-  for (size_t l = 0; l < lanes_.size(); ++l) {
-    for (uint64_t seed : c.seeds) {
-      model::Sampler sampler({float(c.temperature), 0, 1.0f, seed}, n_vocab_);
-      outs[l].push_back(generate(*lanes_[l], c.n_generate, sampler));
-    }
+  for (uint64_t seed : c.seeds) {
+    std::vector<model::Sampler> samplers(lanes_.size(), model::Sampler({float(c.temperature), 0, 1.0f, seed}, n_vocab_));
+    std::vector<std::vector<int32_t>> out = generate(c.n_generate, samplers);
+    for (size_t l = 0; l < lanes_.size(); ++l) outs[l].push_back(std::move(out[l]));
   }
   const double base_spread = spread(outs[0]);
   for (size_t l = 1; l < lanes_.size(); ++l) {

@@ -1,0 +1,101 @@
+#include "model/layer_rows.h"
+
+#include <algorithm>
+
+#include "ops/transformer_ops.h"
+
+namespace kvrt::model {
+
+size_t Activations::floats(const ModelConfig& c, int rows) {
+  const size_t q = size_t(c.n_heads) * c.head_dim, kv = size_t(c.n_kv_heads) * c.head_dim;
+  return size_t(rows) * (2 * size_t(c.d_model) + 2 * q + 2 * kv + 2 * size_t(c.d_ff));
+}
+
+Activations::Activations(const ModelConfig& c, int rows)
+    : rows(rows),
+      x(size_t(rows) * c.d_model),
+      xn(x.size()),
+      q(size_t(rows) * c.n_heads * c.head_dim),
+      k(size_t(rows) * c.n_kv_heads * c.head_dim),
+      v(k.size()),
+      attn(q.size()),
+      gate(size_t(rows) * c.d_ff),
+      up(gate.size()) {}
+
+size_t Activations::bytes_allocated() const {
+  return (x.size() + xn.size() + q.size() + k.size() + v.size() + attn.size() + gate.size() + up.size()) *
+         sizeof(float);
+}
+
+namespace {
+
+// y[n][w.n_out] = xn · Wᵀ (+ bias, where the layer has one).
+void project(ops::Matmul& mm, const float* xn, const ops::WeightMatrix& w, const float* bias, int n, float* y) {
+  mm.run(xn, n, w, y);
+  if (bias) ops::add_bias(y, bias, n, int(w.n_out));
+}
+
+// x += norm(out) (post_norm null: x += out); out [n][d_model].
+void residual(const ModelConfig& c, const float* post_norm, int n, float* out, float* x) {
+  if (post_norm) ops::rms_norm(out, post_norm, n, c.d_model, c.rms_eps, out);
+  ops::add_inplace(x, out, int64_t(n) * c.d_model);
+}
+
+}  // namespace
+
+ops::MatmulPlan products_plan(const Model& m, int n_rows) {
+  ops::MatmulPlan p;
+  p.n_rows = n_rows;
+  const auto take = [&](const ops::WeightMatrix& w) {
+    p.n_in = std::max(p.n_in, w.n_in);
+    if (w.type != simd::WeightType::kF32) p.n_in_widened = std::max(p.n_in_widened, w.n_in);
+  };
+  for (const LayerWeights& l : m.weights().layers)
+    for (const ops::WeightMatrix* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) take(*w);
+  take(m.weights().output);
+  return p;
+}
+
+void embed_rows(const Model& m, const int32_t* tokens, int n, Activations& a) {
+  const ModelConfig& c = m.config();
+  for (int t = 0; t < n; ++t) m.weights().embedding(tokens[t], &a.x[size_t(t) * c.d_model]);
+  ops::scale(a.x.data(), int64_t(n) * c.d_model, c.embedding_scale);
+}
+
+void qkv_rows(const Model& m, int layer, int n, ops::Matmul& mm, Activations& a) {
+  const ModelConfig& c = m.config();
+  const LayerWeights& lw = m.weights().layers[size_t(layer)];
+  ops::rms_norm(a.x.data(), lw.attn_norm, n, c.d_model, c.rms_eps, a.xn.data());
+  project(mm, a.xn.data(), lw.wq, lw.bq, n, a.q.data());
+  project(mm, a.xn.data(), lw.wk, lw.bk, n, a.k.data());
+  project(mm, a.xn.data(), lw.wv, lw.bv, n, a.v.data());
+}
+
+void attention_out_rows(const Model& m, int layer, int n, ops::Matmul& mm, Activations& a) {
+  const LayerWeights& lw = m.weights().layers[size_t(layer)];
+  mm.run(a.attn.data(), n, lw.wo, a.xn.data());
+  residual(m.config(), lw.post_attn_norm, n, a.xn.data(), a.x.data());
+}
+
+void ffn_rows(const Model& m, int layer, int n, ops::Matmul& mm, Activations& a) {
+  const ModelConfig& c = m.config();
+  const LayerWeights& lw = m.weights().layers[size_t(layer)];
+  ops::rms_norm(a.x.data(), lw.ffn_norm, n, c.d_model, c.rms_eps, a.xn.data());
+  mm.run(a.xn.data(), n, lw.w_gate, a.gate.data());
+  mm.run(a.xn.data(), n, lw.w_up, a.up.data());
+  switch (c.architecture->activation) {
+    case Activation::kSilu: ops::swiglu(a.gate.data(), a.up.data(), int64_t(n) * c.d_ff); break;
+    case Activation::kGeluTanh: ops::geglu(a.gate.data(), a.up.data(), int64_t(n) * c.d_ff); break;
+  }
+  mm.run(a.gate.data(), n, lw.w_down, a.xn.data());
+  residual(c, lw.post_ffn_norm, n, a.xn.data(), a.x.data());
+}
+
+void logits_rows(const Model& m, const float* x, int n, ops::Matmul& mm, float* xn, float* logits) {
+  const ModelConfig& c = m.config();
+  ops::rms_norm(x, m.weights().output_norm, n, c.d_model, c.rms_eps, xn);
+  mm.run(xn, n, m.weights().output, logits);
+  if (c.final_softcap > 0.0f) ops::softcap(logits, int64_t(n) * c.n_vocab, c.final_softcap);
+}
+
+}  // namespace kvrt::model
