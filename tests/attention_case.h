@@ -80,7 +80,7 @@ inline std::vector<double> reference(const Case& c, const Data& d) {
 inline std::vector<float> run_cache(const kv::KvConfig& cfg, const Case& c, const Data& d, int n_threads) {
   const int hd = c.shape.head_dim, nkv = c.shape.n_kv_heads;
   kv::KvCache cache(cfg, c.shape);
-  ops::AttentionScratch scratch(c.shape, c.n_heads, std::max(c.n_prompt, 1), n_threads);
+  ops::AttentionScratch scratch(c.shape, c.n_heads, std::max(c.n_prompt, 1), n_threads, c.bf16);
   const size_t q_tok = static_cast<size_t>(c.n_heads) * hd, kv_tok = static_cast<size_t>(nkv) * hd;
   std::vector<float> out(q_tok * (c.n_prompt + c.n_decode));
   int pos = 0;

@@ -72,25 +72,32 @@ TEST_CASE("sliding window, soft-cap and query scale equal the reference (prefill
   }
 }
 
-TEST_CASE("bf16 prefill products stay within bf16 rounding of the reference (window, soft-cap, quantized)") {
+TEST_CASE("bf16 prefill products stay within bf16 rounding of the reference (window, soft-cap, quantized, sinks)") {
   for (const char* kv : {"f32", "q8"}) {
-    for (int variant = 0; variant < 3; ++variant) {
+    for (int variant = 0; variant < 4; ++variant) {
       Case c;
       c.shape = CacheShape{1, 2, 64, 300};
       c.n_heads = 8;
       c.n_prompt = 257;  // blocks of 16 tokens, an odd last tile (257 positions)
       c.n_decode = 3;
-      c.window = variant == 1 ? 100 : 0;
+      c.window = variant == 1 || variant == 3 ? 100 : 0;
       c.softcap = variant == 2 ? 20.0f : 0.0f;
+      c.n_chunk = variant == 3 ? 90 : 0;  // later calls stage keys from the window's start on
       c.bf16 = true;
       const Data d = make_data(c, 31 + variant, 4.0f);
-      const KvConfig cfg = kvrt::kv::parse_setting(kv);
+      KvConfig cfg = kvrt::kv::parse_setting(kv);
+      cfg.sinks = variant == 3 ? 7 : 0;  // an odd chunk [0, 7) before the tiles
       const double err = max_error(cfg, c, d, 2);
+      const std::vector<float> out = run_cache(cfg, c, d, 2);
       c.bf16 = false;
       const double err_f32 = max_error(cfg, c, d, 2);
-      INFO(std::string(kv) << " variant " << variant << ": bf16 " << err << ", f32 " << err_f32);
+      const std::vector<float> out_f32 = run_cache(cfg, c, d, 2);
+      double diff = 0;  // from the same cache's f32 products
+      for (size_t i = 0; i < out.size(); ++i) diff = std::max(diff, double(std::abs(out[i] - out_f32[i])));
+      INFO(std::string(kv) << " variant " << variant << ": bf16 " << err << ", f32 " << err_f32 << ", apart " << diff);
       CHECK(err < err_f32 + 0.03);  // q, k, p and v each rounded to 8 significant bits
-      CHECK(err > err_f32);  // the bf16 products ran
+      CHECK(diff < 0.03);
+      CHECK(diff > 1e-4);  // the bf16 products ran
     }
   }
 }

@@ -40,7 +40,7 @@ size_t Session::planned_bytes(const Model& model, const SessionOptions& o) {
   const int n_ctx = resolve_ctx(c, o.n_ctx), n_threads = resolve_threads(o.n_threads);
   const int n_batch = std::clamp(o.n_batch, 1, n_ctx);
   const kv::CacheShape shape = cache_shape(model, o);
-  return kv::plan_cache(o.kv, shape).bytes() + ops::AttentionScratch::bytes_for(shape, c.n_heads, n_threads) +
+  return kv::plan_cache(o.kv, shape).bytes() + ops::AttentionScratch::bytes_for(shape, c.n_heads, n_threads, o.matmul == ops::MatmulPrecision::kBf16) +
          ops::Matmul::scratch_bytes(n_threads, o.matmul, products_plan(model, n_batch)) +
          ops::RopeTable::bytes_for(n_ctx, c.rope_dim) + (Activations::floats(c, n_batch) + size_t(c.n_vocab)) * sizeof(float);
 }
@@ -56,7 +56,7 @@ Session::Session(const Model& model, const SessionOptions& o)
   const kv::CacheShape shape = cache_shape(model, o);
   kv_ = std::make_unique<kv::KvCache>(o.kv, shape);
   after_cache_write_ = o.after_cache_write;
-  attn_scratch_ = std::make_unique<ops::AttentionScratch>(shape, c.n_heads, n_batch_, n_threads_);
+  attn_scratch_ = std::make_unique<ops::AttentionScratch>(shape, c.n_heads, n_batch_, n_threads_, o.matmul == ops::MatmulPrecision::kBf16);
   matmul_ = std::make_unique<ops::Matmul>(n_threads_, o.matmul);
   matmul_->reserve(products_plan(model, n_batch_));
   last_logits_.resize(size_t(c.n_vocab));

@@ -27,7 +27,7 @@ struct ThreadSizes {
   int prefill_tokens;  // query tokens per prefill block
   int rows;            // query rows handled together, padded to kGemmRows
   size_t q, s, x, group_hd;  // floats of q and o, s, x, the per-group-head buffers
-  size_t pairs;              // bf16 pairs of Q [head_dim / 2][rows], K, V and P tiles
+  size_t pairs;              // bf16 pairs of Q [head_dim / 2][rows] and P [kTile / 2][rows]
   int group;
 
   ThreadSizes(const kv::CacheShape& shape, int n_heads) {
@@ -38,7 +38,7 @@ struct ThreadSizes {
     s = static_cast<size_t>(rows) * kTile;
     x = static_cast<size_t>(shape.head_dim) * kTile;
     group_hd = static_cast<size_t>(group) * shape.head_dim;  // head_dim / G <= head_dim groups
-    pairs = (q + 2 * x + s) / 2;
+    pairs = (q + s) / 2;
   }
   size_t bytes() const {  // q, o; s; m, l; x; qc_d, qc_sum (floats), qc (int8), qc_csum (int32), pairs
     return (2 * q + s + 2 * size_t(rows) + x + 2 * group_hd) * sizeof(float) + pairs * sizeof(uint32_t) +
@@ -48,7 +48,7 @@ struct ThreadSizes {
 
 }  // namespace
 
-AttentionScratch::AttentionScratch(const kv::CacheShape& shape, int n_heads, int max_tokens, int n_threads)
+AttentionScratch::AttentionScratch(const kv::CacheShape& shape, int n_heads, int max_tokens, int n_threads, bool bf16_prefill)
     : impl_(std::make_unique<Impl>()) {
   KVRT_ASSERT(n_heads > 0 && max_tokens > 0 && n_threads > 0 && n_heads % shape.n_kv_heads == 0);
   const ThreadSizes z(shape, n_heads);
@@ -70,15 +70,16 @@ AttentionScratch::AttentionScratch(const kv::CacheShape& shape, int n_heads, int
     t.qc_sum.assign(z.group_hd, 0.0f);
     t.qc_csum.assign(z.group_hd, 0);
   }
+  if (bf16_prefill) s.staged.assign(staged_pairs_size(shape), 0);
   simd::kernels();  // decide the ISA now, not inside the first decode step
 }
 
-size_t AttentionScratch::bytes_for(const kv::CacheShape& shape, int n_heads, int n_threads) {
-  return ThreadSizes(shape, n_heads).bytes() * size_t(n_threads);
+size_t AttentionScratch::bytes_for(const kv::CacheShape& shape, int n_heads, int n_threads, bool bf16_prefill) {
+  return ThreadSizes(shape, n_heads).bytes() * size_t(n_threads) + (bf16_prefill ? staged_pairs_size(shape) * sizeof(uint32_t) : 0);
 }
 
 size_t AttentionScratch::bytes_allocated() const {
-  size_t n = 0;
+  size_t n = impl_->staged.size() * sizeof(uint32_t);
   for (const ThreadScratch& t : impl_->threads) {
     n += (t.q.size() + t.s.size() + t.m.size() + t.l.size() + t.o.size() + t.x.size() +
           t.qc_d.size() + t.qc_sum.size()) * sizeof(float) +

@@ -8,13 +8,15 @@
 
 namespace kvrt::ops {
 
-// Scratch buffers for attention, sized once for (n_ctx, max tokens per call, heads).
+// Scratch buffers for attention, sized once for (n_ctx, max tokens per call, heads); with
+// bf16_prefill also for AttentionArgs::bf16 (one kv head's K and V of up to n_ctx positions as
+// bf16 pairs: n_ctx x head_dim x 4 bytes).
 class AttentionScratch {
  public:
-  AttentionScratch(const kv::CacheShape& shape, int n_heads, int max_tokens, int n_threads);
+  AttentionScratch(const kv::CacheShape& shape, int n_heads, int max_tokens, int n_threads, bool bf16_prefill = false);
   ~AttentionScratch();
   // The bytes such a scratch allocates, without allocating (session memory plans).
-  static size_t bytes_for(const kv::CacheShape& shape, int n_heads, int n_threads);
+  static size_t bytes_for(const kv::CacheShape& shape, int n_heads, int n_threads, bool bf16_prefill = false);
   size_t bytes_allocated() const;
   struct Impl;
   Impl& impl() { return *impl_; }
@@ -35,6 +37,7 @@ struct AttentionArgs {
   float* out = nullptr;      // [n_tokens][n_heads][head_dim]
   // Prefill products (Q·Kᵀ, P·V) with Q, K, P and V rounded to bf16, summed in f32, for an even
   // head_dim: the sessions of matmul precision bf16 (vdpbf16ps with AVX512-BF16, else the twins).
+  // Needs a scratch made with bf16_prefill.
   bool bf16 = false;
 };
 

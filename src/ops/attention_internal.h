@@ -32,7 +32,7 @@ struct ThreadScratch {
   std::vector<float> m, l;   // [rows]            running max and sum of the online softmax
   std::vector<float> o;      // [rows][head_dim]  unnormalized output (prefill: [head_dim][rows])
   std::vector<float> x;      // [kTile][head_dim] prefill: K or V tile as FP32 rows
-  std::vector<uint32_t> pairs;  // prefill in bf16: Q, a K tile, a V tile and P as bf16 pairs
+  std::vector<uint32_t> pairs;  // prefill in bf16: Q [head_dim / 2][rows] and P [kTile / 2][rows] as bf16 pairs
   std::vector<int8_t> qc;    // [group][head_dim] key token tiles: queries as int8 codes,
   std::vector<float> qc_d, qc_sum;  // [group][head_dim / G] their scales and Σ q per group
   std::vector<int32_t> qc_csum;     // [group][head_dim / G] Σ codes per group
@@ -44,6 +44,7 @@ struct AttentionScratch::Impl {
   int max_rows = 0;
   int prefill_tokens = 0;  // query tokens per prefill block
   std::vector<ThreadScratch> threads;
+  std::vector<uint32_t> staged;  // prefill in bf16: one kv head's K and V as pairs (StagedPairs)
 };
 
 // scores[i][j - j0] = q_i · k_j for j in [j0, j1), straight from the packed tiles.
@@ -74,6 +75,8 @@ void finish_scores(const AttentionArgs& a, int pos, int j0, float* s, int n);
 // out = o / l, rotated back if V is stored rotated.
 void finish_row(const kv::HeadView& v, const float* o, float l, float* out);
 
+// Prefill in bf16 stages one kv head's K and V of a call as bf16 pairs: at most this many.
+size_t staged_pairs_size(const kv::CacheShape& shape);
 void attention_prefill(const kv::KvCache& cache, const AttentionArgs& a, AttentionScratch::Impl& s);
 
 }  // namespace kvrt::ops
