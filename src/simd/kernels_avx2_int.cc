@@ -113,32 +113,42 @@ void dot_nq(Avx2, const DotArgs& a, int i0) {
   });
 }
 
+// Weights of one kAccChunk run (as scalar::acc_tiles_run): w[i][b][t] = round(p d / sw). The run's
+// p and, per group, its scales (and minimums) are loaded and converted once, not once per query.
 template <int NQ, class F>
 void run_weights(Avx2, const AccArgs& a, int i0, int t0, int t1, const TileRun& run, RunWeights<NQ, Avx2::kColumnDims>& r) {
   constexpr size_t ss = kv::kScaleStride;
-  const int ng = a.n / a.group;
+  constexpr int kVecs = kAccChunk / 8;  // 8 tokens per vector
+  const int ng = a.n / a.group, nv = run.n_tiles * kT / 8;
+  __m256 p[NQ][kVecs];
   float pmax[NQ];
   for (int i = 0; i < NQ; ++i) {
-    __m256 m = _mm256_setzero_ps();
-    for (int t = 0; t < t1 - t0; t += 8) m = _mm256_max_ps(m, abs_ps(load_first(a.p + (i0 + i) * a.p_stride + t0 + t, t1 - t0 - t)));
-    pmax[i] = hmax(m);
+    __m256 mx = _mm256_setzero_ps();
+    for (int v = 0; v < nv; ++v) {
+      p[i][v] = load_first(a.p + (i0 + i) * a.p_stride + t0 + 8 * v, t1 - t0 - 8 * v);
+      mx = _mm256_max_ps(mx, abs_ps(p[i][v]));
+    }
+    pmax[i] = hmax(mx);
   }
   for (int b = 0; b < ng; ++b) {
+    __m256 d[kVecs], mins[kVecs];
     __m256 dmax = _mm256_setzero_ps();
-    for (int t = 0; t < t1 - t0; t += 8) dmax = _mm256_max_ps(dmax, abs_ps(load_scales(run.tiles + t / kT * a.row_stride + b * ss + t % kT * sizeof(kv::Scale), t1 - t0 - t)));
+    for (int v = 0; v < nv; ++v) {
+      const uint8_t* scales = run.tiles + 8 * v / kT * a.row_stride + 8 * v % kT * sizeof(kv::Scale);
+      d[v] = load_scales(scales + b * ss, t1 - t0 - 8 * v);
+      if constexpr (!F::kSymmetric) mins[v] = load_scales(scales + (ng + b) * ss, t1 - t0 - 8 * v);
+      dmax = _mm256_max_ps(dmax, abs_ps(d[v]));
+    }
     const float dm = hmax(dmax);
     for (int i = 0; i < NQ; ++i) {
       const float range = pmax[i] * dm;
       r.sw[i][b] = range / 32767.0f;
       const __m256 inv = _mm256_set1_ps(range > 0 ? 32767.0f / range : 0.0f);
       __m256 ms = _mm256_setzero_ps();
-      for (int t = 0; t < run.n_tiles * kT; t += 8) {
-        const uint8_t* tile = run.tiles + t / kT * a.row_stride;
-        const __m256 p = load_first(a.p + (i0 + i) * a.p_stride + t0 + t, t1 - t0 - t);
-        const __m256 pw = _mm256_mul_ps(_mm256_mul_ps(p, load_scales(tile + b * ss + t % kT * sizeof(kv::Scale), t1 - t0 - t)), inv);
-        const __m256i w32 = _mm256_cvtps_epi32(pw);
-        _mm_store_si128(reinterpret_cast<__m128i*>(&r.w[i][b][t]), _mm_packs_epi32(_mm256_castsi256_si128(w32), _mm256_extracti128_si256(w32, 1)));
-        if constexpr (!F::kSymmetric) ms = _mm256_fmadd_ps(p, load_scales(tile + (ng + b) * ss + t % kT * sizeof(kv::Scale), t1 - t0 - t), ms);
+      for (int v = 0; v < nv; ++v) {
+        const __m256i w32 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_mul_ps(p[i][v], d[v]), inv));
+        _mm_store_si128(reinterpret_cast<__m128i*>(&r.w[i][b][8 * v]), _mm_packs_epi32(_mm256_castsi256_si128(w32), _mm256_extracti128_si256(w32, 1)));
+        if constexpr (!F::kSymmetric) ms = _mm256_fmadd_ps(p[i][v], mins[v], ms);
       }
       r.msum[i][b] = F::kSymmetric ? 0.0f : hsum(ms);
     }

@@ -60,24 +60,36 @@ inline void group_sums(Neon, const uint8_t* codes, const QueryRows<NQ>& qc, int 
 
 // Weights of one kAccChunk run, computed as scalar::acc_tiles_run does (a 1/G share of the work):
 // w[i][b][t] = round(p d / sw), zero past the run's tokens; sw the weight scale, msum = Σ p m
-// (asymmetric formats).
+// (asymmetric formats). Each query's max |p| and, per group, the run's scales (and minimums) are
+// taken once, not once per query and group; the scales 4 at a time (fcvtl, exact as kv::tile_scale).
 template <int NQ, class F>
-void run_weights(Neon, const AccArgs& a, int i0, int t0, int t1, const TileRun&, RunWeights<NQ, Neon::kColumnDims>& r) {
-  const auto f = kv::TileFormat::of<F>(kv::TileRole::kValue, a.n, a.group);
-  const auto tile_of = [&](int t) { return a.rows + (t / kT) * a.row_stride; };
-  for (int b = 0; b < f.n_groups(); ++b) {
+void run_weights(Neon, const AccArgs& a, int i0, int t0, int t1, const TileRun& run, RunWeights<NQ, Neon::kColumnDims>& r) {
+  constexpr size_t ss = kv::kScaleStride;
+  const int ng = a.n / a.group, n = t1 - t0;
+  float pmax[NQ];
+  for (int i = 0; i < NQ; ++i) {
+    const float* p = a.p + (i0 + i) * a.p_stride + t0;
+    pmax[i] = 0;
+    for (int t = 0; t < n; ++t) pmax[i] = std::max(pmax[i], std::fabs(p[t]));
+  }
+  for (int b = 0; b < ng; ++b) {
+    float d[kAccChunk], mins[kAccChunk];  // [t]: token t0 + t's scale (and minimum), every token of the run's tiles
+    for (int t = 0; t < run.n_tiles * kT; t += 4) {
+      const uint8_t* scales = run.tiles + t / kT * a.row_stride + t % kT * sizeof(kv::Scale);
+      vst1q_f32(d + t, load_scales(scales + b * ss));
+      if constexpr (!F::kSymmetric) vst1q_f32(mins + t, load_scales(scales + (ng + b) * ss));
+    }
     float dmax = 0;
-    for (int t = t0; t < t1; ++t) dmax = std::max(dmax, std::fabs(kv::tile_scale(f, tile_of(t), b, t % kT)));
+    for (int t = 0; t < n; ++t) dmax = std::max(dmax, std::fabs(d[t]));
     for (int i = 0; i < NQ; ++i) {
-      const float* p = a.p + (i0 + i) * a.p_stride;
-      float pmax = 0, msum = 0;
-      for (int t = t0; t < t1; ++t) pmax = std::max(pmax, std::fabs(p[t]));
-      const float range = pmax * dmax, inv = range > 0 ? 32767.0f / range : 0.0f;
+      const float* p = a.p + (i0 + i) * a.p_stride + t0;
+      float msum = 0;
+      const float range = pmax[i] * dmax, inv = range > 0 ? 32767.0f / range : 0.0f;
       r.sw[i][b] = range / 32767.0f;
       std::fill_n(r.w[i][b], kAccChunk, int16_t{0});
-      for (int t = t0; t < t1; ++t) {
-        r.w[i][b][t - t0] = static_cast<int16_t>(std::nearbyint(p[t] * kv::tile_scale(f, tile_of(t), b, t % kT) * inv));
-        if constexpr (!F::kSymmetric) msum += p[t] * kv::tile_min(f, tile_of(t), b, t % kT);
+      for (int t = 0; t < n; ++t) {
+        r.w[i][b][t] = static_cast<int16_t>(std::nearbyint(p[t] * d[t] * inv));
+        if constexpr (!F::kSymmetric) msum += p[t] * mins[t];
       }
       r.msum[i][b] = msum;
     }
