@@ -395,9 +395,23 @@ TEST_CASE("the bf16 prefill tiles equal the scalar twin (vdpbf16ps where the CPU
   }
 }
 
-TEST_CASE("exp_sum, hadamard and the prefill tiles equal the scalar twin") {
+TEST_CASE("exp_sum, swiglu, geglu, hadamard and the prefill tiles equal the scalar twin") {
   for (Isa isa : simd_isas()) {
     const Kernels& k = kernels_for(isa);
+    for (int n : {1, 15, 16, 100, 1000}) {  // gates up to ±100: silu's exp overflows to a zero
+      std::vector<float> a = randn(n, n + 1), up = randn(n, n + 2), b;
+      for (int i = 0; i < n; ++i) a[i] *= i % 7 == 0 ? 30.0f : 3.0f;
+      b = a;
+      const std::vector<float> b0 = a;
+      std::vector<float> c = a, d = a;
+      k.swiglu(a.data(), up.data(), n);
+      scalar::swiglu(b.data(), up.data(), n);
+      for (int i = 0; i < n; ++i) REQUIRE(std::abs(a[i] - b[i]) <= 1e-6f * std::abs(b[i]));
+      k.geglu(c.data(), up.data(), n);
+      scalar::geglu(d.data(), up.data(), n);
+      // 1 + tanh cancels for negative gates: the error is relative to x · up, not the result
+      for (int i = 0; i < n; ++i) REQUIRE(std::abs(c[i] - d[i]) <= 1e-6f * std::abs(b0[i] * up[i]));
+    }
     for (int n : {1, 8, 31, 64, 128, 257}) {
       std::vector<float> a = randn(n, n), b = a;
       const float sa = k.exp_sum(a.data(), n, 2.0f), sb = scalar::exp_sum(b.data(), n, 2.0f);

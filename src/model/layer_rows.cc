@@ -84,8 +84,8 @@ void ffn_rows(const Model& m, int layer, int n, ops::Matmul& mm, Activations& a)
   mm.run(a.xn.data(), n, lw.w_gate, a.gate.data());
   mm.run(a.xn.data(), n, lw.w_up, a.up.data());
   switch (c.architecture->activation) {
-    case Activation::kSilu: ops::swiglu(a.gate.data(), a.up.data(), int64_t(n) * c.d_ff); break;
-    case Activation::kGeluTanh: ops::geglu(a.gate.data(), a.up.data(), int64_t(n) * c.d_ff); break;
+    case Activation::kSilu: ops::swiglu(a.gate.data(), a.up.data(), int64_t(n) * c.d_ff, mm.n_threads()); break;
+    case Activation::kGeluTanh: ops::geglu(a.gate.data(), a.up.data(), int64_t(n) * c.d_ff, mm.n_threads()); break;
   }
   mm.run(a.gate.data(), n, lw.w_down, a.xn.data());
   residual(c, lw.post_ffn_norm, n, a.xn.data(), a.x.data());

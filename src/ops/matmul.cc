@@ -177,6 +177,7 @@ Matmul::Matmul(int n_threads, MatmulPrecision precision, MatmulRows rows) {
 Matmul::~Matmul() = default;
 
 MatmulPrecision Matmul::precision() const { return impl_->precision; }
+int Matmul::n_threads() const { return impl_->n_threads; }
 
 void Matmul::run(const float* x, int64_t m, const WeightMatrix& w, float* y) {
   const bool decode = impl_->rows == MatmulRows::kEachAlone || m <= kDecodeMaxTokens;

@@ -80,6 +80,7 @@ class Matmul {
   ~Matmul();
   void run(const float* x, int64_t m, const WeightMatrix& w, float* y);
   MatmulPrecision precision() const;
+  int n_threads() const;
   // Allocates now kvrt's scratch for the products of `plan` (W widened or rounded a block of
   // rows at a time, x rounded to bf16), so run() allocates none of its own for them;
   // scratch_bytes gives the same count without allocating (for MatmulRows::kByCount). oneDNN's primitives keep their own

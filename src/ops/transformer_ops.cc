@@ -1,6 +1,9 @@
 #include "ops/transformer_ops.h"
 
+#include <algorithm>
 #include <cmath>
+
+#include "simd/dispatch.h"
 
 namespace kvrt::ops {
 
@@ -50,17 +53,26 @@ void rope(const RopeTable& table, const RopeArgs& a) {
   }
 }
 
-void swiglu(float* gate, const float* up, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
-}
+namespace {
 
-void geglu(float* gate, const float* up, int64_t n) {
-  constexpr float kSqrt2OverPi = 0.79788456080286535588f, kCoef = 0.044715f;  // ggml's constants
-  for (int64_t i = 0; i < n; ++i) {
-    const float x = gate[i];
-    gate[i] = 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoef * x * x))) * up[i];
+// gate[i] = act(gate[i]) * up[i] by a kernel of the table, split between up to n_threads threads.
+void gated(void (*kernel)(float*, const float*, int64_t), float* gate, const float* up, int64_t n, int n_threads) {
+  constexpr int64_t kPerThread = 1 << 15;  // fewer values stay on one thread: a parallel region costs µs
+  const int nt = static_cast<int>(std::clamp<int64_t>(n / kPerThread, 1, n_threads));
+  // Pieces start on multiples of 64 values, so each value takes the same (vector or tail) path
+  // whatever the thread count.
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+  for (int t = 0; t < nt; ++t) {
+    const int64_t i0 = n * t / nt / 64 * 64, i1 = t + 1 == nt ? n : n * (t + 1) / nt / 64 * 64;
+    kernel(gate + i0, up + i0, i1 - i0);
   }
 }
+
+}  // namespace
+
+void swiglu(float* gate, const float* up, int64_t n, int n_threads) { gated(simd::kernels().swiglu, gate, up, n, n_threads); }
+
+void geglu(float* gate, const float* up, int64_t n, int n_threads) { gated(simd::kernels().geglu, gate, up, n, n_threads); }
 
 void scale(float* x, int64_t n, float s) {
   for (int64_t i = 0; i < n; ++i) x[i] *= s;

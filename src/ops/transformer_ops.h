@@ -38,11 +38,13 @@ struct RopeArgs {
 };
 void rope(const RopeTable& table, const RopeArgs& args);
 
-// gate[i] = silu(gate[i]) * up[i] for n values (in place in gate).
-void swiglu(float* gate, const float* up, int64_t n);
+// gate[i] = silu(gate[i]) * up[i] for n values (in place in gate), on up to n_threads threads
+// (whose count does not change the result).
+void swiglu(float* gate, const float* up, int64_t n, int n_threads);
 
-// gate[i] = gelu(gate[i]) * up[i] for n values, GELU in its tanh approximation (Gemma 2).
-void geglu(float* gate, const float* up, int64_t n);
+// gate[i] = gelu(gate[i]) * up[i] for n values, GELU in its tanh approximation (Gemma 2); threads
+// as swiglu.
+void geglu(float* gate, const float* up, int64_t n, int n_threads);
 
 // x[i] *= s for n values.
 void scale(float* x, int64_t n, float s);

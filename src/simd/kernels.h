@@ -188,6 +188,8 @@ struct Kernels {
   void (*acc)(const AccArgs&);                   // FP32 rows
   FormatKernels format[kv::kNumFormats];         // slot = kv::Format; the f32 slot is empty
   float (*exp_sum)(float* x, int n, float max);  // x = exp(x - max) in place; returns the sum
+  void (*swiglu)(float* gate, const float* up, int64_t n);  // gate = silu(gate) · up (the FFN)
+  void (*geglu)(float* gate, const float* up, int64_t n);   // gate = gelu_tanh(gate) · up (Gemma 2)
   void (*hadamard)(float* x, int n);             // orthonormal fast Walsh–Hadamard, n power of two
   void (*gemm)(const GemmArgs&);                 // prefill tiles, rows in lanes
   void (*softmax)(const SoftmaxArgs&);
@@ -214,6 +216,8 @@ void for_each_slot(K& k, F&& f) {
     f(("prefill.dequantize_v." + name).c_str(), slots.dequantize_tile[1]);
   });
   f("softmax.exp_sum", k.exp_sum);
+  f("ffn.swiglu", k.swiglu);
+  f("ffn.geglu", k.geglu);
   f("rotate.hadamard", k.hadamard);
   f("prefill.gemm", k.gemm);
   f("prefill.softmax", k.softmax);

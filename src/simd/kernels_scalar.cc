@@ -103,6 +103,17 @@ void acc(const AccArgs& a) {
   }
 }
 
+void swiglu(float* gate, const float* up, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+void geglu(float* gate, const float* up, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = gate[i];
+    gate[i] = 0.5f * x * (1.0f + std::tanh(kGeluSqrt2OverPi * x * (1.0f + kGeluCoef * x * x))) * up[i];
+  }
+}
+
 float exp_sum(float* x, int n, float max) {
   float sum = 0;
   for (int i = 0; i < n; ++i) sum += (x[i] = std::exp(x[i] - max));
@@ -177,6 +188,8 @@ void install(Kernels& k) {
   k.acc = acc;
   kv::for_each_quant_format([&](auto f) { k.format[static_cast<int>(decltype(f)::kFormat)] = format_kernels<decltype(f)>(); });
   k.exp_sum = exp_sum;
+  k.swiglu = swiglu;
+  k.geglu = geglu;
   k.hadamard = hadamard;
   k.gemm = gemm;
   k.softmax = softmax;

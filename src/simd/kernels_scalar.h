@@ -82,6 +82,9 @@ void dot_tiles(const kv::TileFormat& f, const DotArgs& a);
 void acc_tiles(const kv::TileFormat& f, const AccArgs& a);
 void dequantize_tile(const kv::TileFormat& f, const uint8_t* tile, float* x);  // x [16][n]
 float exp_sum(float* x, int n, float max);
+void swiglu(float* gate, const float* up, int64_t n);
+constexpr float kGeluSqrt2OverPi = 0.79788456080286535588f, kGeluCoef = 0.044715f;  // ggml's constants
+void geglu(float* gate, const float* up, int64_t n);
 void hadamard(float* x, int n);
 void gemm(const GemmArgs& g);
 void softmax(const SoftmaxArgs& a);
