@@ -1,6 +1,7 @@
 // Prefill attention: blocks of query tokens x the heads of one kv head against tiles of kTile
-// positions, each tile read as FP32 rows once (in place for the f32 cache, else dequantized into
-// scratch) and multiplied as small GEMMs with the query rows in the vector lanes.
+// positions, each tile read as FP32 rows (in place for the f32 cache, else dequantized into
+// scratch) and multiplied as small GEMMs with the query rows in the vector lanes; in bf16, against
+// the kv head's K and V converted to bf16 pairs once per call (StagedPairs).
 #include <omp.h>
 
 #include <algorithm>
