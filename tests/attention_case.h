@@ -106,12 +106,14 @@ inline std::vector<float> run_cache(const kv::KvConfig& cfg, const Case& c, cons
   return out;
 }
 
-inline double max_error(const kv::KvConfig& cfg, const Case& c, const Data& d, int n_threads) {
-  const std::vector<float> out = run_cache(cfg, c, d, n_threads);
-  const std::vector<double> ref = reference(c, d);
+inline double max_error(const std::vector<float>& out, const std::vector<double>& ref) {
   double err = 0;
   for (size_t i = 0; i < out.size(); ++i) err = std::max(err, std::abs(out[i] - ref[i]));
   return err;
+}
+
+inline double max_error(const kv::KvConfig& cfg, const Case& c, const Data& d, int n_threads) {
+  return max_error(run_cache(cfg, c, d, n_threads), reference(c, d));
 }
 
 

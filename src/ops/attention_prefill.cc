@@ -77,7 +77,8 @@ struct StagedPairs {
     const simd::Kernels& k = simd::kernels();
     size_t stride;
     const float* rows = tile_rows(view, view.k, j0, j1, x, &stride);
-    for (int j = 0; j < n; ++j) k.bf16_pairs(rows + j * stride, rows + j * stride + 1, 2, hd / 2, keys(j0) + size_t(j) * hd / 2);
+    uint32_t* key_pairs = keys(j0);
+    for (int j = 0; j < n; ++j) k.bf16_pairs(rows + j * stride, rows + j * stride + 1, 2, hd / 2, key_pairs + size_t(j) * hd / 2);
     rows = tile_rows(view, view.v, j0, j1, x, &stride);
     pair_rows(k, rows, stride, n, hd, values(j0));
   }
