@@ -41,7 +41,9 @@ std::vector<double> rope_reference(const std::vector<float>& x, int n_heads, int
 
 std::vector<float> rope_op(std::vector<float> x, int n_heads, int head_dim, int rope_dim, float base, int pos, bool neox,
                           const float* factors = nullptr) {
-  const ops::RopeTable table(pos + 1, rope_dim, base, factors);
+  ops::RopeParams params;
+  params.base = base;
+  const ops::RopeTable table(pos + 1, rope_dim, params, factors);
   ops::rope(table, {x.data(), 1, n_heads, head_dim, pos, neox});
   return x;
 }
@@ -122,9 +124,11 @@ TEST_CASE("architectures: every row names its tensors once") {
     }
     CHECK(&model::find_architecture(a.name) == &a);
   }
-  CHECK(model::architecture_names() == "llama, qwen2, phi3, gemma2");
+  CHECK(model::architecture_names() ==
+        "llama, qwen2, phi3, gemma2, qwen3, gemma3, smollm3, granite, olmo2, mistral3");
   CHECK(model::find_architecture("qwen2").rope_pairing == model::RopePairing::kNeox);
-  CHECK(model::find_architecture("gemma2").window_layers == model::WindowLayers::kEven);
+  CHECK(model::find_architecture("gemma2").window_layers == model::WindowLayers::kPattern);
+  CHECK(model::find_architecture("gemma2").window_period == 2);
 }
 
 TEST_CASE("an architecture kvrt does not know is one error that lists the ones it runs") {
@@ -137,5 +141,29 @@ TEST_CASE("an architecture kvrt does not know is one error that lists the ones i
   w.add_tensor("token_embd.weight", {4, 4}, simd::WeightType::kF32, std::vector<float>(16));
   w.write(tmp / "mamba.gguf");
   CHECK_THROWS_WITH_AS(model::Model(tmp / "mamba.gguf"),
-                       doctest::Contains("mamba.gguf': architecture 'mamba' is not supported (kvrt runs: llama, qwen2, phi3, gemma2)"), Error);
+                       doctest::Contains("mamba.gguf': architecture 'mamba' is not supported: Mamba is a recurrent "
+                                         "state-space model (kvrt runs: llama, qwen2, phi3, gemma2, qwen3, gemma3, "
+                                         "smollm3, granite, olmo2, mistral3)"), Error);
+}
+
+TEST_CASE("recurrent, hybrid and mixture-of-experts files are refused with what they need") {
+  test::TempDir tmp;
+  io::GgufFile src(test::stories_path());
+  const auto write = [&](const std::string& arch, bool experts) {
+    io::GgufWriter w;
+    w.add_string("general.architecture", arch);
+    for (const auto& [key, value] : src.metadata())
+      if (key.starts_with("tokenizer.")) w.add_value(key, value);
+    if (experts) w.add_u32(arch + ".expert_count", 8);
+    w.add_tensor("token_embd.weight", {4, 4}, simd::WeightType::kF32, std::vector<float>(16));
+    const std::string path = tmp / (arch + (experts ? "-moe" : "") + ".gguf");
+    w.write(path);
+    return path;
+  };
+  CHECK_THROWS_WITH_AS(model::Model(write("qwen35", false)),
+                       doctest::Contains("architecture 'qwen35' is not supported: Qwen3.5's gated delta-net layers are recurrent (kvrt runs: llama,"), Error);
+  CHECK_THROWS_WITH_AS(model::Model(write("lfm2", false)), doctest::Contains("'lfm2' is not supported: LFM2's short-convolution"), Error);
+  CHECK_THROWS_WITH_AS(model::Model(write("qwen3moe", false)), doctest::Contains("mixture of experts, which needs expert routing"), Error);
+  CHECK_THROWS_WITH_AS(model::Model(write("llama", true)),
+                       doctest::Contains("this llama model is a mixture of 8 experts (llama.expert_count), which needs expert routing"), Error);
 }

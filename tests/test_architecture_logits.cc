@@ -33,7 +33,7 @@ struct Fixture {
   float tolerance;  // max abs from llama.cpp's f32-KV logits (the bound)
 };
 
-// gemma2: llama.cpp's GELU is an f16 lookup table; exact tanh-GELU lands ~0.019 from it.
+// gemma2, gemma3: llama.cpp's GELU is an f16 lookup table; exact tanh-GELU lands ~0.019 from it.
 constexpr Fixture kFixtures[] = {
     {"llama-hd48", 2.5e-4f},
     {"llama-hd128", 2.5e-4f},
@@ -41,6 +41,13 @@ constexpr Fixture kFixtures[] = {
     {"qwen2-hd64", 2.5e-4f},
     {"phi3-hd96", 2.5e-4f},
     {"gemma2-hd128", 0.02f},
+    {"qwen3-hd128", 2.5e-4f},
+    {"gemma3-hd128", 0.02f},
+    {"smollm3-hd32", 2.5e-4f},
+    {"granite-hd64", 2.5e-4f},
+    {"olmo2-hd64", 2.5e-4f},
+    {"phi4mini-hd64", 2.5e-4f},
+    {"mistral3-hd64", 2.5e-4f},
 };
 constexpr int kPositions = 200, kPrompt = 16, kGreedy = 32;
 

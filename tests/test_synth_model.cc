@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "io/gguf.h"
 #include "model/config.h"
+#include "model/model.h"
 #include "tools/synth_model/synth.h"
 
 #include "test_util.h"
@@ -266,8 +267,10 @@ TEST_CASE("synth writes qwen2, phi3 and gemma2 with their tensors and keys; --de
   CHECK(phi3.find_tensor("blk.0.ffn_up.weight")->dims == std::vector<int64_t>{64, 2 * 96});
   CHECK(phi3.find_tensor("blk.0.ffn_gate.weight") == nullptr);
   CHECK(kvrt::model::ModelConfig::from_gguf(phi3).window_of(1) == 40);
-  c.tied = true;  // phi3 has a separate output matrix
+  c.arch = "olmo2";
+  c.tied = true;  // olmo2 has a separate output matrix
   CHECK_THROWS_WITH_AS(kvrt::synth::write_synth_model(c, dir / "x.gguf"), doctest::Contains("separate output"), kvrt::Error);
+  c.tied = false;
 
   c.arch = "gemma2";
   c.head_dim = 32;  // != d_model / n_heads
@@ -313,4 +316,83 @@ TEST_CASE("synth writes qwen2, phi3 and gemma2 with their tensors and keys; --de
     if (w.mix == kvrt::synth::WeightMix::kM)  // llama-quantize's Q4_K_M: Q5_K for a fused QKV
       CHECK(fq.find_tensor("blk.0.attn_qkv.weight")->type == WeightType::kQ5_K);
   }
+}
+
+TEST_CASE("synth_model writes every 2026 family with its own keys, and the real shapes") {
+  kvrt::test::TempDir dir;
+  const auto load = [&](const SynthConfig& c) {
+    const std::string path = dir / (c.arch + ".gguf");
+    kvrt::synth::write_synth_model(c, path);
+    return kvrt::model::Model(path);
+  };
+  SynthConfig c = tiny_config(WeightType::kF32);
+  c.n_layers = 8;
+  c.sliding_window = 24;
+  c.arch = "gemma3";
+  c.tied = true;
+  {
+    const kvrt::model::Model m = load(c);
+    CHECK(m.config().window_of(4) == 24);
+    CHECK(m.config().window_of(5) == 0);  // five local layers in six
+    CHECK(m.config().uses_window_rope(0));
+    CHECK(m.config().rope_window.base == 10000.0f);
+    CHECK(m.config().rope.base == 1e6f);
+    CHECK(m.weights().layers[0].q_norm != nullptr);
+  }
+  c.arch = "granite";
+  c.tied = false;
+  {
+    const kvrt::model::Model m = load(c);
+    CHECK(m.config().embedding_scale == 12.0f);
+    CHECK(m.config().query_scale == 0.015625f);
+    CHECK(m.config().residual_scale == 0.22f);
+    CHECK(m.config().logit_scale == 8.0f);
+  }
+  c.arch = "mistral3";
+  {
+    const kvrt::model::Model m = load(c);
+    CHECK(m.config().rope.scaling == kvrt::ops::RopeScaling::kYarn);
+    CHECK(m.config().rope.factor == 16.0f);
+    CHECK(m.config().attn_temp_scale == 0.1f);
+    CHECK(m.config().attn_temp_floor == 16384);
+  }
+  c.arch = "phi4mini";
+  c.tied = true;
+  {
+    const kvrt::model::Model m = load(c);
+    CHECK(m.config().arch == "phi3");
+    CHECK(m.config().rope_dim == 12);  // 3/4 of 16
+    CHECK(m.config().sliding_window == 0);
+    CHECK(m.config().rope.attn_factor == 1.19024f);
+    CHECK(m.weights().rope_factors(256, 256) == m.weights().rope_factors_short);
+    CHECK(m.weights().rope_factors(257, 256) == m.weights().rope_factors_long);
+  }
+  c.arch = "olmo2";
+  c.tied = false;
+  {
+    const kvrt::model::Model m = load(c);
+    CHECK(m.weights().layers[1].attn_norm == nullptr);
+    CHECK(m.weights().layers[1].ffn_norm == nullptr);
+    CHECK(m.config().architecture->qk_norm == kvrt::model::QkNorm::kFullWidth);
+  }
+  c.arch = "smollm3";
+  {
+    const kvrt::model::Model m = load(c);
+    CHECK(m.config().rope_at(2));
+    CHECK_FALSE(m.config().rope_at(3));
+    CHECK_FALSE(m.config().rope_at(7));
+  }
+  c.arch = "qwen3";
+  c.head_dim = 32;  // 4 x 32 != 64
+  CHECK(load(c).config().head_dim == 32);
+
+  SynthConfig g;
+  kvrt::synth::apply_shape(g, "gemma3-1b");
+  CHECK(g.arch == "gemma3");
+  CHECK(g.head_dim == 256);
+  CHECK(g.n_kv_heads == 1);
+  kvrt::synth::apply_shape(g, "qwen3-0.6b");
+  CHECK(g.n_layers == 28);
+  CHECK(g.n_kv_heads == 8);
+  CHECK_THROWS_WITH_AS(kvrt::synth::apply_shape(g, "gemma3-27b"), doctest::Contains("gemma3-1b, qwen3-0.6b"), kvrt::Error);
 }

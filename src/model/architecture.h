@@ -1,7 +1,8 @@
 // An architecture is one description that the loader (model/config.cc, model/tensors.cc,
-// model/weights.cc) and the forward pass (model/session.cc) consult: its tensors (required and
-// optional, model-level and per layer, with their shapes), RoPE pairing, norm, FFN activation,
-// soft-caps, sliding window, embedding and query scales and pre-tokenizer. Adding one is a row in
+// model/weights.cc) and the forward pass (model/session.cc, model/layer_rows.cc) consult: its
+// tensors (required and optional, model-level and per layer, with their shapes), RoPE pairing and
+// the layers without RoPE, norm, Q/K norms, FFN activation, soft-caps, sliding-window layers and
+// their RoPE base, the keys of its scales, and pre-tokenizer. Adding one is a row in
 // architecture.cc plus any op its forward pass needs.
 #pragma once
 
@@ -18,6 +19,13 @@ enum class RopePairing : uint8_t {
   kNeox,         // (x[i], x[i + rope_dim/2]): NeoX / GPT-J style (qwen2, phi3, gemma2)
 };
 
+// How the per-layer Q and K norms (attn_q_norm, attn_k_norm) normalize the projections.
+enum class QkNorm : uint8_t {
+  kNone,
+  kPerHead,    // RMSNorm of each head over head_dim, one [head_dim] weight for all heads (qwen3, gemma3)
+  kFullWidth,  // RMSNorm over all n_heads * head_dim values of Q (of K: n_kv_heads * head_dim) (olmo2)
+};
+
 enum class NormKind : uint8_t { kRms };  // y = x / sqrt(mean(x²) + eps) * w
 
 // The gate of the gated FFN down(act(gate(x)) * up(x)).
@@ -31,17 +39,28 @@ enum class QueryScale : uint8_t {
   kHeadDim,  // 1/sqrt(head_dim)
   kGemma2,   // 1/sqrt(head_dim), but 1/sqrt(d_model / n_heads) in the 46-layer model: Gemma 2 27B's
              // query_pre_attn_scalar (144), which GGUF does not store; llama.cpp picks it by layer count
+  kGemma3,   // the same rule for Gemma 3 27B, the 62-layer model
 };
 
-// Which layers attend only within the sliding window.
-enum class WindowLayers : uint8_t { kNone, kAll, kEven };
+// Which layers attend only within the sliding window: all, or in each period of layers all but
+// the last (layer il is windowed when il % period < period - 1).
+enum class WindowLayers : uint8_t { kNone, kAll, kPattern };
+
+// Metadata keys (after "<name>.") of scalar multipliers; null: the architecture has none (1).
+struct ScaleKeys {
+  const char* embedding = nullptr;  // x = token_embd[token] * s (in place of scale_embeddings)
+  const char* attention = nullptr;  // replaces the query scale
+  const char* residual = nullptr;   // x += s * sublayer output
+  const char* logit = nullptr;      // logits / s
+};
 
 // What a tensor is for: the member of Weights / LayerWeights it fills.
 enum class TensorRole : uint8_t {
   // model-level
-  kTokenEmbd, kOutputNorm, kOutput, kRopeFreqs,
+  kTokenEmbd, kOutputNorm, kOutput, kRopeFreqs, kRopeFactorsShort, kRopeFactorsLong,
   // per layer
-  kAttnNorm, kAttnQ, kAttnK, kAttnV, kAttnQkv, kAttnQBias, kAttnKBias, kAttnVBias, kAttnOut,
+  kAttnNorm, kAttnQ, kAttnK, kAttnV, kAttnQkv, kAttnQBias, kAttnKBias, kAttnVBias, kAttnQNorm, kAttnKNorm,
+  kAttnOut,
   kPostAttnNorm, kFfnNorm, kFfnGate, kFfnUp, kFfnGateUp, kFfnDown, kPostFfnNorm,
 };
 constexpr int kNumTensorRoles = static_cast<int>(TensorRole::kPostFfnNorm) + 1;
@@ -50,6 +69,7 @@ constexpr int kNumTensorRoles = static_cast<int>(TensorRole::kPostFfnNorm) + 1;
 enum class Dim : uint8_t {
   kNone,       // (the missing second dimension of a vector)
   kDModel,     // d_model
+  kHeadDim,    // head_dim
   kQDim,       // n_heads * head_dim
   kKvDim,      // n_kv_heads * head_dim
   kQkvDim,     // q_dim + 2 kv_dim: fused Q, K, V rows
@@ -72,14 +92,24 @@ struct Architecture {
   std::span<const TensorDesc> model_tensors;
   std::span<const TensorDesc> layer_tensors;
   RopePairing rope_pairing;
+  int nope_period;                 // layers il with (il + 1) % nope_period == 0 apply no RoPE; 0: none
   NormKind norm;
+  QkNorm qk_norm;
   Activation activation;
   bool scale_embeddings;           // x = token_embd[token] * sqrt(d_model)
   QueryScale query_scale;
   const char* attn_softcap_key;    // key after "<name>." of the attention logit soft-cap; null: none
   const char* final_softcap_key;   // key of the final logit soft-cap; null: none
-  const char* sliding_window_key;  // key of the window length; null: no sliding window
+  bool softcaps_optional;          // a soft-cap key absent from the file means no cap (else an error)
+  const char* sliding_window_key;  // key of the window length (0: none); null: no sliding window
+  bool window_optional;            // an absent window key means no window (else an error)
   WindowLayers window_layers;      // the layers it applies to
+  int window_period;               // kPattern: the period when the file has no pattern key
+  const char* window_pattern_key;  // kPattern: key of the period; null: window_period is fixed
+  // The RoPE base of the windowed layers, which then turn unscaled (Gemma 3: 10000 when absent);
+  // null: every layer uses rope.freq_base and its scaling.
+  const char* window_rope_base_key;
+  ScaleKeys scales;
   const char* pre_tokenizer;       // what llama.cpp's loader assumes without tokenizer.ggml.pre
 };
 

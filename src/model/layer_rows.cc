@@ -35,10 +35,26 @@ void project(ops::Matmul& mm, const float* xn, const ops::WeightMatrix& w, const
   if (bias) ops::add_bias(y, bias, n, int(w.n_out));
 }
 
-// x += norm(out) (post_norm null: x += out); out [n][d_model].
+// x += residual_scale * norm(out) (post_norm null: out itself); out [n][d_model].
 void residual(const ModelConfig& c, const float* post_norm, int n, float* out, float* x) {
   if (post_norm) ops::rms_norm(out, post_norm, n, c.d_model, c.rms_eps, out);
+  if (c.residual_scale != 1.0f) ops::scale(out, int64_t(n) * c.d_model, c.residual_scale);
   ops::add_inplace(x, out, int64_t(n) * c.d_model);
+}
+
+// The input of a sublayer: xn = norm(x), or x itself where the layer has no pre-norm.
+const float* sublayer_input(const ModelConfig& c, const float* norm, int n, Activations& a) {
+  if (!norm) return a.x.data();
+  ops::rms_norm(a.x.data(), norm, n, c.d_model, c.rms_eps, a.xn.data());
+  return a.xn.data();
+}
+
+// RMSNorm of n rows of Q or K [n][n_heads * head_dim] in place: each head, or the whole row.
+void qk_norm(const ModelConfig& c, const float* w, int n, int n_heads, float* x) {
+  if (c.architecture->qk_norm == QkNorm::kPerHead)
+    ops::rms_norm(x, w, n * n_heads, c.head_dim, c.rms_eps, x);
+  else
+    ops::rms_norm(x, w, n, n_heads * c.head_dim, c.rms_eps, x);
 }
 
 }  // namespace
@@ -65,10 +81,12 @@ void embed_rows(const Model& m, const int32_t* tokens, int n, Activations& a) {
 void qkv_rows(const Model& m, int layer, int n, ops::Matmul& mm, Activations& a) {
   const ModelConfig& c = m.config();
   const LayerWeights& lw = m.weights().layers[size_t(layer)];
-  ops::rms_norm(a.x.data(), lw.attn_norm, n, c.d_model, c.rms_eps, a.xn.data());
-  project(mm, a.xn.data(), lw.wq, lw.bq, n, a.q.data());
-  project(mm, a.xn.data(), lw.wk, lw.bk, n, a.k.data());
-  project(mm, a.xn.data(), lw.wv, lw.bv, n, a.v.data());
+  const float* in = sublayer_input(c, lw.attn_norm, n, a);
+  project(mm, in, lw.wq, lw.bq, n, a.q.data());
+  project(mm, in, lw.wk, lw.bk, n, a.k.data());
+  project(mm, in, lw.wv, lw.bv, n, a.v.data());
+  if (lw.q_norm) qk_norm(c, lw.q_norm, n, c.n_heads, a.q.data());
+  if (lw.k_norm) qk_norm(c, lw.k_norm, n, c.n_kv_heads, a.k.data());
 }
 
 void attention_out_rows(const Model& m, int layer, int n, ops::Matmul& mm, Activations& a) {
@@ -80,9 +98,9 @@ void attention_out_rows(const Model& m, int layer, int n, ops::Matmul& mm, Activ
 void ffn_rows(const Model& m, int layer, int n, ops::Matmul& mm, Activations& a) {
   const ModelConfig& c = m.config();
   const LayerWeights& lw = m.weights().layers[size_t(layer)];
-  ops::rms_norm(a.x.data(), lw.ffn_norm, n, c.d_model, c.rms_eps, a.xn.data());
-  mm.run(a.xn.data(), n, lw.w_gate, a.gate.data());
-  mm.run(a.xn.data(), n, lw.w_up, a.up.data());
+  const float* in = sublayer_input(c, lw.ffn_norm, n, a);
+  mm.run(in, n, lw.w_gate, a.gate.data());
+  mm.run(in, n, lw.w_up, a.up.data());
   switch (c.architecture->activation) {
     case Activation::kSilu: ops::swiglu(a.gate.data(), a.up.data(), int64_t(n) * c.d_ff, mm.n_threads()); break;
     case Activation::kGeluTanh: ops::geglu(a.gate.data(), a.up.data(), int64_t(n) * c.d_ff, mm.n_threads()); break;
@@ -95,6 +113,7 @@ void logits_rows(const Model& m, const float* x, int n, ops::Matmul& mm, float* 
   const ModelConfig& c = m.config();
   ops::rms_norm(x, m.weights().output_norm, n, c.d_model, c.rms_eps, xn);
   mm.run(xn, n, m.weights().output, logits);
+  if (c.logit_scale != 1.0f) ops::scale(logits, int64_t(n) * c.n_vocab, 1.0f / c.logit_scale);
   if (c.final_softcap > 0.0f) ops::softcap(logits, int64_t(n) * c.n_vocab, c.final_softcap);
 }
 

@@ -37,15 +37,16 @@ ops::MatmulPlan products_plan(const Model& m, int n_rows);
 
 // x = the tokens' embeddings, scaled by the model's embedding scale.
 void embed_rows(const Model& m, const int32_t* tokens, int n, Activations& a);
-// xn = norm(x); q, k, v = xn's projections (+ biases): a layer up to attention.
+// xn = norm(x) (where the layer has a pre-norm); q, k, v = its projections (+ biases), Q and K
+// normed where the layer says: a layer up to attention.
 void qkv_rows(const Model& m, int layer, int n, ops::Matmul& mm, Activations& a);
-// x += Wo · attn, post-normed where the layer says: the layer after attention.
+// x += residual_scale · Wo · attn, post-normed where the layer says: the layer after attention.
 void attention_out_rows(const Model& m, int layer, int n, ops::Matmul& mm, Activations& a);
-// x += W_down · (act(W_gate · xn) ⊙ W_up · xn), xn = norm(x), act = silu or tanh-GELU,
-// post-normed where the layer says.
+// x += residual_scale · W_down · (act(W_gate · xn) ⊙ W_up · xn), xn = norm(x) (or x without a
+// pre-norm), act = silu or tanh-GELU, post-normed where the layer says.
 void ffn_rows(const Model& m, int layer, int n, ops::Matmul& mm, Activations& a);
 // logits [n][n_vocab] of the n rows of x [n][d_model]: final norm into xn [n][d_model], output
-// head, soft-cap.
+// head, logit scale, soft-cap.
 void logits_rows(const Model& m, const float* x, int n, ops::Matmul& mm, float* xn, float* logits);
 
 }  // namespace kvrt::model

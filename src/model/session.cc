@@ -42,7 +42,7 @@ size_t Session::planned_bytes(const Model& model, const SessionOptions& o) {
   const kv::CacheShape shape = cache_shape(model, o);
   return kv::plan_cache(o.kv, shape).bytes() + ops::AttentionScratch::bytes_for(shape, c.n_heads, n_threads, o.matmul == ops::MatmulPrecision::kBf16) +
          ops::Matmul::scratch_bytes(n_threads, o.matmul, products_plan(model, n_batch)) +
-         ops::RopeTable::bytes_for(n_ctx, c.rope_dim) + (Activations::floats(c, n_batch) + size_t(c.n_vocab)) * sizeof(float);
+         ops::RopeTable::bytes_for(n_ctx, c.rope_dim) * (c.has_window_rope ? 2 : 1) + (Activations::floats(c, n_batch) + size_t(c.n_vocab)) * sizeof(float);
 }
 
 Session::Session(const Model& model, const SessionOptions& o)
@@ -50,9 +50,11 @@ Session::Session(const Model& model, const SessionOptions& o)
       n_ctx_(resolve_ctx(model.config(), o.n_ctx)),
       n_threads_(resolve_threads(o.n_threads)),
       n_batch_(std::clamp(o.n_batch, 1, n_ctx_)),
-      rope_(n_ctx_, model.config().rope_dim, model.config().rope_base, model.weights().rope_freqs),
+      rope_(n_ctx_, model.config().rope_dim, model.config().rope,
+            model.weights().rope_factors(n_ctx_, model.config().rope.orig_ctx)),
       act_(model.config(), n_batch_) {
   const ModelConfig& c = model.config();
+  if (c.has_window_rope) rope_window_.emplace(n_ctx_, c.rope_dim, c.rope_window);
   const kv::CacheShape shape = cache_shape(model, o);
   kv_ = std::make_unique<kv::KvCache>(o.kv, shape);
   after_cache_write_ = o.after_cache_write;
@@ -66,7 +68,7 @@ Session::~Session() = default;
 
 size_t Session::bytes_allocated() const {
   return kv_->bytes_allocated() + attn_scratch_->bytes_allocated() + matmul_->bytes_allocated() +
-         rope_.bytes_allocated() + act_.bytes_allocated() + last_logits_.size() * sizeof(float);
+         rope_.bytes_allocated() + (rope_window_ ? rope_window_->bytes_allocated() : 0) + act_.bytes_allocated() + last_logits_.size() * sizeof(float);
 }
 
 void Session::reset() {
@@ -134,9 +136,13 @@ void Session::forward_chunk(const int32_t* tokens, int n, float* logits) {
 void Session::attend(int layer, int n, float* q, float* k, const float* v, float* out) {
   const ModelConfig& c = model_.config();
   const int pos0 = n_past_;
-  const bool neox = c.rope_pairing == RopePairing::kNeox;
-  ops::rope(rope_, {q, n, c.n_heads, c.head_dim, pos0, neox});
-  ops::rope(rope_, {k, n, c.n_kv_heads, c.head_dim, pos0, neox});
+  if (c.rope_at(layer)) {
+    const ops::RopeTable& table = c.uses_window_rope(layer) ? *rope_window_ : rope_;
+    const bool neox = c.rope_pairing == RopePairing::kNeox;
+    ops::rope(table, {q, n, c.n_heads, c.head_dim, pos0, neox});
+    ops::rope(table, {k, n, c.n_kv_heads, c.head_dim, pos0, neox});
+  }
+  if (c.attn_temp_scale > 0.0f) ops::attention_temperature(q, n, c.n_heads * c.head_dim, pos0, c.attn_temp_scale, c.attn_temp_floor);
   kv_->write(layer, pos0, n, k, v);
   if (after_cache_write_) after_cache_write_(*kv_, layer, pos0, n);
   ops::AttentionArgs args;

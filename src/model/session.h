@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "kv/kv_cache.h"
@@ -93,7 +94,8 @@ class Session {
   std::function<void(kv::KvCache&, int, int, int)> after_cache_write_;  // SessionOptions::after_cache_write
   std::unique_ptr<ops::AttentionScratch> attn_scratch_;
   std::unique_ptr<ops::Matmul> matmul_;
-  ops::RopeTable rope_;
+  ops::RopeTable rope_;                        // every layer's but the windowed ones of rope_window_
+  std::optional<ops::RopeTable> rope_window_;  // the windowed layers' (ModelConfig::rope_window)
   Activations act_;  // one chunk of up to n_batch tokens
   std::vector<float> last_logits_;  // [n_vocab]
 };

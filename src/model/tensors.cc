@@ -48,6 +48,7 @@ int64_t dim_size(Dim d, const ModelConfig& c) {
   switch (d) {
     case Dim::kNone: return 0;
     case Dim::kDModel: return c.d_model;
+    case Dim::kHeadDim: return c.head_dim;
     case Dim::kQDim: return q_dim;
     case Dim::kKvDim: return kv_dim;
     case Dim::kQkvDim: return q_dim + 2 * kv_dim;

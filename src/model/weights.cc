@@ -50,6 +50,8 @@ const float*& layer_vector(LayerWeights& l, TensorRole role) {
     case TensorRole::kAttnQBias: return l.bq;
     case TensorRole::kAttnKBias: return l.bk;
     case TensorRole::kAttnVBias: return l.bv;
+    case TensorRole::kAttnQNorm: return l.q_norm;
+    case TensorRole::kAttnKNorm: return l.k_norm;
     case TensorRole::kPostAttnNorm: return l.post_attn_norm;
     case TensorRole::kPostFfnNorm: return l.post_ffn_norm;
     default: KVRT_ASSERT(role == TensorRole::kFfnNorm); return l.ffn_norm;
@@ -108,6 +110,22 @@ void Weights::load_layer(const io::GgufFile& file, const ModelConfig& c, const R
   }
 }
 
+const float* Weights::load_rope_factors(const io::GgufFile& file, const io::GgufTensor* t) {
+  if (!t) return nullptr;
+  const float* f = load_vector(file, *t);
+  for (int64_t i = 0; i < t->n_elements; ++i)
+    if (!(f[i] > 0.0f))
+      file.fail("tensor '" + t->name + "' holds " + std::to_string(f[i]) + " at element " +
+                std::to_string(i) + "; RoPE frequency factors must be positive");
+  return f;
+}
+
+// llama.cpp's rule: the long factors once the context exceeds the original one.
+const float* Weights::rope_factors(int n_ctx, int orig_ctx) const {
+  if (rope_factors_long && orig_ctx > 0 && n_ctx > orig_ctx) return rope_factors_long;
+  return rope_factors_short ? rope_factors_short : rope_freqs;
+}
+
 void Weights::embedding(int32_t token, float* out) const {
   simd::kernels().weight[simd::weight_index(token_embd.type)].to_float(token_embd.row(token), token_embd.n_in, out);
 }
@@ -118,13 +136,11 @@ Weights::Weights(const io::GgufFile& file, const ModelConfig& c) {
   output_norm = load_vector(file, *b.model[size_t(TensorRole::kOutputNorm)]);
   const io::GgufTensor* out = b.model[size_t(TensorRole::kOutput)];
   output = out ? load_matrix(file, *out) : token_embd;
-  if (const io::GgufTensor* f = b.model[size_t(TensorRole::kRopeFreqs)]) {
-    rope_freqs = load_vector(file, *f);
-    for (int64_t i = 0; i < f->n_elements; ++i)
-      if (!(rope_freqs[i] > 0.0f))
-        file.fail("tensor '" + f->name + "' holds " + std::to_string(rope_freqs[i]) + " at element " +
-                  std::to_string(i) + "; RoPE frequency factors must be positive");
-  }
+  rope_freqs = load_rope_factors(file, b.model[size_t(TensorRole::kRopeFreqs)]);
+  rope_factors_short = load_rope_factors(file, b.model[size_t(TensorRole::kRopeFactorsShort)]);
+  rope_factors_long = load_rope_factors(file, b.model[size_t(TensorRole::kRopeFactorsLong)]);
+  if (!rope_factors_short != !rope_factors_long)
+    file.fail("the file has only one of rope_factors_short.weight and rope_factors_long.weight; LongRoPE needs both");
   layers.resize(size_t(c.n_layers));
   for (int i = 0; i < c.n_layers; ++i) load_layer(file, c, b.layers[size_t(i)], layers[size_t(i)]);
 }

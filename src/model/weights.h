@@ -18,16 +18,20 @@
 namespace kvrt::model {
 
 struct LayerWeights {
-  const float* attn_norm = nullptr;  // [d_model]
+  const float* attn_norm = nullptr;  // [d_model]; null: attention reads x itself (olmo2)
   ops::WeightMatrix wq;              // [n_heads * head_dim][d_model]
   ops::WeightMatrix wk;              // [n_kv_heads * head_dim][d_model]
   ops::WeightMatrix wv;              // [n_kv_heads * head_dim][d_model]
   const float* bq = nullptr;         // [n_heads * head_dim] added to Wq·x (qwen2); null: none
   const float* bk = nullptr;         // [n_kv_heads * head_dim]
   const float* bv = nullptr;         // [n_kv_heads * head_dim]
+  // RMSNorm weights of Q and K (the architecture's QkNorm): [head_dim] per head, or the whole
+  // width [n_heads * head_dim] / [n_kv_heads * head_dim]; null: none.
+  const float* q_norm = nullptr;
+  const float* k_norm = nullptr;
   ops::WeightMatrix wo;              // [d_model][n_heads * head_dim]
   const float* post_attn_norm = nullptr;  // [d_model] on the attention output (gemma2); null: none
-  const float* ffn_norm = nullptr;   // [d_model]
+  const float* ffn_norm = nullptr;   // [d_model]; null: the FFN reads x itself (olmo2)
   ops::WeightMatrix w_gate;          // [d_ff][d_model]
   ops::WeightMatrix w_up;            // [d_ff][d_model]
   ops::WeightMatrix w_down;          // [d_model][d_ff]
@@ -44,6 +48,12 @@ class Weights {
   const float* output_norm = nullptr; // [d_model]
   ops::WeightMatrix output;           // [n_vocab][d_model] (token_embd when tied)
   const float* rope_freqs = nullptr;  // [rope_dim / 2] divisor of each RoPE pair's angle (Llama 3); null: none
+  // LongRoPE's divisors (Phi-4-mini) [rope_dim / 2], for contexts up to and past
+  // rope.scaling.original_context_length; null: none.
+  const float* rope_factors_short = nullptr;
+  const float* rope_factors_long = nullptr;
+  // The divisors a session of n_ctx positions turns its RoPE pairs by (null: none).
+  const float* rope_factors(int n_ctx, int orig_ctx) const;
 
   // out[d_model] = token_embd row `token`, widened to FP32.
   void embedding(int32_t token, float* out) const;
@@ -55,6 +65,7 @@ class Weights {
  private:
   const uint8_t* aligned_data(const io::GgufTensor& t);  // t's data, copied if misaligned for its type
   const float* load_vector(const io::GgufFile& file, const io::GgufTensor& t);
+  const float* load_rope_factors(const io::GgufFile& file, const io::GgufTensor* t);  // null t: null
   ops::WeightMatrix load_matrix(const io::GgufFile& file, const io::GgufTensor& t);
   void load_layer(const io::GgufFile& file, const ModelConfig& c, const RoleTensors& roles, LayerWeights& l);
 

@@ -18,18 +18,62 @@ void rms_norm(const float* x, const float* weight, int n_rows, int n, float eps,
   }
 }
 
-RopeTable::RopeTable(int n_ctx, int rope_dim, float base, const float* freq_factors)
+namespace {
+
+// YaRN's correction range: the pairs [low, high] between which the angle blends from unscaled to
+// slowed, from the pairs that turn beta_fast and beta_slow times in orig_ctx positions (float, as
+// llama.cpp's ggml_rope_yarn_corr_dims).
+struct YarnRamp {
+  float low = 0, high = 0;
+  YarnRamp(int rope_dim, const RopeParams& p) {
+    const auto dim = [&](float turns) {
+      return float(rope_dim) * std::log(float(p.orig_ctx) / (turns * 2.0f * float(M_PI))) /
+             (2.0f * std::log(p.base));
+    };
+    low = std::max(0.0f, std::floor(dim(p.yarn_beta_fast)));
+    high = std::min(float(rope_dim - 1), std::ceil(dim(p.yarn_beta_slow)));
+  }
+  // 1 for pairs that keep their angle, 0 for pairs that are slowed.
+  float unscaled_share(int pair) const {
+    const float y = (float(pair) - low) / std::max(0.001f, high - low);
+    return 1.0f - std::min(1.0f, std::max(0.0f, y));
+  }
+};
+
+}  // namespace
+
+RopeTable::RopeTable(int n_ctx, int rope_dim, const RopeParams& p, const float* freq_factors)
     : half_(rope_dim / 2), cos_(size_t(n_ctx) * size_t(rope_dim / 2)), sin_(cos_.size()) {
   // Angles in float by llama.cpp's recurrence (ggml_rope_cache_init): theta_i = pos * step^i with
   // step = base^(-2 / rope_dim), divided by the pair's frequency factor. Computing them in double
   // instead moves logits by ~2e-4 at 200 positions, as much as the whole budget against llama.cpp.
-  const float step = std::pow(base, -2.0f / float(rope_dim));
+  const float step = std::pow(p.base, -2.0f / float(rope_dim));
+  const float freq_scale = p.scaling == RopeScaling::kNone ? 1.0f : 1.0f / p.factor;
+  const bool yarn = p.scaling == RopeScaling::kYarn;
+  const YarnRamp ramp(rope_dim, p);
+  // What multiplies cos and sin: the attention factor and, for YaRN, its magnitude correction
+  // m(1) / m(mscale_all_dim) with m(x) = 1 + 0.1 x ln(factor) (m(1) without mscale_all_dim), in
+  // llama.cpp's order of float operations (its cparams.yarn_attn_factor, then rope_yarn).
+  float mscale = 1.0f;
+  if (yarn) {
+    const float factor = 1.0f / freq_scale;
+    const auto m = [factor](float x) { return factor <= 1.0f ? 1.0f : 0.1f * x * std::log(factor) + 1.0f; };
+    mscale = p.yarn_log_multiplier != 0.0f ? m(1.0f) / m(p.yarn_log_multiplier) : m(1.0f);
+    mscale *= 1.0f / (1.0f + 0.1f * std::log(factor));
+  }
+  mscale *= p.attn_factor;
+  if (yarn) mscale *= 1.0f + 0.1f * std::log(1.0f / freq_scale);
   for (int pos = 0; pos < n_ctx; ++pos) {
     float theta = float(pos);
     for (int i = 0; i < half_; ++i) {
-      const float angle = theta / (freq_factors ? freq_factors[i] : 1.0f);
-      cos_[size_t(pos) * half_ + i] = std::cos(angle);
-      sin_[size_t(pos) * half_ + i] = std::sin(angle);
+      const float extrap = theta / (freq_factors ? freq_factors[i] : 1.0f);
+      float angle = freq_scale * extrap;
+      if (yarn) {
+        const float mix = ramp.unscaled_share(i);
+        angle = angle * (1.0f - mix) + extrap * mix;
+      }
+      cos_[size_t(pos) * half_ + i] = std::cos(angle) * mscale;
+      sin_[size_t(pos) * half_ + i] = std::sin(angle) * mscale;
       theta *= step;
     }
   }
@@ -50,6 +94,14 @@ void rope(const RopeTable& table, const RopeArgs& a) {
         x[i1] = x0 * s[i] + x1 * c[i];
       }
     }
+  }
+}
+
+void attention_temperature(float* q, int n_tokens, int width, int pos0, float scale, int floor_step) {
+  for (int t = 0; t < n_tokens; ++t) {
+    const int pos = pos0 + t;
+    const float s = float(std::log(std::floor(double(pos) / double(floor_step)) + 1.0) * scale + 1.0);
+    ops::scale(q + size_t(t) * size_t(width), width, s);
   }
 }
 

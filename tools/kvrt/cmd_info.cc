@@ -1,4 +1,5 @@
 // kvrt info: what a model file holds and what this machine will run it with.
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -91,13 +92,32 @@ std::string features(const model::Model& m) {
   }
   if (l.bq) add("Q/K/V biases");
   if (m.weights().rope_freqs) add("RoPE frequency factors");
+  if (m.weights().rope_factors_short) add("LongRoPE factors (long past " + std::to_string(c.rope.orig_ctx) + " positions)");
+  if (c.rope.scaling == ops::RopeScaling::kLinear) add("linear RoPE scaling x" + num(c.rope.factor));
+  if (c.rope.scaling == ops::RopeScaling::kYarn)
+    add("YaRN RoPE scaling x" + num(c.rope.factor) + " from " + std::to_string(c.rope.orig_ctx) + " positions");
+  if (c.rope.attn_factor != 1.0f) add("RoPE attention factor " + num(c.rope.attn_factor));
+  if (c.rope_dim < c.head_dim) add("partial rotary (" + std::to_string(c.rope_dim) + " of " + std::to_string(c.head_dim) + " dims)");
+  if (a.nope_period > 0) add("no RoPE on every " + std::to_string(a.nope_period) + "th layer");
+  if (a.qk_norm == model::QkNorm::kPerHead) add("per-head Q/K norms");
+  if (a.qk_norm == model::QkNorm::kFullWidth) add("full-width Q/K norms");
+  if (!l.attn_norm) add("no pre-norms");
+  if (a.scales.attention) add("attention scale " + num(c.query_scale));
+  if (c.residual_scale != 1.0f) add("residual scale " + num(c.residual_scale));
+  if (c.logit_scale != 1.0f) add("logits / " + num(c.logit_scale));
+  if (c.attn_temp_scale > 0.0f)
+    add("attention temperature " + num(c.attn_temp_scale) + " per " + std::to_string(c.attn_temp_floor) + " positions");
   if (c.embedding_scale != 1.0f) add("embeddings x " + num(c.embedding_scale));
   if (c.attn_softcap > 0.0f) add("attention soft-cap " + num(c.attn_softcap));
   if (c.final_softcap > 0.0f) add("final soft-cap " + num(c.final_softcap));
   if (l.post_attn_norm) add("post-attention and post-FFN norms");
   if (c.sliding_window > 0)
     add("sliding window " + std::to_string(c.sliding_window) +
-        (a.window_layers == model::WindowLayers::kEven ? " on even layers" : " on every layer"));
+        (a.window_layers == model::WindowLayers::kAll ? " on every layer"
+         : c.window_period == 2                      ? " on even layers"
+                                                     : " on " + std::to_string(c.window_period - 1) + " of every " +
+                                                           std::to_string(c.window_period) + " layers"));
+  if (c.has_window_rope) add("windowed layers' RoPE base " + num(c.rope_window.base));
   if (c.head_dim * c.n_heads != c.d_model) add("attention width " + std::to_string(c.head_dim * c.n_heads) + " != d_model");
   return f;
 }
@@ -129,12 +149,22 @@ int cmd_info(int argc, char** argv) {
   std::printf("vocabulary:     %d\n", c.n_vocab);
   std::printf("context length: %d\n", c.n_ctx_train);
   std::printf("rms epsilon:    %g\n", double(c.rms_eps));
-  std::printf("rope:           base %g, %d dims, %s pairs\n", double(c.rope_base), c.rope_dim,
+  std::printf("rope:           base %g, %d dims, %s pairs\n", double(c.rope.base), c.rope_dim,
               model::rope_pairing_name(c.rope_pairing));
   std::printf("output matrix:  %s\n", c.tied_output ? "tied to token_embd" : "separate");
   std::printf("features:       %s\n", features(*model).c_str());
   const model::SessionOptions defaults;  // f32 KV at the model's context, run's default chunk
-  std::printf("KV cache (f32): %s\n", layer_kinds(kv::plan_cache(defaults.kv, model::Session::cache_shape(*model, defaults))).c_str());
+  const kv::CacheShape shape = model::Session::cache_shape(*model, defaults);
+  const kv::CacheLayout layout = kv::plan_cache(defaults.kv, shape);
+  std::printf("KV cache (f32): %s\n", layer_kinds(layout).c_str());
+  if (!shape.windows.empty()) {
+    kv::CacheShape every_position = shape;
+    every_position.windows.clear();
+    std::printf("KV at %d:%*s%.1f MiB, where a cache keeping every position on every layer takes %.1f MiB\n",
+                shape.n_ctx, std::max(1, 10 - int(std::to_string(shape.n_ctx).size())), "",
+                double(layout.bytes()) / (1 << 20),
+                double(kv::plan_cache(defaults.kv, every_position).bytes()) / (1 << 20));
+  }
   print_tensors(model->file(), list_tensors);
   std::printf("weights:        %zu bytes mapped in place, %zu bytes converted to FP32 or copied aligned\n",
               model->weights().bytes_mapped(), model->weights().bytes_converted());

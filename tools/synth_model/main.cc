@@ -17,9 +17,11 @@ constexpr const char* kUsage =
     "                   [--n-heads 16] [--n-kv-heads 4] [--head-dim 64] [--d-ff 2816]\n"
     "                   [--ctx 16384] [--sliding-window 4096] [--type TYPE] [--decoded]\n"
     "                   [--vocab-from FILE.gguf] [--seed S] [--tied] [--weights-from DIR]\n"
-    "                   [--name NAME]\n"
-    "Writes a GGUF of --arch (llama, qwen2, phi3 or gemma2: the tensors and metadata kvrt's\n"
-    "loader and llama.cpp read; --sliding-window for phi3 and gemma2) with random weights (or,\n"
+    "                   [--name NAME] [--shape gemma3-1b|qwen3-0.6b]\n"
+    "Writes a GGUF of --arch (llama, qwen2, phi3, gemma2, qwen3, gemma3, smollm3, granite,\n"
+    "olmo2, mistral3, or phi4mini: phi3 as Phi-4-mini's file has it; the tensors and metadata\n"
+    "kvrt's loader and llama.cpp read, each family's own keys with its real models' values;\n"
+    "--sliding-window for phi3, gemma2 and gemma3) with random weights (or,\n"
     "with --weights-from, each tensor from the raw little-endian f32 file DIR/<tensor name>.f32)\n"
     "and the tokenizer of --vocab-from (default: the source tree's\n"
     "tests/data/vocab/ggml-vocab-llama-spm.gguf). TYPE (default f16): f32, f16, bf16, q8_0,\n"
@@ -27,7 +29,8 @@ constexpr const char* kUsage =
     "or q3_k_m, q4_k_m, q5_k_m (llama-quantize's mixes: Q6_K output, more bits in some attn_v /\n"
     "ffn_down layers and phi3's attn_qkv). Row lengths must be whole blocks (32, or 256 for K).\n"
     "--decoded writes every matrix as F32 holding the values TYPE decodes to: the same model as\n"
-    "the TYPE file, in full precision.\n"
+    "the TYPE file, in full precision. --shape sets the arch and layer shape of a real model\n"
+    "(Gemma-3-1B, Qwen3-0.6B); flags after it change single fields.\n"
     "\n"
     "       synth_model -o OUT.gguf --chat-from BASE.gguf [--chat-format chatml|llama3|gemma|phi3]\n"
     "Writes a chat model made from a small trained F32 llama such as models/stories260K.gguf:\n"
@@ -79,6 +82,8 @@ bool apply_valued(Args& a, std::string_view flag, std::string_view v) {
     a.config.mix = w.mix;
   } else if (flag == "--arch") {
     a.config.arch = std::string(v);
+  } else if (flag == "--shape") {
+    kvrt::synth::apply_shape(a.config, v);
   } else if (flag == "--vocab-from") {
     a.config.vocab_path = std::string(v);
   } else if (flag == "--chat-from") {

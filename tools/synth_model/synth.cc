@@ -98,13 +98,62 @@ uint32_t file_type_code(const SynthConfig& c) {  // llama.cpp's llama_ftype
 // Gemma 2's soft-caps (its config.json: attn_logit_softcapping, final_logit_softcapping).
 constexpr float kGemma2AttnSoftcap = 50.0f, kGemma2FinalSoftcap = 30.0f;
 
+// What a family's converter writes beyond the shape, with the values of its real models: the
+// RoPE base and the keys of its features (after "<arch>."). phi4mini is phi3 as Phi-4-mini's file
+// has it: partial rotary (3/4 of each head), LongRoPE factor tensors, their attention factor and a
+// sliding window of 0.
+struct Family {
+  const char* name;  // --arch
+  const char* arch;  // general.architecture
+  float rope_base;
+  std::vector<std::pair<const char*, float>> floats;
+  std::vector<std::pair<const char*, uint32_t>> uints;
+  std::vector<std::pair<const char*, const char*>> strings;
+};
+
+const std::vector<Family>& families() {
+  static const std::vector<Family> f = {
+      {"llama", "llama", 10000.0f, {}, {}, {}},
+      {"qwen2", "qwen2", 10000.0f, {}, {}, {}},
+      {"phi3", "phi3", 10000.0f, {}, {}, {}},
+      {"gemma2", "gemma2", 10000.0f, {}, {}, {}},
+      {"qwen3", "qwen3", 1e6f, {}, {}, {}},  // Qwen3-0.6B
+      {"gemma3", "gemma3", 1e6f, {{"rope.freq_base_swa", 10000.0f}}, {{"attention.sliding_window_pattern", 6}}, {}},
+      {"smollm3", "smollm3", 5e6f, {}, {}, {}},  // SmolLM3-3B
+      // Granite 3.x 2B's multipliers (embedding, attention, residual, logits).
+      {"granite", "granite", 10000.0f,
+       {{"embedding_scale", 12.0f}, {"attention.scale", 0.015625f}, {"residual_scale", 0.22f}, {"logit_scale", 8.0f}}, {}, {}},
+      {"olmo2", "olmo2", 500000.0f, {}, {}, {}},
+      // Ministral 3's YaRN and attention temperature.
+      {"mistral3", "mistral3", 1e6f,
+       {{"rope.scaling.factor", 16.0f}, {"rope.scaling.yarn_beta_fast", 32.0f}, {"rope.scaling.yarn_beta_slow", 1.0f},
+        {"rope.scaling.yarn_log_multiplier", 1.0f}, {"attention.temperature_scale", 0.1f}},
+       {{"rope.scaling.original_context_length", 16384}}, {{"rope.scaling.type", "yarn"}}},
+      {"phi4mini", "phi3", 10000.0f, {{"rope.scaling.attn_factor", 1.19024f}}, {}, {}},
+  };
+  return f;
+}
+
+const Family& find_family(const std::string& name) {
+  for (const Family& f : families())
+    if (name == f.name) return f;
+  std::string names;
+  for (const Family& f : families()) names += (names.empty() ? "" : ", ") + std::string(f.name);
+  throw Error("--arch '" + name + "' is not one synth_model writes (" + names + ")", ErrorKind::kUsage);
+}
+
+bool is_phi4mini(const SynthConfig& c) { return c.arch == "phi4mini"; }
+
 const model::Architecture& find_arch(const std::string& name) {
   try {
-    return model::find_architecture(name);
+    return model::find_architecture(find_family(name).arch);
   } catch (const Error& e) {
     throw Error(std::string("--arch: ") + e.what(), ErrorKind::kUsage);
   }
 }
+
+// Phi-4-mini rotates the first 3/4 of each head.
+int rope_dim(const SynthConfig& c) { return is_phi4mini(c) ? c.head_dim * 3 / 4 / 2 * 2 : c.head_dim; }
 
 void check_config(const SynthConfig& c) {
   auto positive = [](int v, const char* flag) {
@@ -120,7 +169,7 @@ void check_config(const SynthConfig& c) {
   positive(c.d_ff, "--d-ff");
   positive(c.n_ctx, "--ctx");
   const model::Architecture& a = find_arch(c.arch);
-  if (a.sliding_window_key) positive(c.sliding_window, "--sliding-window");
+  if (a.sliding_window_key && !is_phi4mini(c)) positive(c.sliding_window, "--sliding-window");
   if (c.n_heads % c.n_kv_heads != 0)
     throw Error("--n-heads " + std::to_string(c.n_heads) + " is not a multiple of --n-kv-heads " +
                     std::to_string(c.n_kv_heads),
@@ -136,8 +185,9 @@ void check_config(const SynthConfig& c) {
 
 void add_hparams(io::GgufWriter& w, const SynthConfig& c, int64_t n_vocab) {
   const model::Architecture& a = find_arch(c.arch);
-  const std::string p = c.arch + ".";
-  w.add_string("general.architecture", c.arch);
+  const Family& family = find_family(c.arch);
+  const std::string p = std::string(a.name) + ".";
+  w.add_string("general.architecture", a.name);
   w.add_string("general.name", !c.name.empty() ? c.name
                                                 : "synth-" + c.arch + "-d" + std::to_string(c.d_model) + "-l" +
                                                       std::to_string(c.n_layers) + "-" +
@@ -150,8 +200,8 @@ void add_hparams(io::GgufWriter& w, const SynthConfig& c, int64_t n_vocab) {
   w.add_u32(p + "feed_forward_length", uint32_t(c.d_ff));
   w.add_u32(p + "attention.head_count", uint32_t(c.n_heads));
   w.add_u32(p + "attention.head_count_kv", uint32_t(c.n_kv_heads));
-  w.add_u32(p + "rope.dimension_count", uint32_t(c.head_dim));
-  w.add_f32(p + "rope.freq_base", 10000.0f);
+  w.add_u32(p + "rope.dimension_count", uint32_t(rope_dim(c)));
+  w.add_f32(p + "rope.freq_base", family.rope_base);
   w.add_f32(p + "attention.layer_norm_rms_epsilon", 1e-5f);
   if (c.d_model % c.n_heads != 0 || c.head_dim != c.d_model / c.n_heads) {
     w.add_u32(p + "attention.key_length", uint32_t(c.head_dim));
@@ -159,7 +209,11 @@ void add_hparams(io::GgufWriter& w, const SynthConfig& c, int64_t n_vocab) {
   }
   if (a.attn_softcap_key) w.add_f32(p + a.attn_softcap_key, kGemma2AttnSoftcap);
   if (a.final_softcap_key) w.add_f32(p + a.final_softcap_key, kGemma2FinalSoftcap);
-  if (a.sliding_window_key) w.add_u32(p + a.sliding_window_key, uint32_t(c.sliding_window));
+  if (a.sliding_window_key) w.add_u32(p + a.sliding_window_key, uint32_t(is_phi4mini(c) ? 0 : c.sliding_window));
+  if (is_phi4mini(c)) w.add_u32(p + "rope.scaling.original_context_length", uint32_t(c.n_ctx));
+  for (const auto& [key, v] : family.floats) w.add_f32(p + key, v);
+  for (const auto& [key, v] : family.uints) w.add_u32(p + key, v);
+  for (const auto& [key, v] : family.strings) w.add_string(p + key, v);
 }
 
 // The vocabulary size of a GGUF's tokenizer.ggml.tokens string array.
@@ -191,18 +245,20 @@ model::ModelConfig shape_config(const SynthConfig& c, int64_t n_vocab) {
   m.head_dim = c.head_dim;
   m.d_ff = c.d_ff;
   m.n_vocab = int(n_vocab);
-  m.rope_dim = c.head_dim;
+  m.rope_dim = rope_dim(c);
   return m;
 }
 
-// The architecture's tensors this configuration writes: every required one, and the output matrix
-// unless tied (optional extras such as Llama 3's rope_freqs are not written).
+// The architecture's tensors this configuration writes: every required one, the output matrix
+// unless tied, and Phi-4-mini's LongRoPE factors (other optional extras such as Llama 3's
+// rope_freqs are not written).
 std::vector<PlannedTensor> plan_tensors(const SynthConfig& c, int64_t n_vocab) {
   const model::Architecture& a = find_arch(c.arch);
   const model::ModelConfig m = shape_config(c, n_vocab);
   std::vector<PlannedTensor> out;
   auto take = [&](const model::TensorDesc& d, const std::string& name, int layer) {
-    if (!d.required && !(d.role == model::TensorRole::kOutput && !c.tied)) return;
+    const bool longrope = d.role == model::TensorRole::kRopeFactorsShort || d.role == model::TensorRole::kRopeFactorsLong;
+    if (!d.required && !(d.role == model::TensorRole::kOutput && !c.tied) && !(longrope && is_phi4mini(c))) return;
     std::vector<int64_t> dims{model::dim_size(d.n_in, m)};
     if (d.n_out != model::Dim::kNone) dims.push_back(model::dim_size(d.n_out, m));
     out.push_back({&d, name, std::move(dims), layer});
@@ -227,12 +283,16 @@ io::TensorFill decoded_fill(io::TensorFill fill, simd::WeightType type) {
 // A matrix [n_in, n_out] (GGUF order) gets N(0, 1/sqrt(n_in)) entries, so x·W keeps unit scale,
 // in the type the configuration's mix gives its role (its name without ".weight") and layer. A
 // tied embedding is quantized as the output matrix it also is (llama-quantize's rule when a file
-// has no output.weight). Norm weights are N(1, 0.02), biases N(0, 0.1), both F32.
+// has no output.weight). Norm weights are N(1, 0.02), RoPE factors N(1, 0.05) (the short ones) and
+// N(4, 0.2) (the long ones), biases N(0, 0.1), all F32.
 void add_tensor(io::GgufWriter& w, const SynthConfig& c, const PlannedTensor& t) {
   const int64_t n = t.dims.size() == 1 ? t.dims[0] : t.dims[0] * t.dims[1];
   if (t.dims.size() == 1) {
     const bool norm = std::string_view(t.desc->name).ends_with("norm.weight");
-    w.add_tensor(t.name, t.dims, simd::WeightType::kF32, tensor_fill(c, t.name, n, norm ? 1.0f : 0.0f, norm ? 0.02f : 0.1f));
+    float mean = norm ? 1.0f : 0.0f, stddev = norm ? 0.02f : 0.1f;
+    if (t.desc->role == model::TensorRole::kRopeFactorsShort) mean = 1.0f, stddev = 0.05f;
+    if (t.desc->role == model::TensorRole::kRopeFactorsLong) mean = 4.0f, stddev = 0.2f;
+    w.add_tensor(t.name, t.dims, simd::WeightType::kF32, tensor_fill(c, t.name, n, mean, stddev));
     return;
   }
   std::string_view role = t.desc->name;
@@ -253,6 +313,20 @@ void add_tensor(io::GgufWriter& w, const SynthConfig& c, const PlannedTensor& t)
 }
 
 }  // namespace
+
+void apply_shape(SynthConfig& c, std::string_view name) {
+  if (name == "gemma3-1b") {
+    c.arch = "gemma3";
+    c.n_layers = 26, c.d_model = 1152, c.n_heads = 4, c.n_kv_heads = 1, c.head_dim = 256, c.d_ff = 6912;
+    c.sliding_window = 512, c.n_ctx = 32768, c.tied = true;
+  } else if (name == "qwen3-0.6b") {
+    c.arch = "qwen3";
+    c.n_layers = 28, c.d_model = 1024, c.n_heads = 16, c.n_kv_heads = 8, c.head_dim = 128, c.d_ff = 3072;
+    c.n_ctx = 40960, c.tied = true;
+  } else {
+    throw Error("--shape '" + std::string(name) + "' is not known (gemma3-1b, qwen3-0.6b)", ErrorKind::kUsage);
+  }
+}
 
 std::string default_vocab_path() { return KVRT_SYNTH_DEFAULT_VOCAB; }
 

@@ -1,4 +1,5 @@
-// Builds a GGUF of any architecture kvrt runs (llama, qwen2, phi3, gemma2) with random weights and
+// Builds a GGUF of any architecture kvrt runs (llama, qwen2, phi3, gemma2, qwen3, gemma3, smollm3,
+// granite, olmo2, mistral3, and phi3 as Phi-4-mini's file has it) with random weights and
 // a real tokenizer, for benchmarks and tests. The tensors are those of the architecture's
 // description (model/architecture.h: the loader's own table), named and shaped as llama.cpp's
 // converter writes them, and the metadata keys are the ones kvrt's loader and llama.cpp read. The
@@ -17,7 +18,10 @@
 namespace kvrt::synth {
 
 struct SynthConfig {
-  std::string arch = "llama";  // general.architecture: a row of model/architecture.cc
+  // general.architecture (a row of model/architecture.cc), or "phi4mini": phi3 with Phi-4-mini's
+  // partial rotary, LongRoPE factors and attention factor. Each family's own metadata (RoPE base,
+  // scales, YaRN, window pattern) is written with its real models' values.
+  std::string arch = "llama";
   int d_model = 1024;
   int n_layers = 8;
   int n_heads = 16;
@@ -51,6 +55,11 @@ struct SynthSummary {
 // The source tree's tests/data/vocab/ggml-vocab-llama-spm.gguf (a 32000-token llama SPM
 // vocabulary); synth_model is a build-tree tool for tests and benchmarks, never installed.
 std::string default_vocab_path();
+
+// Sets the shape of a real model's layers (--shape): "gemma3-1b" (Gemma-3-1B: 26 layers, d_model
+// 1152, 4 query heads and 1 KV head of 256, d_ff 6912, window 512) or "qwen3-0.6b" (Qwen3-0.6B: 28
+// layers, d_model 1024, 16 and 8 heads of 128, d_ff 3072, tied). Error(kUsage) for another name.
+void apply_shape(SynthConfig& config, std::string_view name);
 
 // Checks the configuration, then streams the model to `out_path` one tensor at a time.
 // Throws kvrt::Error on a bad configuration, an unreadable vocabulary or an I/O failure.
