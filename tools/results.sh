@@ -10,6 +10,7 @@
 #     --validate-ctx N        context for kvrt validate (default 512)
 #     --from DIR              do not run anything: render DIR/bench.json, DIR/bench_attention.json and
 #                             DIR/validate.json (each optional) with the commands in DIR/commands.txt
+#                             ("NAME: COMMAND" lines); the page names this checkout's commit
 #     --out FILE              the page to write (default docs/results/<date>-<cpu>.md)
 #   Arguments after -- go to kvrt bench (see tools/bench.sh; its defaults take tens of minutes).
 #   Env: KVRT_BUILD (default build/).
@@ -28,7 +29,7 @@ while (($#)); do
     --from) from="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "results.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
