@@ -157,8 +157,10 @@ bool power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
 }  // namespace
 
 TEST_CASE("every KV setting runs on every architecture fixture, q8 close to f32") {
-  // The settings of validation/settings.toml: both axes, rotation, residual window.
-  const char* settings[] = {"q8", "k=q8,v=q4", "q4", "q4,axis=channel,r=32", "q4,rot=1", "q8,r=16"};
+  // The settings of validation/settings.toml: both axes, rotation, residual window; sinks with a
+  // layer of its own format.
+  const char* settings[] = {"q8",       "k=q8,v=q4", "q4", "q4,axis=channel,r=32", "q4,rot=1", "q8,r=16",
+                            "q4s,sinks=4,layers[0]=q8"};
   for (const Fixture& fx : kFixtures) {
     const model::Model m(path_of(fx, ".gguf"));
     const int n_vocab = m.config().n_vocab;

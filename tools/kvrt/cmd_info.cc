@@ -1,5 +1,4 @@
 // kvrt info: what a model file holds and what this machine will run it with.
-#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -160,9 +159,8 @@ int cmd_info(int argc, char** argv) {
   if (!shape.windows.empty()) {
     kv::CacheShape every_position = shape;
     every_position.windows.clear();
-    std::printf("KV at %d:%*s%.1f MiB, where a cache keeping every position on every layer takes %.1f MiB\n",
-                shape.n_ctx, std::max(1, 10 - int(std::to_string(shape.n_ctx).size())), "",
-                double(layout.bytes()) / (1 << 20),
+    std::printf("KV memory:      %.1f MiB at %d positions; a cache keeping every position on every layer: %.1f MiB\n",
+                double(layout.bytes()) / (1 << 20), shape.n_ctx,
                 double(kv::plan_cache(defaults.kv, every_position).bytes()) / (1 << 20));
   }
   print_tensors(model->file(), list_tensors);
