@@ -207,8 +207,8 @@ void add_hparams(io::GgufWriter& w, const SynthConfig& c, int64_t n_vocab) {
     w.add_u32(p + "attention.key_length", uint32_t(c.head_dim));
     w.add_u32(p + "attention.value_length", uint32_t(c.head_dim));
   }
-  if (a.attn_softcap_key) w.add_f32(p + a.attn_softcap_key, kGemma2AttnSoftcap);
-  if (a.final_softcap_key) w.add_f32(p + a.final_softcap_key, kGemma2FinalSoftcap);
+  if (a.attn_softcap_key && !a.softcaps_optional) w.add_f32(p + a.attn_softcap_key, kGemma2AttnSoftcap);
+  if (a.final_softcap_key && !a.softcaps_optional) w.add_f32(p + a.final_softcap_key, kGemma2FinalSoftcap);
   if (a.sliding_window_key) w.add_u32(p + a.sliding_window_key, uint32_t(is_phi4mini(c) ? 0 : c.sliding_window));
   if (is_phi4mini(c)) w.add_u32(p + "rope.scaling.original_context_length", uint32_t(c.n_ctx));
   for (const auto& [key, v] : family.floats) w.add_f32(p + key, v);
