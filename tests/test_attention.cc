@@ -5,11 +5,13 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/error.h"
 #include "kv/formats.h"
 #include "kv/kv_cache.h"
+#include "kv/rotation.h"
 #include "ops/attention.h"
 #include "attention_case.h"
 #include "simd/kernels_scalar.h"
@@ -340,6 +342,30 @@ TEST_CASE("with sinks covering the context, a quantized setting attends exactly 
   }
 }
 
+TEST_CASE("Hadamard rotation of any even head_dim: keys in the largest power-of-two block, values in at most 64") {
+  for (const auto& [hd, k_block, v_block] : {std::tuple{48, 16, 16}, {80, 16, 16}, {96, 32, 32}, {128, 128, 64}, {256, 256, 64}}) {
+    CAPTURE(hd);
+    CHECK(kvrt::kv::key_rotation_block(hd) == k_block);
+    CHECK(kvrt::kv::value_rotation_block(hd) == v_block);
+    Case c;
+    c.shape = CacheShape{1, 2, hd, 64};
+    c.n_heads = 4;
+    c.n_prompt = 40;
+    c.n_decode = 12;
+    const Data d = make_data(c, 13, 4.0f);
+    const std::vector<double> ref = reference(c, d);
+    KvConfig f32, rotated;
+    rotated.rotate = true;
+    const KvCache cache(rotated, c.shape);
+    CHECK(cache.layout().layers[0].k.rot_block == k_block);
+    CHECK(cache.layout().layers[0].v.rot_block == v_block);
+    // FP32 rows stored rotated: the rotation is orthonormal, so only rounding separates the two.
+    CHECK(max_error(run_cache(rotated, c, d, 1), ref) <= max_error(run_cache(f32, c, d, 1), ref) + 1e-4);
+    KvConfig q4 = kvrt::kv::parse_setting("q4,rot=1");
+    CHECK(max_error(run_cache(q4, c, d, 1), ref) < 0.5);  // it runs and stays near; the bound test covers q4
+  }
+}
+
 TEST_CASE("byte accounting equals the layout prediction") {
   const CacheShape shape{8, 4, 64, 256};
   auto per_token = [&](Format kf, Format vf, KeyAxis axis, int g) {
@@ -437,8 +463,9 @@ TEST_CASE("invalid KV settings are clear errors") {
   cfg.group_size = 0;  // the default: the largest group up to 32 that fits
   CHECK(KvCache(cfg, shape).layout().group == 24);
   cfg.group_size = 16;
-  cfg.rotate = true;  // 48 is not a power of two
-  CHECK_THROWS_AS(KvCache(cfg, shape), kvrt::Error);
+  cfg.rotate = true;  // 48 rotates in blocks of 16
+  CHECK(KvCache(cfg, shape).layout().layers[0].k.rot_block == 16);
+  CHECK_THROWS_WITH_AS(KvCache(cfg, CacheShape{1, 2, 7, 32}), doctest::Contains("needs an even head_dim"), kvrt::Error);
   CHECK_THROWS_AS(kvrt::kv::parse_format("q3"), kvrt::Error);
   KvConfig odd;  // channel-axis q4 keys: a code row is two channels per byte
   odd.k_format = Format::kQ4;

@@ -53,17 +53,17 @@ TEST_CASE("kvrt validate skips a setting that cannot apply to the model and says
   TempDir dir;
   const std::string m48 = synth_model(dir, 48);
   std::ofstream(dir / "settings.toml") << "[[setting]]\nlabel = \"q8/q8\"\nkv = \"q8\"\n\n"
-                                          "[[setting]]\nlabel = \"q4/q4 rot\"\nkv = \"q4,rot=1\"\n";
+                                          "[[setting]]\nlabel = \"q4/q4 g32\"\nkv = \"q4,g=32\"\n";
   const std::string common = "validate -m " + m48 + " --max-len 160 -t 1 --record " + dir / "r.toml";
   const auto r = run_kvrt(common + " --settings " + dir / "settings.toml" + " --json " + dir / "r.json", dir);
   INFO(r.err);
   CHECK((r.exit_code == 0 || r.exit_code == 1));  // it ran and judged q8/q8
-  CHECK(r.out.find("setting skipped (cannot apply to this model or CPU): q4/q4 rot: Hadamard rotation needs a "
-                   "power-of-two head_dim, not 48") != std::string::npos);
+  CHECK(r.out.find("setting skipped (cannot apply to this model or CPU): q4/q4 g32: q4 keys need a group that "
+                   "divides head_dim 48") != std::string::npos);
   CHECK(r.out.find("q8/q8  (k=q8,v=q8,g=24,") != std::string::npos);
-  CHECK(kvrt::test::read_file(dir / "r.json").find("\"skipped_settings\": [\"q4/q4 rot: ") != std::string::npos);
+  CHECK(kvrt::test::read_file(dir / "r.json").find("\"skipped_settings\": [\"q4/q4 g32: ") != std::string::npos);
   // A run where nothing applies is a usage error naming why.
-  const auto none = run_kvrt(common + " --kv q4 --rotate", dir);
+  const auto none = run_kvrt(common + " --kv q4 --group 32", dir);
   CHECK(none.exit_code == 2);
-  CHECK(none.err.find("power-of-two head_dim") != std::string::npos);
+  CHECK(none.err.find("need a group that divides head_dim 48") != std::string::npos);
 }

@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "kv/channel_tile.h"
+#include "kv/rotation.h"
 #include "simd/kernels_scalar.h"
 
 namespace kvrt::kv {
@@ -81,8 +82,7 @@ void check_shape(const KvConfig& c, const CacheShape& s) {
     throw Error("KV cache shape must be positive (n_layers, n_kv_heads, head_dim, n_ctx)", ErrorKind::kUsage);
   if (s.head_dim > simd::scalar::kMaxRow)
     throw Error("head_dim above " + std::to_string(simd::scalar::kMaxRow) + " is not supported", ErrorKind::kUsage);
-  if (c.rotate && (s.head_dim & (s.head_dim - 1)) != 0)
-    throw Error("Hadamard rotation needs a power-of-two head_dim, not " + std::to_string(s.head_dim), ErrorKind::kUsage);
+  if (c.rotate) key_rotation_block(s.head_dim);  // throws for an odd head_dim
   if (c.residual < 0) throw Error("KV residual window must be >= 0", ErrorKind::kUsage);
   if (c.sinks < 0) throw Error("KV sinks must be >= 0", ErrorKind::kUsage);
   if (!s.windows.empty() && s.windows.size() != static_cast<size_t>(s.n_layers))
@@ -117,7 +117,7 @@ SideLayout side(const FormatTraits& f, TileRole role, const KvConfig& c, const C
   SideLayout l;
   l.format = &f;
   l.role = role;
-  l.rotated = c.rotate;
+  if (c.rotate) l.rot_block = role == TileRole::kKey ? key_rotation_block(s.head_dim) : value_rotation_block(s.head_dim);
   l.sinks = std::min(c.sinks, s.n_ctx);
   const int n_after = s.n_ctx - l.sinks;
   if (!f.quantized()) {
@@ -186,7 +186,7 @@ size_t CacheLayout::ring_floats(TileRole role) const {
 }
 
 size_t CacheLayout::rotated_floats() const {
-  const bool rotated = !layers.empty() && (layers[0].k.rotated || layers[0].v.rotated);  // one choice for every layer
+  const bool rotated = !layers.empty() && (layers[0].k.rot_block || layers[0].v.rot_block);  // one choice for every layer
   return rotated ? static_cast<size_t>(shape.n_kv_heads) * shape.head_dim : 0;
 }
 

@@ -57,7 +57,7 @@ struct SideLayout {
   const FormatTraits* format = nullptr;
   TileRole role = TileRole::kKey;
   Packing packing = Packing::kRows;
-  bool rotated = false;     // rows stored as H·x (orthonormal Hadamard along head_dim)
+  int rot_block = 0;        // rows stored as H·x, H of Hadamard blocks of rot_block values (kv/rotation.h); 0: not rotated
   int tile_tokens = 1;      // positions per tile (1 for rows)
   size_t tile_bytes = 0;    // one tile (or row) of one kv head
   int n_tiles = 0;          // tiles per layer and kv head: for n_ctx positions, or the ring's

@@ -24,7 +24,7 @@ struct SideView {
 
   const FormatTraits& format() const { return *layout->format; }
   Packing packing() const { return layout->packing; }
-  bool rotated() const { return layout->rotated; }
+  int rot_block() const { return layout->rot_block; }  // 0: not rotated
   int n_sinks() const { return layout->sinks; }
   // Index of position pos >= n_sinks() among the packed positions (tiles start at the sinks' end).
   int packed_index(int pos) const { return pos - layout->sinks; }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "kv/rotation.h"
 #include "simd/dispatch.h"
 
 namespace kvrt::kv {
@@ -148,9 +149,9 @@ void write_side(Storage& c, Side& s, int layer, int pos, int n_tokens, const flo
   const size_t token_floats = c.token_floats();
   for (int t = 0; t < n_tokens; ++t) {
     const float* src = x + t * token_floats;
-    if (c.side_layout(s, layer).rotated) {
+    if (const int block = c.side_layout(s, layer).rot_block) {
       std::memcpy(c.rotated.data(), src, token_floats * sizeof(float));
-      for (int h = 0; h < c.shape().n_kv_heads; ++h) simd::kernels().hadamard(c.rotated.data() + h * hd, hd);
+      for (int h = 0; h < c.shape().n_kv_heads; ++h) rotate_row(c.rotated.data() + h * hd, hd, block);
       src = c.rotated.data();
     }
     write_token(c, s, layer, pos + t, src);

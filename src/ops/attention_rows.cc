@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "kv/rotation.h"
 #include "ops/attention_internal.h"
 #include "simd/dispatch.h"
 #include "simd/kernels_scalar.h"
@@ -128,14 +129,14 @@ void prepare_query_codes(const kv::HeadView& v, const float* q, int n_q, ThreadS
 void prepare_query(const kv::HeadView& v, float scale, const float* q, float* dst) {
   const int hd = v.head_dim;
   for (int d = 0; d < hd; ++d) dst[d] = q[d] * scale;
-  if (v.k.rotated()) simd::kernels().hadamard(dst, hd);
+  kv::rotate_row(dst, hd, v.k.rot_block());
 }
 
 void finish_row(const kv::HeadView& v, const float* o, float l, float* out) {
   const int hd = v.head_dim;
   const float inv = 1.0f / l;
   for (int d = 0; d < hd; ++d) out[d] = o[d] * inv;
-  if (v.v.rotated()) simd::kernels().hadamard(out, hd);  // H is symmetric and orthonormal: H⁻¹ = H
+  kv::rotate_row(out, hd, v.v.rot_block());  // H is symmetric and orthonormal: H⁻¹ = H
 }
 
 }  // namespace kvrt::ops
