@@ -203,6 +203,16 @@ Tokenizer::~Tokenizer() = default;
 Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool parse_special) const {
+  return encode_parts(text, add_bos, parse_special, {});
+}
+
+std::vector<int32_t> Tokenizer::encode_template(std::string_view text, bool add_bos,
+                                                std::span<const TextSpan> plain) const {
+  return encode_parts(text, add_bos, true, plain);
+}
+
+std::vector<int32_t> Tokenizer::encode_parts(std::string_view text, bool add_bos, bool parse_special,
+                                             std::span<const TextSpan> plain) const {
   const Impl& v = *impl_;
   if (!pre_tokenizer_supported())
     fail(v, "pre-tokenizer '" + v.pre_name + "' is not implemented in kvrt");
@@ -211,7 +221,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool
     if (v.bos_id < 0) fail(v, "the vocabulary has no BOS token", ErrorKind::kUsage);
     out.push_back(v.bos_id);
   }
-  const std::vector<detail::Fragment> frags = detail::partition(v, text, parse_special);
+  const std::vector<detail::Fragment> frags = detail::partition(v, text, parse_special, plain);
   if (v.kind == VocabKind::kSpm) {
     encode_spm(v, text, frags, out);
     return out;

@@ -7,10 +7,13 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
+
+#include "model/tokenizer.h"
 
 namespace kvrt::model::detail {
 
@@ -75,8 +78,10 @@ void index_special_tokens(Vocab& v);
 // Fills v.eot_id when the file names none, and v.eog_ids (after the ids are read).
 void index_end_of_generation(Vocab& v);
 // Splits `text` at the special tokens it contains: user-defined tokens always, control and
-// unknown tokens only when `parse_special`.
-std::vector<Fragment> partition(const Vocab& v, std::string_view text, bool parse_special);
+// unknown tokens only when `parse_special` and only where they overlap none of the `plain` spans
+// (sorted, not overlapping).
+std::vector<Fragment> partition(const Vocab& v, std::string_view text, bool parse_special,
+                                std::span<const TextSpan> plain = {});
 
 // SentencePiece merges over `text` (spaces already escaped to U+2581); appends ids.
 void spm_encode(const Vocab& v, std::string_view text, std::vector<int32_t>& out);
