@@ -20,7 +20,8 @@ std::string_view detect_name(std::string_view t) {
     if (has("<|im_sep|>")) return "phi4";
     if (has("<end_of_utterance>")) return "";  // SmolVLM
     if (has("Reasoning Mode: ")) return "smollm3";
-    return has("<think>") ? "qwen3" : "chatml";
+    // Qwen3's history drops earlier thinking with this idiom (Qwen3.5's template differs: chatml).
+    return has("reasoning_content.strip('\\n')") ? "qwen3" : "chatml";
   }
   if (has("<|start_of_role|>")) return "granite";
   if (t.starts_with("mistral") || has("[INST]")) {

@@ -46,6 +46,7 @@ const ChatSpec kSpecs[] = {
      {"<|im_start|>", "<|im_end|>"},
      "{%- for message in messages %}{%- if message.role == 'assistant' and '</think>' in message.content %}"
      "{%- set content = message.content.split('</think>')[-1].lstrip('\\n') %}{%- endif %}"
+     "{%- if reasoning_content %}{{- '<think>\\n' + reasoning_content.strip('\\n') + '\\n</think>\\n\\n' }}{%- endif %}"
      "{{- '<|im_start|>' + message.role + '\\n' + content + '<|im_end|>' + '\\n' }}{%- endfor %}"
      "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- if enable_thinking is defined and "
      "enable_thinking is false %}{{- '<think>\\n\\n</think>\\n\\n' }}{%- endif %}{%- endif %}"},
