@@ -72,5 +72,8 @@ TEST_CASE("Gemma 4's vocabulary (tokenizer model gemma4) matches llama.cpp's ids
   CHECK(tok.model_name() == "gemma4");
   CHECK(tok.adds_bos());
   CHECK(tok.token_to_piece(tok.find("\xE2\x96\x81the")) == " the");
+  REQUIRE(tok.find("<turn|>") >= 0);
+  CHECK(tok.is_end_of_generation(tok.find("<turn|>")));  // Gemma 4's end of turn
+  CHECK(tok.is_end_of_generation(tok.eos_id()));
   check_vectors(gguf);
 }

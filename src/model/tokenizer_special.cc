@@ -22,6 +22,7 @@ constexpr SpecialText kSpecialTexts[] = {
     {"<end_of_turn>", true},   {"<|endoftext|>", true},     {"<|end_of_text|>", true},
     {"<EOT>", true},           {"_<EOT>", true},            {"<|eom_id|>", true},
     {"<end_of_utterance>", true}, {"<|return|>", true},     {"<|call|>", true},
+    {"<eos>", true},           {"<turn|>", true},           {"<|tool_response>", true},  // Gemma 4
     {"<|fim_pad|>", true},     {"<fim-pad>", true},         {"<fim_pad>", true},
     {"<PAD>", true},           {"<|fim_repo|>", true},      {"<|repo_name|>", true},
     {"<fim-repo>", true},      {"<REPO>", true},            {"<reponame>", true},
