@@ -568,6 +568,17 @@ TEST_CASE("validate: multi_turn cases use the model's chat format when it has on
                    false, true));
   CHECK(cases[1].turns[0] == tok.encode("Once upon a time", true));  // other modes stay plain text
 
+  // Qwen3 would re-render the history; the case keeps the model's replies as generated.
+  const model::Model qwen3(write_chat_model(tmp, "qwen3"));
+  const auto qwen3_format = model::ChatTemplate::of_model(qwen3.file());
+  REQUIRE(qwen3_format.has_value());
+  CHECK(qwen3_format->name() == "qwen3");
+  const std::vector<validate::Case> q = validate::build_cases(set, qwen3.tokenizer(), &*qwen3_format, 512, nullptr);
+  REQUIRE(q.size() == 2);
+  CHECK(q[0].turns[1] ==
+        qwen3.tokenizer().encode("<|im_end|>\n<|im_start|>user\nWhat happened next?<|im_end|>\n<|im_start|>assistant\n",
+                                 false, true));
+
   // Without a chat format the turns are plain text, as before.
   const std::vector<validate::Case> plain = validate::build_cases(set, tok, nullptr, 512, nullptr);
   CHECK(plain[0].turns[0] == tok.encode("Tell me a story.", true));

@@ -354,6 +354,10 @@ TEST_CASE("qwen3 drops the thinking of earlier replies, so a new turn re-renders
         "<|im_end|>\n<|im_start|>assistant\n");
   CHECK_FALSE(q.render_after(chat, 2, true).has_value());
   CHECK_THROWS_WITH_AS(q.apply_after(chat, 2, true), doctest::Contains("n_previous = 0"), kvrt::Error);
+  // Validation keeps the model's replies as generated: only the new turn's own text follows.
+  CHECK(q.apply_continuing(chat, 2, true) == "\n<|im_start|>user\nAgain<|im_end|>\n<|im_start|>assistant\n");
+  CHECK(ChatTemplate::from_name("chatml").apply_continuing(chat, 2, true) ==
+        ChatTemplate::from_name("chatml").apply_after(chat, 2, true));
   // Even a reply without thinking was held with the empty block the template gives the last reply.
   chat[1].content = "Hello";
   CHECK_FALSE(q.render_after(chat, 2, true).has_value());

@@ -128,6 +128,19 @@ std::optional<ChatText> ChatTemplate::render_after(const std::vector<ChatMessage
   return added;
 }
 
+std::string ChatTemplate::apply_continuing(const std::vector<ChatMessage>& messages, size_t n_previous,
+                                           bool add_assistant) const {
+  if (std::optional<ChatText> t = render_after(messages, n_previous, add_assistant)) return std::move(t->text);
+  const ChatText all = render(messages, add_assistant);
+  const size_t n_added = messages.size() - n_previous;
+  const std::string_view eot = end_of_turn();
+  KVRT_ASSERT(all.contents.size() >= n_added && !eot.empty());
+  const size_t first = all.contents[all.contents.size() - n_added].offset;  // the first added message
+  const size_t at = all.text.rfind(eot, first);
+  KVRT_ASSERT(at != std::string::npos);
+  return all.text.substr(at + eot.size());
+}
+
 std::string ChatTemplate::apply_after(const std::vector<ChatMessage>& messages, size_t n_previous,
                                       bool add_assistant) const {
   if (std::optional<ChatText> t = render_after(messages, n_previous, add_assistant))

@@ -68,6 +68,13 @@ class ChatTemplate {
   // earlier replies): the whole conversation must then be evaluated again.
   std::optional<ChatText> render_after(const std::vector<ChatMessage>& messages, size_t n_previous,
                                        bool add_assistant) const;
+  // The text messages[n_previous..] add to a model that keeps the earlier messages as they were
+  // generated, even where the format would render them differently (Qwen3's earlier thinking):
+  // render_after's text, else what follows the end of turn before the first added message in
+  // the whole rendering. For evaluations that stand the model's own replies in for the history
+  // (validation's multi-turn cases); the added messages must not be empty.
+  std::string apply_continuing(const std::vector<ChatMessage>& messages, size_t n_previous,
+                               bool add_assistant) const;
   // render_after's text; Error(kUsage) instead of nullopt, telling to render from the start.
   std::string apply_after(const std::vector<ChatMessage>& messages, size_t n_previous,
                           bool add_assistant) const;
