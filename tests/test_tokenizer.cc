@@ -15,6 +15,7 @@
 #include "model/tokenizer_impl.h"
 #include "model/unicode.h"
 #include "test_util.h"
+#include "vocab_copy.h"
 
 using namespace kvrt;
 
@@ -164,6 +165,19 @@ TEST_CASE("pre-tokenizers split words as llama.cpp's regex sets do") {
   // Qwen2: the same with one digit per number.
   CHECK(pre_tokenize(PreTokenizer::kQwen2, "ab12345 c'D") ==
         Words{"ab", "1", "2", "3", "4", "5", " c", "'D"});
+  // Qwen3.5: combining marks join the letters before them.
+  CHECK(pre_tokenize(PreTokenizer::kQwen35, "e\u0301te\u0301 12") == Words{"e\u0301te\u0301", " ", "1", "2"});
+  CHECK(pre_tokenize(PreTokenizer::kQwen2, "e\u0301te\u0301") == Words{"e", "\u0301te", "\u0301"});
+  // Tekken and GPT-4o split words where ASCII case turns from lower to upper; non-ASCII letters
+  // have no case. GPT-4o keeps contractions on their word and takes three digits at a time.
+  CHECK(pre_tokenize(PreTokenizer::kTekken, "HELLOworld helloWorld \u00c9T\u00c9") ==
+        Words{"HELLOworld", " hello", "World", " \u00c9T\u00c9"});
+  CHECK(pre_tokenize(PreTokenizer::kTekken, "I'M don't 1234") ==
+        Words{"I", "'M", " don", "'t", " ", "1", "2", "3", "4"});
+  CHECK(pre_tokenize(PreTokenizer::kGpt4o, "I'M don't 1234567") ==
+        Words{"I'M", " don't", " ", "123", "456", "7"});
+  CHECK(pre_tokenize(PreTokenizer::kGpt4o, "a/b\n/c  d") == Words{"a", "/b", "\n", "/c", " ", " d"});
+  CHECK(pre_tokenize(PreTokenizer::kNewlines, "a b\n\nc\n") == Words{"a b", "\n\n", "c", "\n"});
   CHECK(pre_tokenize(PreTokenizer::kGpt2, "").empty());
   CHECK_THROWS_AS(pre_tokenize(PreTokenizer::kGpt2, "ok \xC3"), Error);  // truncated UTF-8
 }
@@ -367,4 +381,25 @@ TEST_CASE("special tokens are parsed only when asked, and end-of-generation toke
   CHECK(phi3.encode("<|user|>\nHello<|end|>\n<|assistant|>\n", true, true) ==
         std::vector<int32_t>{1, 32010, 15043, 32007, 32001});
   CHECK(phi3.decode({32010, 15043, 32007}) == "Hello");  // control tokens print nothing
+}
+
+TEST_CASE("SentencePiece without the space prefix (Gemma 2 and 3 files) adds no dummy space") {
+  test::TempDir tmp;
+  const std::string spm = test::vocab_dir() + "/ggml-vocab-llama-spm.gguf";
+  const std::string copy = tmp / "llama-spm-no-prefix.gguf";
+  test::copy_vocab(spm, copy, "tokenizer.ggml.add_space_prefix",
+                   [](io::GgufWriter& w) { w.add_bool("tokenizer.ggml.add_space_prefix", false); });
+  io::GgufFile with_file(spm), without_file(copy);
+  model::Tokenizer with(with_file), without(without_file);
+  CHECK(with.adds_space_prefix());
+  CHECK_FALSE(without.adds_space_prefix());
+  const int32_t hello = without.find("Hello"), space_hello = without.find("\xE2\x96\x81Hello");
+  const int32_t space_world = without.find("\xE2\x96\x81world");
+  REQUIRE(hello >= 0);
+  REQUIRE(space_hello >= 0);
+  CHECK(with.encode("Hello world", false) == std::vector<int32_t>{space_hello, space_world});
+  CHECK(without.encode("Hello world", false) == std::vector<int32_t>{hello, space_world});
+  // After a control token the text starts without a space too, as Gemma's turns need.
+  CHECK(without.encode("<s>Hello", false, true) == std::vector<int32_t>{without.bos_id(), hello});
+  CHECK(without.decode(without.encode(" Hello world", false)) == " Hello world");
 }

@@ -58,8 +58,11 @@ extern "C" {
  *    lists them, kvrt_session_create_named opens a session with one through the gate; additions
  *    only, so programs written for 6 build and run unchanged.
  * 8: KVRT_KV_Q4S, the symmetric 4-bit KV format (one FP16 scale per group, no minimum); an
- *    addition only. */
-#define KVRT_API_VERSION 8
+ *    addition only.
+ * 9: kvrt_chat_tokenize renders and tokenizes a conversation with the messages as plain text
+ *    (control tokens only from the format's own markup), with kvrt_chat_options; chat formats
+ *    qwen3, smollm3, granite and phi4-mini; additions only. */
+#define KVRT_API_VERSION 9
 
 /* Most threads a session or a validation run may use (n_threads); more is KVRT_ERR_INVALID_ARGUMENT.
  * When the system cannot create the threads asked for, the OpenMP runtime (libgomp) prints a
@@ -334,17 +337,22 @@ KVRT_EXPORT kvrt_status kvrt_generate_until(kvrt_session* session, kvrt_sampler*
 /* Chat formats turn a conversation into the text an instruct model was trained on. A model names
  * its format in tokenizer.chat_template (Jinja); kvrt recognizes the common families by their
  * markers, as llama.cpp does without a Jinja engine, and renders them itself: chatml, llama3,
- * llama2 (and -sys, -sys-bos, -sys-strip), mistral-v1, -v3, -v3-tekken, -v7, -v7-tekken, phi3,
- * phi4, gemma, zephyr, falcon3, glmedge, deepseek3.
+ * qwen3, smollm3, llama2 (and -sys, -sys-bos, -sys-strip), mistral-v1, -v3, -v3-tekken, -v7,
+ * -v7-tekken, phi3, phi4-mini, phi4, gemma, granite, zephyr, falcon3, glmedge, deepseek3.
  *
- * A multi-turn chat on one session, each turn evaluating only its own tokens:
- *   messages = [system?, user]; text = apply(messages, n_previous = 0, add_assistant = 1)
- *   loop: tokens = kvrt_tokenize_special(text, add_bos = first turn && kvrt_model_adds_bos())
+ * Messages are plain text: only the format's own markup may become control tokens, or a user
+ * could end a turn and open a system one by typing "<|im_end|><|im_start|>system". A multi-turn
+ * chat on one session, each turn evaluating only its own tokens:
+ *   messages = [system?, user]; options.n_previous = 0
+ *   loop: tokens = kvrt_chat_tokenize(messages, options, &from_start)
+ *         if from_start: kvrt_session_reset()
  *         kvrt_session_eval(tokens); kvrt_generate_until(stop = KVRT_STOP_END_OF_TURN)
  *         append {assistant, reply} and the next {user, ...} to messages
- *         text = apply(messages, n_previous = messages before the new user message, 1)
- * When a reply ends without a stop token (max_tokens), put the format's end-of-turn text
- * (kvrt_chat_format) in front of the next text. */
+ *         options.n_previous = messages before the new user message
+ * When a reply ends without a stop token (max_tokens), tokenize the format's end-of-turn text
+ * (kvrt_chat_format) with kvrt_tokenize_special and evaluate it before the next tokens.
+ * kvrt_chat_apply_template gives the text alone; tokenizing it with kvrt_tokenize_special makes
+ * control tokens of whatever the messages contain. */
 
 typedef struct kvrt_chat_message {
   const char* role;    /* "system", "user" or "assistant" */
@@ -363,13 +371,38 @@ KVRT_EXPORT kvrt_status kvrt_chat_format(const kvrt_model* model, const char* na
  * messages as they were generated (the last assistant message up to the end-of-turn token that
  * ended it); n_previous = 0 renders the whole conversation. With add_assistant != 0 the text ends
  * with the header of the assistant's reply. `format` names the chat format (NULL = the model's
- * own). The text holds control tokens: tokenize it with kvrt_tokenize_special. NUL-terminated;
- * buffer sizes as kvrt_detokenize. */
+ * own). The text holds control tokens and the messages as they are: tokenize it with
+ * kvrt_tokenize_special only when the messages are trusted, else use kvrt_chat_tokenize.
+ * KVRT_ERR_INVALID_ARGUMENT when the format renders the first n_previous messages differently
+ * once more are added (see kvrt_chat_tokenize). NUL-terminated; buffer sizes as kvrt_detokenize. */
 KVRT_EXPORT kvrt_status kvrt_chat_apply_template(const kvrt_model* model, const char* format,
                                                  const kvrt_chat_message* messages,
                                                  size_t n_messages, size_t n_previous,
                                                  int add_assistant, char* buf, size_t capacity,
                                                  size_t* out_len);
+
+typedef struct kvrt_chat_options {
+  const char* format; /* chat format name; NULL = the model's own */
+  size_t n_previous;  /* messages the session already holds, as kvrt_chat_apply_template's */
+  int add_assistant;  /* non-zero: end with the header of the assistant's reply */
+  int parse_special;  /* non-zero: control tokens written in the messages become those tokens too */
+} kvrt_chat_options;
+
+/* The model's own format, n_previous 0, add_assistant 1, parse_special 0. */
+KVRT_EXPORT void kvrt_chat_options_default(kvrt_chat_options* out_options);
+
+/* The tokens that messages[options->n_previous..n_messages) add to a session holding the first
+ * n_previous messages (see kvrt_chat_apply_template): the format's markup with its control tokens,
+ * each message's content tokenized as plain text (a message holding "<|im_end|>" gets the tokens of
+ * those characters), BOS first when the tokens start the session and kvrt_model_adds_bos().
+ * *out_from_start (may be NULL) is 1 when the format renders the first n_previous messages
+ * differently once more are added (qwen3 drops the thinking of earlier replies): the tokens are
+ * then the whole conversation, to be evaluated on a reset session; else 0. Buffer sizes as
+ * kvrt_tokenize. */
+KVRT_EXPORT kvrt_status kvrt_chat_tokenize(const kvrt_model* model, const kvrt_chat_options* options,
+                                           const kvrt_chat_message* messages, size_t n_messages,
+                                           int32_t* tokens, size_t capacity, size_t* out_n_tokens,
+                                           int* out_from_start);
 
 /* ---- validation --------------------------------------------------------------------------- */
 

@@ -1,5 +1,7 @@
 #include "model/chat_template.h"
 
+#include <algorithm>
+
 #include "common/error.h"
 #include "model/chat_template_impl.h"
 
@@ -8,16 +10,24 @@ namespace {
 
 constexpr std::string_view kKeyTemplate = "tokenizer.chat_template";
 
-// llama.cpp's llm_chat_detect_template, in its order, for the families kvrt renders. Families it
-// recognizes that kvrt does not render give "" so that they are not mistaken for a later one.
+// llama.cpp's llm_chat_detect_template, in its order, for the families kvrt renders, with the
+// families whose templates render differently from llama.cpp's built-in format split off by
+// their markers (qwen3, smollm3, mistral-v7-tekken, phi4-mini). Families llama.cpp recognizes
+// that kvrt does not render give "" so that they are not mistaken for a later one.
 std::string_view detect_name(std::string_view t) {
   auto has = [t](std::string_view marker) { return t.find(marker) != t.npos; };
   if (has("<|im_start|>")) {
     if (has("<|im_sep|>")) return "phi4";
-    return has("<end_of_utterance>") ? "" : "chatml";  // SmolVLM
+    if (has("<end_of_utterance>")) return "";  // SmolVLM
+    if (has("Reasoning Mode: ")) return "smollm3";
+    // Qwen3's history drops earlier thinking with this idiom (Qwen3.5's template differs: chatml).
+    return has("reasoning_content.strip('\\n')") ? "qwen3" : "chatml";
   }
+  if (has("<|start_of_role|>")) return "granite";
   if (t.starts_with("mistral") || has("[INST]")) {
-    if (has("[SYSTEM_PROMPT]")) return "mistral-v7";
+    // Mistral Small 3.1+ and Ministral 3 write the tags without the space v7 has after them.
+    if (has("[SYSTEM_PROMPT]"))
+      return has("[SYSTEM_PROMPT] ") || has("[INST] ") ? "mistral-v7" : "mistral-v7-tekken";
     if (has("' [INST] ' + system_message") || has("[AVAILABLE_TOOLS]")) {
       if (has(" [INST]")) return "mistral-v1";
       return has("\"[INST]\"") ? "mistral-v3-tekken" : "mistral-v3";
@@ -26,7 +36,10 @@ std::string_view detect_name(std::string_view t) {
     if (has("bos_token + '[INST]")) return "llama2-sys-bos";
     return has("<<SYS>>") ? "llama2-sys" : "llama2";
   }
-  if (has("<|assistant|>") && has("<|end|>")) return "phi3";
+  if (has("<|assistant|>") && has("<|end|>")) {
+    // Phi-4-mini writes '<|' + role + '|>' + content with no newline after the role.
+    return has("'|>' + message['content']") ? "phi4-mini" : "phi3";
+  }
   if (has("[gMASK]<sop>")) return "";  // ChatGLM 4
   if (has("<|assistant|>") && has("<|user|>")) return has("</s>") ? "falcon3" : "glmedge";
   if (has("<|{{ item['role'] }}|>") && has("<|begin_of_image|>")) return "glmedge";
@@ -86,29 +99,57 @@ std::vector<std::string_view> ChatTemplate::names() {
 std::string_view ChatTemplate::name() const { return format_->name; }
 std::string_view ChatTemplate::end_of_turn() const { return format_->end_of_turn; }
 
-std::string ChatTemplate::apply(const std::vector<ChatMessage>& messages, bool add_assistant) const {
-  std::string out;
+ChatText ChatTemplate::render(const std::vector<ChatMessage>& messages, bool add_assistant) const {
+  ChatText out;
   format_->render(*format_, messages, add_assistant, out);
   return out;
 }
 
-std::string ChatTemplate::apply_after(const std::vector<ChatMessage>& messages, size_t n_previous,
-                                      bool add_assistant) const {
+std::optional<ChatText> ChatTemplate::render_after(const std::vector<ChatMessage>& messages,
+                                                   size_t n_previous, bool add_assistant) const {
   KVRT_ASSERT(n_previous <= messages.size());
-  const std::string all = apply(messages, add_assistant);
+  ChatText all = render(messages, add_assistant);
   if (n_previous == 0) return all;
   const std::vector<ChatMessage> previous(messages.begin(), messages.begin() + long(n_previous));
-  std::string held = apply(previous, false);
+  std::string held = render(previous, false).text;
   const std::string_view eot = end_of_turn();
   if (previous.back().role == "assistant" && !eot.empty()) {
     const size_t at = held.rfind(eot);
     if (at != held.npos) held.resize(at + eot.size());  // the model stopped at its end-of-turn token
   }
-  if (!all.starts_with(held))
-    throw Error("chat format " + std::string(name()) +
-                    " renders earlier messages differently once more are added",
-                ErrorKind::kInternal);
-  return all.substr(held.size());
+  if (!all.text.starts_with(held)) return std::nullopt;
+  ChatText added{all.text.substr(held.size()), {}};
+  for (const TextSpan& c : all.contents) {
+    const size_t end = c.offset + c.length;
+    if (end <= held.size()) continue;
+    const size_t begin = std::max(c.offset, held.size());
+    added.contents.push_back({begin - held.size(), end - begin});
+  }
+  return added;
+}
+
+std::string ChatTemplate::apply_continuing(const std::vector<ChatMessage>& messages, size_t n_previous,
+                                           bool add_assistant) const {
+  if (std::optional<ChatText> t = render_after(messages, n_previous, add_assistant)) return std::move(t->text);
+  const ChatText all = render(messages, add_assistant);
+  const size_t n_added = messages.size() - n_previous;
+  const std::string_view eot = end_of_turn();
+  KVRT_ASSERT(all.contents.size() >= n_added && !eot.empty());
+  const size_t first = all.contents[all.contents.size() - n_added].offset;  // the first added message
+  const size_t at = all.text.rfind(eot, first);
+  KVRT_ASSERT(at != std::string::npos);
+  return all.text.substr(at + eot.size());
+}
+
+std::string ChatTemplate::apply_after(const std::vector<ChatMessage>& messages, size_t n_previous,
+                                      bool add_assistant) const {
+  if (std::optional<ChatText> t = render_after(messages, n_previous, add_assistant))
+    return std::move(t->text);
+  throw Error("chat format " + std::string(name()) + " renders the first " +
+                  std::to_string(n_previous) + " messages differently once more are added (" +
+                  std::string(format_->history_note) +
+                  "): render the whole conversation (n_previous = 0) and evaluate it on an empty session",
+              ErrorKind::kUsage);
 }
 
 }  // namespace kvrt::model

@@ -12,15 +12,34 @@ OnContextFull parse_on_context_full(std::string_view name) {
 }
 
 Conversation::Conversation(Session& session, const ChatTemplate& format, std::string system,
-                           OnContextFull on_full)
-    : session_(session), tok_(session.model().tokenizer()), format_(format), on_full_(on_full) {
+                           OnContextFull on_full, bool parse_special)
+    : session_(session),
+      tok_(session.model().tokenizer()),
+      format_(format),
+      on_full_(on_full),
+      parse_special_(parse_special) {
   KVRT_ASSERT(session.n_past() == 0);
   if (!system.empty()) messages_.push_back({"system", std::move(system)});
 }
 
-// Template text with its special tokens; BOS first when it starts the session and the model wants one.
-std::vector<int32_t> Conversation::tokens_of(const std::string& text, bool at_start) const {
-  return tok_.encode(text, at_start && tok_.adds_bos(), true);
+// Template text with its control tokens, the messages as plain text (unless parse_special_); BOS
+// first when it starts the session and the model wants one.
+std::vector<int32_t> Conversation::tokens_of(const ChatText& text, bool at_start) const {
+  const bool bos = at_start && tok_.adds_bos();
+  return tok_.encode_template(text.text, bos, parse_special_ ? std::span<const TextSpan>() : text.contents);
+}
+
+// Tokens for the new message: the end of the last reply and what the message adds, or the whole
+// conversation (r.reread) when the format now renders the history differently.
+std::vector<int32_t> Conversation::message_tokens(TurnResult& r) const {
+  if (std::optional<ChatText> added = format_.render_after(messages_, n_held_, true)) {
+    std::vector<int32_t> tokens = pending_;
+    const std::vector<int32_t> more = tokens_of(*added, session_.n_past() == 0);
+    tokens.insert(tokens.end(), more.begin(), more.end());
+    return tokens;
+  }
+  r.reread = true;
+  return tokens_of(format_.render(messages_, true), true);
 }
 
 void Conversation::evaluate(const std::vector<int32_t>& tokens) {
@@ -37,7 +56,7 @@ std::vector<int32_t> Conversation::drop_oldest() {
   for (;;) {
     std::vector<ChatMessage> kept(messages_.begin(), messages_.begin() + long(first));
     kept.insert(kept.end(), messages_.begin() + long(first + n_drop), messages_.end());
-    tokens = tokens_of(format_.apply(kept, true), true);
+    tokens = tokens_of(format_.render(kept, true), true);
     // Exchanges are (user, assistant) pairs; the new message is the last one.
     if (2 * tokens.size() <= size_t(session_.n_ctx()) || first + n_drop + 1 == messages_.size()) break;
     n_drop += 2;
@@ -58,12 +77,10 @@ TurnResult Conversation::turn(std::string_view user, Sampler& sampler, int max_t
   TurnResult r;
   messages_.push_back({"user", std::string(user)});
   try {
-    std::vector<int32_t> tokens = pending_;
-    const std::vector<int32_t> added =
-        tokens_of(format_.apply_after(messages_, n_held_, true), session_.n_past() == 0);
-    tokens.insert(tokens.end(), added.begin(), added.end());
+    std::vector<int32_t> tokens = message_tokens(r);
     // One free position more than the message: the reply's first token must be evaluated too.
-    const int n_need = int(tokens.size()) + 1, n_free = session_.n_ctx() - session_.n_past();
+    const int n_past = r.reread ? 0 : session_.n_past();
+    const int n_need = int(tokens.size()) + 1, n_free = session_.n_ctx() - n_past;
     if (n_need > n_free) {
       if (on_full_ == OnContextFull::kStop)
         throw Error("context full: " + std::to_string(session_.n_past()) + " of " +
@@ -73,6 +90,9 @@ TurnResult Conversation::turn(std::string_view user, Sampler& sampler, int max_t
       const size_t n_before = messages_.size();
       tokens = drop_oldest();
       r.n_dropped = int(n_before - messages_.size());
+    } else if (r.reread) {
+      session_.reset();
+      pending_.clear();
     }
     evaluate(tokens);
     r.prompt_tokens = std::move(tokens);
@@ -115,7 +135,7 @@ void Conversation::generate(Sampler& sampler, int max_tokens, const PieceCallbac
     session_.eval(&token, 1);
     ++n_evaluated_;
   }
-  const std::vector<int32_t> close = tokens_of(std::string(format_.end_of_turn()), false);
+  const std::vector<int32_t> close = tokens_of({std::string(format_.end_of_turn()), {}}, false);
   pending_.insert(pending_.end(), close.begin(), close.end());
 }
 

@@ -1,7 +1,9 @@
 // A multi-turn chat over one Session. Each user message is rendered with the model's chat format
-// and only the text it adds is evaluated: the KV cache keeps the history, which is never
-// evaluated twice. When the context is full the policy decides: stop (an error; the
+// and only the text it adds is evaluated: the KV cache keeps the history, which is evaluated
+// again only when the format renders it differently once a message is added (Qwen3 drops the
+// thinking of earlier replies). When the context is full the policy decides: stop (an error; the
 // conversation is unchanged), or drop the oldest exchanges and evaluate what is kept again.
+// Messages are plain text: control tokens written in them stay text unless `parse_special`.
 #pragma once
 
 #include <functional>
@@ -28,6 +30,7 @@ struct TurnResult {
   std::vector<int32_t> reply_tokens;  // generated and evaluated; the stop token is not among them
   int32_t stop_token = -1;            // the end-of-generation token that ended the reply, -1 if cut
   int n_dropped = 0;                  // messages dropped to make room (drop-oldest)
+  bool reread = false;  // the format rendered the history differently: all of it was evaluated again
   bool context_full = false;          // the reply was cut because every position is used
 };
 
@@ -37,8 +40,9 @@ using PieceCallback = std::function<void(std::string_view piece)>;
 class Conversation {
  public:
   // `session` must be empty and outlive the conversation. `system` may be empty (no system message).
+  // With `parse_special`, control tokens written in the messages become those tokens.
   Conversation(Session& session, const ChatTemplate& format, std::string system,
-               OnContextFull on_full);
+               OnContextFull on_full, bool parse_special = false);
 
   // One exchange: evaluates the message, then generates the reply until an end-of-generation
   // token, `max_tokens` tokens or a full context. Throws Error(kResource), leaving the
@@ -51,7 +55,8 @@ class Conversation {
   int n_evaluated() const { return n_evaluated_; }  // tokens evaluated so far, re-reads included
 
  private:
-  std::vector<int32_t> tokens_of(const std::string& text, bool at_start) const;
+  std::vector<int32_t> tokens_of(const ChatText& text, bool at_start) const;
+  std::vector<int32_t> message_tokens(TurnResult& r) const;
   std::vector<int32_t> drop_oldest();
   void generate(Sampler& sampler, int max_tokens, const PieceCallback& on_piece, TurnResult& r);
   void evaluate(const std::vector<int32_t>& tokens);
@@ -60,6 +65,7 @@ class Conversation {
   const Tokenizer& tok_;
   ChatTemplate format_;
   OnContextFull on_full_;
+  bool parse_special_;
   std::vector<ChatMessage> messages_;  // the system message first when there is one
   size_t n_held_ = 0;                  // messages the session holds (up to `pending_`)
   std::vector<int32_t> pending_;  // the end of the last reply, evaluated with the next message

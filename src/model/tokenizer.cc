@@ -29,25 +29,34 @@ constexpr std::string_view kKeyAddBos = "tokenizer.ggml.add_bos_token";
 constexpr const char* kSpaceMark = "\xE2\x96\x81";  // U+2581, SentencePiece's escaped space
 
 // tokenizer.ggml.pre names whose regex set is implemented, with the aliases llama.cpp maps to
-// the same regexes (llama-vocab.cpp).
+// the same regexes (llama-vocab.cpp), and whether llama.cpp takes a word that is a token whole
+// and starts prompts with BOS for them (Llama 3 and Tekken; DBRX and Smaug have Llama 3's regex
+// without either).
 struct PreName {
   std::string_view name;
   PreTokenizer pre;
+  bool llama3_defaults = false;
 };
 constexpr PreName kPreNames[] = {
-    {"default", PreTokenizer::kDefault},       {"gpt-2", PreTokenizer::kGpt2},
-    {"phi-2", PreTokenizer::kGpt2},            {"mpt", PreTokenizer::kGpt2},
-    {"olmo", PreTokenizer::kGpt2},             {"jais", PreTokenizer::kGpt2},
-    {"roberta-bpe", PreTokenizer::kGpt2},      {"starcoder", PreTokenizer::kStarcoder},
-    {"refact", PreTokenizer::kStarcoder},      {"command-r", PreTokenizer::kStarcoder},
-    {"smollm", PreTokenizer::kStarcoder},      {"codeshell", PreTokenizer::kStarcoder},
-    {"falcon", PreTokenizer::kFalcon},         {"deepseek-coder", PreTokenizer::kDeepseekCoder},
-    {"llama-bpe", PreTokenizer::kLlama3},      {"llama3", PreTokenizer::kLlama3},
-    {"llama-v3", PreTokenizer::kLlama3},       {"falcon3", PreTokenizer::kLlama3},
-    {"falcon-h1", PreTokenizer::kLlama3},      {"pixtral", PreTokenizer::kLlama3},
-    {"midm-2.0", PreTokenizer::kLlama3},       {"lfm2", PreTokenizer::kLlama3},
-    {"qwen2", PreTokenizer::kQwen2},           {"deepseek-r1-qwen", PreTokenizer::kQwen2},
-    {"kormo", PreTokenizer::kQwen2},           {"megrez", PreTokenizer::kQwen2},
+    {"default", PreTokenizer::kDefault},         {"gpt-2", PreTokenizer::kGpt2},
+    {"phi-2", PreTokenizer::kGpt2},              {"mpt", PreTokenizer::kGpt2},
+    {"olmo", PreTokenizer::kGpt2},               {"jais", PreTokenizer::kGpt2},
+    {"roberta-bpe", PreTokenizer::kGpt2},        {"granite-docling", PreTokenizer::kGpt2},
+    {"trillion", PreTokenizer::kGpt2},           {"exaone4", PreTokenizer::kGpt2},
+    {"starcoder", PreTokenizer::kStarcoder},     {"refact", PreTokenizer::kStarcoder},
+    {"command-r", PreTokenizer::kStarcoder},     {"smollm", PreTokenizer::kStarcoder},
+    {"codeshell", PreTokenizer::kStarcoder},     {"falcon", PreTokenizer::kFalcon},
+    {"deepseek-coder", PreTokenizer::kDeepseekCoder},
+    {"llama-bpe", PreTokenizer::kLlama3, true},  {"llama3", PreTokenizer::kLlama3, true},
+    {"llama-v3", PreTokenizer::kLlama3, true},   {"falcon3", PreTokenizer::kLlama3, true},
+    {"falcon-h1", PreTokenizer::kLlama3, true},  {"pixtral", PreTokenizer::kLlama3, true},
+    {"midm-2.0", PreTokenizer::kLlama3, true},   {"lfm2", PreTokenizer::kLlama3, true},
+    {"dbrx", PreTokenizer::kLlama3},             {"smaug-bpe", PreTokenizer::kLlama3},
+    {"qwen2", PreTokenizer::kQwen2},             {"deepseek-r1-qwen", PreTokenizer::kQwen2},
+    {"kormo", PreTokenizer::kQwen2},             {"megrez", PreTokenizer::kQwen2},
+    {"stablelm2", PreTokenizer::kQwen2},         {"qwen35", PreTokenizer::kQwen35},
+    {"tekken", PreTokenizer::kTekken, true},     {"gpt-4o", PreTokenizer::kGpt4o},
+    {"llama4", PreTokenizer::kGpt4o},            {"gemma4", PreTokenizer::kNewlines},
 };
 
 [[noreturn]] void fail(const detail::Vocab& v, const std::string& what,
@@ -55,29 +64,38 @@ constexpr PreName kPreNames[] = {
   throw Error("'" + v.path + "': " + what, kind);
 }
 
-PreTokenizer pre_from_name(std::string_view name) {
+const PreName* pre_from_name(std::string_view name) {
   for (const PreName& p : kPreNames)
-    if (p.name == name) return p.pre;
-  return PreTokenizer::kUnsupported;
+    if (p.name == name) return &p;
+  return nullptr;
 }
 
 void read_model(const io::GgufFile& f, detail::Vocab& v) {
   v.path = f.path();
   v.model_name = std::string(f.get_string(kKeyModel));
+  v.pre_name = std::string(f.get_string_or(kKeyPre, "default"));
   if (v.model_name == "llama") {
     v.kind = VocabKind::kSpm;
   } else if (v.model_name == "gpt2") {
     v.kind = VocabKind::kBpe;
+  } else if (v.model_name == "gemma4") {
+    // Gemma 4: BPE over UTF-8 text with spaces as U+2581, split at newlines; llama.cpp ignores
+    // tokenizer.ggml.pre and tokenizer.ggml.add_bos_token for it.
+    v.kind = VocabKind::kBpe;
+    v.pre_name = "gemma4";
+    v.byte_level = false;
+    v.escape_spaces = true;
   } else {
     fail(v, "tokenizer model '" + v.model_name +
-                "' is not supported (kvrt reads 'llama' SentencePiece and 'gpt2' byte-level BPE)");
+                "' is not supported (kvrt reads 'llama' SentencePiece, 'gpt2' byte-level BPE and "
+                "'gemma4' BPE)");
   }
-  v.pre_name = std::string(f.get_string_or(kKeyPre, "default"));
-  v.pre = v.kind == VocabKind::kSpm ? PreTokenizer::kDefault : pre_from_name(v.pre_name);
+  const PreName* pre = v.kind == VocabKind::kSpm ? &kPreNames[0] : pre_from_name(v.pre_name);
+  v.pre = pre ? pre->pre : PreTokenizer::kUnsupported;
+  const bool llama3 = pre && pre->llama3_defaults;
   v.add_space_prefix = f.get_bool_or(kKeySpacePrefix, v.kind == VocabKind::kSpm);
-  // llama.cpp's defaults: BOS in front of SentencePiece and Llama 3 prompts, not other BPE ones.
-  const bool llama3 = v.pre == PreTokenizer::kLlama3;
-  v.add_bos = f.get_bool_or(kKeyAddBos, v.kind == VocabKind::kSpm || llama3);
+  // llama.cpp's defaults: BOS in front of SentencePiece, Llama 3 and Tekken prompts, not other BPE ones.
+  v.add_bos = v.model_name == "gemma4" || f.get_bool_or(kKeyAddBos, v.kind == VocabKind::kSpm || llama3);
   v.ignore_merges = llama3;
 }
 
@@ -135,8 +153,9 @@ int32_t read_token_id(const io::GgufFile& f, const detail::Vocab& v, std::string
 
 void read_special_ids(const io::GgufFile& f, detail::Vocab& v) {
   const bool spm = v.kind == VocabKind::kSpm;
-  v.bos_id = read_token_id(f, v, "tokenizer.ggml.bos_token_id", spm ? 1 : 11);
-  v.eos_id = read_token_id(f, v, "tokenizer.ggml.eos_token_id", spm ? 2 : 11);
+  const int32_t bpe_default = v.byte_level ? 11 : -1;  // Gemma 4 names its own
+  v.bos_id = read_token_id(f, v, "tokenizer.ggml.bos_token_id", spm ? 1 : bpe_default);
+  v.eos_id = read_token_id(f, v, "tokenizer.ggml.eos_token_id", spm ? 2 : bpe_default);
   v.unk_id = read_token_id(f, v, "tokenizer.ggml.unknown_token_id", spm ? 0 : -1);
   v.eot_id = read_token_id(f, v, "tokenizer.ggml.eot_token_id", -1);
   v.eom_id = read_token_id(f, v, "tokenizer.ggml.eom_token_id", v.find("<|eom_id|>"));
@@ -193,7 +212,7 @@ Tokenizer::Tokenizer(const io::GgufFile& file) : impl_(std::make_unique<Impl>())
   read_tokens(file, v);
   if (v.kind == VocabKind::kBpe) read_merges(file, v);
   read_special_ids(file, v);
-  if (v.kind == VocabKind::kSpm) index_byte_tokens(v);
+  if (v.kind == VocabKind::kSpm || !v.byte_level) index_byte_tokens(v);
   detail::apply_token_quirks(v, std::string(file.get_string_or("general.name", "")));
   detail::index_special_tokens(v);
   detail::index_end_of_generation(v);
@@ -203,6 +222,16 @@ Tokenizer::~Tokenizer() = default;
 Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool parse_special) const {
+  return encode_parts(text, add_bos, parse_special, {});
+}
+
+std::vector<int32_t> Tokenizer::encode_template(std::string_view text, bool add_bos,
+                                                std::span<const TextSpan> plain) const {
+  return encode_parts(text, add_bos, true, plain);
+}
+
+std::vector<int32_t> Tokenizer::encode_parts(std::string_view text, bool add_bos, bool parse_special,
+                                             std::span<const TextSpan> plain) const {
   const Impl& v = *impl_;
   if (!pre_tokenizer_supported())
     fail(v, "pre-tokenizer '" + v.pre_name + "' is not implemented in kvrt");
@@ -211,14 +240,25 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool
     if (v.bos_id < 0) fail(v, "the vocabulary has no BOS token", ErrorKind::kUsage);
     out.push_back(v.bos_id);
   }
-  const std::vector<detail::Fragment> frags = detail::partition(v, text, parse_special);
+  const std::vector<detail::Fragment> frags = detail::partition(v, text, parse_special, plain);
   if (v.kind == VocabKind::kSpm) {
     encode_spm(v, text, frags, out);
     return out;
   }
+  std::string escaped;
   for (const detail::Fragment& fr : frags) {
     if (fr.token >= 0) {
       out.push_back(fr.token);
+    } else if (v.escape_spaces) {
+      escaped.clear();
+      for (char c : text.substr(fr.offset, fr.length)) {
+        if (c == ' ') {
+          escaped += kSpaceMark;
+        } else {
+          escaped += c;
+        }
+      }
+      detail::bpe_encode(v, escaped, out);
     } else {
       detail::bpe_encode(v, text.substr(fr.offset, fr.length), out);
     }
@@ -238,14 +278,14 @@ std::string Tokenizer::token_to_piece(int32_t id) const {
     case TokenType::kNormal:
       break;
     case TokenType::kByte:
-      // Validated as <0xHH> at load; BPE byte tokens have no defined text.
-      if (v.kind != VocabKind::kSpm) return "";
+      // Validated as <0xHH> at load; byte-level BPE byte tokens have no defined text.
+      if (v.kind != VocabKind::kSpm && v.byte_level) return "";
       return std::string(1, char(std::stoi(t.text.substr(3, 2), nullptr, 16)));
     default:  // control, unknown, unused, undefined
       return "";
   }
   std::string piece;
-  if (v.kind == VocabKind::kSpm) {
+  if (v.kind == VocabKind::kSpm || v.escape_spaces) {
     for (size_t i = 0; i < t.text.size(); ++i) {
       if (t.text.compare(i, 3, kSpaceMark) == 0) {
         piece += ' ';

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +13,12 @@
 #include "io/gguf.h"
 
 namespace kvrt::model {
+
+// A byte range [offset, offset + length) of a text.
+struct TextSpan {
+  size_t offset = 0;
+  size_t length = 0;
+};
 
 class Tokenizer {
  public:
@@ -25,6 +32,14 @@ class Tokenizer {
   // `parse_special`, as chat templates need: otherwise they are plain text. Throws Error when the
   // vocabulary's pre-tokenizer is not implemented (see pre_tokenizer_supported()).
   std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special = false) const;
+
+  // Text made by a chat template: control tokens are recognized except inside the `plain` spans
+  // (the messages' contents; sorted, not overlapping), which are tokenized as plain text whatever
+  // they contain, so a message cannot write the template's markers. A control token's text that
+  // overlaps a plain span is plain text too. Outside the spans this is encode(text, add_bos, true),
+  // and when no message holds a control token's text the two give the same ids.
+  std::vector<int32_t> encode_template(std::string_view text, bool add_bos,
+                                       std::span<const TextSpan> plain) const;
 
   // Bytes of one token as it appears in text: SPM's U+2581 becomes a space, byte tokens
   // (<0x0A>) become their byte, byte-level BPE symbols map back to bytes. Control tokens
@@ -53,6 +68,8 @@ class Tokenizer {
   bool adds_space_prefix() const;
 
  private:
+  std::vector<int32_t> encode_parts(std::string_view text, bool add_bos, bool parse_special,
+                                    std::span<const TextSpan> plain) const;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -1,7 +1,8 @@
-// Byte-level BPE (llama.cpp's llm_tokenizer_bpe): each pre-tokenized word is mapped byte by
-// byte to GPT-2's printable alphabet, then adjacent symbols are merged in the order of the
-// merge list (lowest rank first; ties: leftmost pair) until no listed pair is left. Vocabularies
-// that ignore merges (Llama 3) take a word that is itself a token whole.
+// BPE (llama.cpp's llm_tokenizer_bpe): each pre-tokenized word is mapped byte by byte to GPT-2's
+// printable alphabet (byte-level vocabularies; Gemma 4's merges work on the UTF-8 text itself),
+// then adjacent symbols are merged in the order of the merge list (lowest rank first; ties:
+// leftmost pair) until no listed pair is left. Vocabularies that ignore merges (Llama 3) take a
+// word that is itself a token whole, and Gemma 4 a run of newlines that is a token.
 #include <algorithm>
 #include <queue>
 
@@ -63,7 +64,8 @@ class BpeWord {
     queue_.push({left, right, it->second, l.n + r.n});
   }
 
-  // A piece that is not a token falls back to the tokens of its single bytes, where they exist.
+  // A piece that is not a token falls back to the tokens of its single bytes, where they exist
+  // (the byte's symbol, or its <0xHH> token when the vocabulary is not byte-level).
   void emit(std::string_view piece, std::vector<int32_t>& out) const {
     const int32_t id = v_.find(piece);
     if (id >= 0) {
@@ -71,7 +73,7 @@ class BpeWord {
       return;
     }
     for (size_t i = 0; i < piece.size(); ++i) {
-      const int32_t byte_id = v_.find(piece.substr(i, 1));
+      const int32_t byte_id = v_.byte_level ? v_.find(piece.substr(i, 1)) : v_.byte_ids[uint8_t(piece[i])];
       if (byte_id >= 0) out.push_back(byte_id);
     }
   }
@@ -87,8 +89,9 @@ class BpeWord {
 
 void bpe_encode(const Vocab& v, std::string_view text, std::vector<int32_t>& out) {
   for (const std::string& word : pre_tokenize(v.pre, text)) {
-    const std::string encoded = byte_encode(word);
-    const int32_t whole = v.ignore_merges ? v.find(encoded) : -1;
+    const std::string encoded = v.byte_level ? byte_encode(word) : word;
+    const bool newlines = !v.byte_level && word.find_first_not_of('\n') == word.npos;
+    const int32_t whole = v.ignore_merges || newlines ? v.find(encoded) : -1;
     if (whole >= 0) {
       out.push_back(whole);
     } else {

@@ -7,10 +7,13 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
+
+#include "model/tokenizer.h"
 
 namespace kvrt::model::detail {
 
@@ -23,7 +26,8 @@ enum class VocabKind { kSpm, kBpe };
 
 // Pre-tokenizer regex sets of llama.cpp, by tokenizer.ggml.pre; kUnsupported for all others.
 enum class PreTokenizer {
-  kUnsupported, kDefault, kGpt2, kStarcoder, kFalcon, kDeepseekCoder, kLlama3, kQwen2,
+  kUnsupported, kDefault, kGpt2, kStarcoder, kFalcon, kDeepseekCoder, kLlama3, kQwen2, kQwen35,
+  kTekken, kGpt4o, kNewlines,
 };
 
 struct TokenData {
@@ -42,6 +46,8 @@ struct Vocab {
   bool add_space_prefix = true;
   bool add_bos = true;        // encode_chat adds BOS (tokenizer.ggml.add_bos_token)
   bool ignore_merges = false;  // BPE: a pre-tokenized word that is a token is taken whole (Llama 3)
+  bool byte_level = true;      // BPE over GPT-2's byte alphabet; false: over UTF-8 text (Gemma 4)
+  bool escape_spaces = false;  // BPE: spaces become U+2581 before the merges (Gemma 4)
   int32_t bos_id = -1, eos_id = -1, unk_id = -1;  // -1: none
   int32_t eot_id = -1;           // end of turn (tokenizer.ggml.eot_token_id or found by text)
   int32_t eom_id = -1;           // end of message (tokenizer.ggml.eom_token_id or <|eom_id|>)
@@ -75,8 +81,10 @@ void index_special_tokens(Vocab& v);
 // Fills v.eot_id when the file names none, and v.eog_ids (after the ids are read).
 void index_end_of_generation(Vocab& v);
 // Splits `text` at the special tokens it contains: user-defined tokens always, control and
-// unknown tokens only when `parse_special`.
-std::vector<Fragment> partition(const Vocab& v, std::string_view text, bool parse_special);
+// unknown tokens only when `parse_special` and only where they overlap none of the `plain` spans
+// (sorted, not overlapping).
+std::vector<Fragment> partition(const Vocab& v, std::string_view text, bool parse_special,
+                                std::span<const TextSpan> plain = {});
 
 // SentencePiece merges over `text` (spaces already escaped to U+2581); appends ids.
 void spm_encode(const Vocab& v, std::string_view text, std::vector<int32_t>& out);

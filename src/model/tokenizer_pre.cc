@@ -147,11 +147,21 @@ Segments gpt2(const Text& t, const Segments& segs) {
 
 uint32_t ascii_lower(uint32_t c) { return c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c; }
 
-// One segment through the Llama 3 regex as llama.cpp's matcher reads it, with at most
-// `max_digits` digits per number (3; Qwen2's regex is the same with \p{N} instead of \p{N}{1,3}):
+// The Llama 3 regex's variants: Qwen2's takes one digit at a time, Qwen3.5's counts combining
+// marks (\p{M}) as letters.
+struct Llama3Style {
+  size_t max_digits;  // 3: \p{N}{1,3}; 1: \p{N}
+  bool marks_are_letters;
+};
+
+// One segment through the Llama 3 regex as llama.cpp's matcher reads it:
 //   (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|
 //   \s*[\r\n]+|\s+(?!\S)|\s+
-size_t llama3_match(const Text& t, size_t pos, size_t end, size_t max_digits) {
+// (Qwen3.5: [^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+ and ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*).
+size_t llama3_match(const Text& t, size_t pos, size_t end, Llama3Style style) {
+  const uint8_t letter = style.marks_are_letters ? (kLetter | kMark) : kLetter;
+  const size_t max_digits = style.max_digits;
+  auto is_other_here = [&](uint8_t g) { return is_other(g) && !(g & letter); };
   auto flags = [&](size_t p) -> uint8_t { return p < end ? t.flags[p] : 0; };
   auto lower_at = [&](size_t p) -> uint32_t { return p < end ? ascii_lower(t.cps[p]) : 0; };
   const uint32_t c = t.cps[pos];
@@ -162,8 +172,8 @@ size_t llama3_match(const Text& t, size_t pos, size_t end, size_t max_digits) {
     if ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l')) return 3;
   }
   size_t j = pos;
-  if (!is_cr_lf(c) && !(f & kNumber) && ((f & kLetter) || (flags(pos + 1) & kLetter))) {
-    for (++j; flags(j) & kLetter;) ++j;  // one optional non-letter, then letters
+  if (!is_cr_lf(c) && !(f & kNumber) && ((f & letter) || (flags(pos + 1) & letter))) {
+    for (++j; flags(j) & letter;) ++j;  // one optional non-letter, then letters
     return j - pos;
   }
   if (f & kNumber) {
@@ -171,8 +181,8 @@ size_t llama3_match(const Text& t, size_t pos, size_t end, size_t max_digits) {
     return j - pos;
   }
   j += c == ' ' ? 1 : 0;
-  if (is_other(flags(j))) {
-    while (is_other(flags(j))) ++j;
+  if (is_other_here(flags(j))) {
+    while (is_other_here(flags(j))) ++j;
     while (j < end && is_cr_lf(t.cps[j])) ++j;
     return j - pos;
   }
@@ -184,13 +194,13 @@ size_t llama3_match(const Text& t, size_t pos, size_t end, size_t max_digits) {
   return n_ws > 0 ? n_ws : 1;                         // \s+, or a code point nothing matches
 }
 
-Segments llama3(const Text& t, const Segments& segs, size_t max_digits) {
+Segments llama3(const Text& t, const Segments& segs, Llama3Style style) {
   Segments out;
   out.reserve(t.cps.size() / 2 + 1);
   size_t start = 0;
   for (size_t len : segs) {
     for (size_t pos = start; pos < start + len;) {
-      const size_t n = llama3_match(t, pos, start + len, max_digits);
+      const size_t n = llama3_match(t, pos, start + len, style);
       out.push_back(n);
       pos += n;
     }
@@ -199,12 +209,99 @@ Segments llama3(const Text& t, const Segments& segs, size_t max_digits) {
   return out;
 }
 
-auto punct_or(std::string_view ascii) {
-  return [ascii](uint32_t c, uint8_t f) { return (f & kPunctuation) || in_set(c, ascii); };
-}
+// The regexes of Tekken (Mistral) and GPT-4o (o200k), which llama.cpp runs through std::regex
+// (ECMAScript: alternatives in order, greedy quantifiers that backtrack) on text whose non-ASCII
+// code points are collapsed to one stand-in per class, so only ASCII letters have a case:
+//   [^\r\n\p{L}\p{N}]?U*l+C?|[^\r\n\p{L}\p{N}]?U+l*C?|\p{N}{1,D}| ?[^\s\p{L}\p{N}]+[\r\n/]*|
+//   \s*[\r\n]+|\s+(?!\S)|\s+
+// where U = ((?=[\p{L}])([^a-z])), l = ((?=[\p{L}])([^A-Z])), C the contractions
+// (?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]) (GPT-4o only) and D the digits per
+// number (Tekken 1, GPT-4o 3).
+struct CasedStyle {
+  size_t max_digits;
+  bool contractions;
+};
+
 bool is_letter(uint32_t, uint8_t f) { return f & kLetter; }
 bool is_number(uint32_t, uint8_t f) { return f & kNumber; }
 bool is_punct(uint32_t, uint8_t f) { return f & kPunctuation; }
+bool is_upper_class(uint32_t c, uint8_t f) { return (f & kLetter) && !(c >= 'a' && c <= 'z'); }
+bool is_lower_class(uint32_t c, uint8_t f) { return (f & kLetter) && !(c >= 'A' && c <= 'Z'); }
+bool is_word_prefix(uint32_t c, uint8_t f) { return !is_cr_lf(c) && !(f & (kLetter | kNumber)); }
+
+// Length of (?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]) at i, 0 for none.
+size_t contraction_at(const Text& t, size_t i, size_t end) {
+  if (i >= end || t.cps[i] != '\'') return 0;
+  const uint32_t c1 = i + 1 < end ? ascii_lower(t.cps[i + 1]) : 0;
+  const uint32_t c2 = i + 2 < end ? ascii_lower(t.cps[i + 2]) : 0;
+  if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') return 2;
+  if ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l')) return 3;
+  return 0;
+}
+
+// A run of code points of a class from i; returns its end.
+template <class Pred>
+size_t run_end(const Text& t, size_t i, size_t end, Pred in_class) {
+  while (i < end && in_class(t.cps[i], t.flags[i])) ++i;
+  return i;
+}
+
+// The two word alternatives: prefix? U* l+ and prefix? U+ l*, with backtracking as ECMAScript
+// does it. A prefix code point is a non-letter, so without it neither alternative can match.
+size_t cased_word(const Text& t, size_t pos, size_t end, CasedStyle style) {
+  const size_t s = is_word_prefix(t.cps[pos], t.flags[pos]) ? pos + 1 : pos;
+  const size_t upper_end = run_end(t, s, end, is_upper_class);
+  size_t word_end = 0;
+  for (size_t k = upper_end + 1; k-- > s && word_end == 0;)  // U* as long as l+ still matches
+    if (k < end && is_lower_class(t.cps[k], t.flags[k])) word_end = run_end(t, k, end, is_lower_class);
+  if (word_end == 0 && upper_end > s) word_end = run_end(t, upper_end, end, is_lower_class);  // U+ l*
+  if (word_end == 0) return 0;
+  return word_end - pos + (style.contractions ? contraction_at(t, word_end, end) : 0);
+}
+
+size_t cased_match(const Text& t, size_t pos, size_t end, CasedStyle style) {
+  if (const size_t n = cased_word(t, pos, end, style)) return n;
+  const uint32_t c = t.cps[pos];
+  const uint8_t f = t.flags[pos];
+  if (f & kNumber) return run_end(t, pos, std::min(end, pos + style.max_digits), is_number) - pos;
+  const size_t s = c == ' ' && pos + 1 < end ? pos + 1 : pos;  // ` ?[^\s\p{L}\p{N}]+[\r\n/]*`
+  if (is_other(t.flags[s])) {
+    const size_t j = run_end(t, s, end, [](uint32_t, uint8_t g) { return is_other(g); });
+    return run_end(t, j, end, [](uint32_t d, uint8_t) { return is_cr_lf(d) || d == '/'; }) - pos;
+  }
+  const size_t ws_end = run_end(t, pos, end, [](uint32_t, uint8_t g) { return (g & kWhitespace) != 0; });
+  size_t crlf_end = 0;  // just past the run's last \r or \n
+  for (size_t i = pos; i < ws_end; ++i)
+    if (is_cr_lf(t.cps[i])) crlf_end = i + 1;
+  if (crlf_end > 0) return crlf_end - pos;                         // \s*[\r\n]+
+  if (ws_end - pos > 1 && ws_end < end) return ws_end - pos - 1;  // \s+(?!\S)
+  return ws_end > pos ? ws_end - pos : 1;                          // \s+, or a code point nothing matches
+}
+
+Segments cased(const Text& t, const Segments& segs, CasedStyle style) {
+  Segments out;
+  out.reserve(t.cps.size() / 2 + 1);
+  size_t start = 0;
+  for (size_t len : segs) {
+    for (size_t pos = start; pos < start + len;) {
+      const size_t n = cased_match(t, pos, start + len, style);
+      out.push_back(n);
+      pos += n;
+    }
+    start += len;
+  }
+  return out;
+}
+
+// Gemma 4's [^\n]+|[\n]+: runs of newlines and runs of everything else.
+size_t newline_run(const Text& t, size_t i, size_t end) {
+  const bool newline = t.cps[i] == '\n';
+  return run_end(t, i, end, [newline](uint32_t c, uint8_t) { return (c == '\n') == newline; }) - i;
+}
+
+auto punct_or(std::string_view ascii) {
+  return [ascii](uint32_t c, uint8_t f) { return (f & kPunctuation) || in_set(c, ascii); };
+}
 // [一-龥ࠀ-一가-퟿]: U+0800..U+9FA5 and U+AC00..U+D7FF.
 bool is_cjk(uint32_t c, uint8_t) {
   return (c >= 0x0800 && c <= 0x9FA5) || (c >= 0xAC00 && c <= 0xD7FF);
@@ -229,9 +326,17 @@ Segments apply_set(PreTokenizer pre, const Text& t, Segments s) {
       s = split_by(t, s, run_of(is_cjk));
       return split_by(t, s, one_of(is_number));
     case PreTokenizer::kLlama3:
-      return llama3(t, s, 3);
+      return llama3(t, s, {3, false});
     case PreTokenizer::kQwen2:
-      return llama3(t, s, 1);
+      return llama3(t, s, {1, false});
+    case PreTokenizer::kQwen35:
+      return llama3(t, s, {1, true});
+    case PreTokenizer::kTekken:
+      return cased(t, s, {1, false});
+    case PreTokenizer::kGpt4o:
+      return cased(t, s, {3, true});
+    case PreTokenizer::kNewlines:
+      return split_by(t, s, newline_run);
     case PreTokenizer::kUnsupported:
       break;
   }

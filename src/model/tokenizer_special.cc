@@ -22,6 +22,7 @@ constexpr SpecialText kSpecialTexts[] = {
     {"<end_of_turn>", true},   {"<|endoftext|>", true},     {"<|end_of_text|>", true},
     {"<EOT>", true},           {"_<EOT>", true},            {"<|eom_id|>", true},
     {"<end_of_utterance>", true}, {"<|return|>", true},     {"<|call|>", true},
+    {"<eos>", true},           {"<turn|>", true},           {"<|tool_response>", true},  // Gemma 4
     {"<|fim_pad|>", true},     {"<fim-pad>", true},         {"<fim_pad>", true},
     {"<PAD>", true},           {"<|fim_repo|>", true},      {"<|repo_name|>", true},
     {"<fim-repo>", true},      {"<REPO>", true},            {"<reponame>", true},
@@ -45,20 +46,34 @@ bool is_special_kind(TokenType t) {
 
 bool is_ascii_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
-// Cuts every occurrence of token `id` out of the raw fragment `fr`.
+// Whether [begin, end) overlaps one of the sorted `plain` spans.
+bool overlaps(std::span<const TextSpan> plain, size_t begin, size_t end) {
+  auto after = std::upper_bound(plain.begin(), plain.end(), begin, [](size_t at, const TextSpan& s) {
+    return at < s.offset + s.length;
+  });
+  return after != plain.end() && after->offset < end;
+}
+
+// Cuts every occurrence of token `id` out of the raw fragment `fr`, except where one overlaps a
+// span of `plain`.
 void cut_token(const Vocab& v, std::string_view text, Fragment fr, int32_t id,
-               std::vector<Fragment>& out) {
+               std::span<const TextSpan> plain, std::vector<Fragment>& out) {
   const TokenData& tok = v.tokens[id];
-  while (fr.length > 0) {
-    const size_t found = text.substr(fr.offset, fr.length).find(tok.text);  // within the fragment
+  const size_t end = fr.offset + fr.length;
+  for (size_t from = fr.offset; fr.length > 0;) {
+    const size_t found = text.substr(from, end - from).find(tok.text);  // within the fragment
     if (found == text.npos) break;
-    const size_t m = fr.offset + found;
+    const size_t m = from + found;
+    if (overlaps(plain, m, m + tok.text.size())) {
+      from = m + 1;
+      continue;
+    }
     if (m > fr.offset) out.push_back({fr.offset, m - fr.offset, -1});
     out.push_back({m, tok.text.size(), id});
-    const size_t end = fr.offset + fr.length;
     fr.offset = m + tok.text.size();
     while (tok.rstrip && fr.offset < end && is_ascii_space(text[fr.offset])) ++fr.offset;
     fr.length = end - fr.offset;
+    from = fr.offset;
   }
   if (fr.length > 0) out.push_back(fr);
 }
@@ -99,18 +114,20 @@ void index_end_of_generation(Vocab& v) {
   v.eog_ids.erase(std::unique(v.eog_ids.begin(), v.eog_ids.end()), v.eog_ids.end());
 }
 
-std::vector<Fragment> partition(const Vocab& v, std::string_view text, bool parse_special) {
+std::vector<Fragment> partition(const Vocab& v, std::string_view text, bool parse_special,
+                                std::span<const TextSpan> plain) {
   std::vector<Fragment> frags;
   if (!text.empty()) frags.push_back({0, text.size(), -1});
   std::vector<Fragment> next;
   for (int32_t id : v.special_ids) {
-    if (!parse_special && v.tokens[id].type != TokenType::kUserDefined) continue;
+    const bool user_defined = v.tokens[id].type == TokenType::kUserDefined;
+    if (!parse_special && !user_defined) continue;
     next.clear();
     for (const Fragment& fr : frags) {
       if (fr.token >= 0) {
         next.push_back(fr);
       } else {
-        cut_token(v, text, fr, id, next);
+        cut_token(v, text, fr, id, user_defined ? std::span<const TextSpan>() : plain, next);
       }
     }
     frags.swap(next);

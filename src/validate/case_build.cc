@@ -35,7 +35,7 @@ std::vector<std::vector<int32_t>> turn_tokens(const CaseDef& d, const model::Tok
     const size_t n_held = messages.size();
     messages.push_back({"user", d.turns[i]});
     const std::string text = std::string(i == 0 ? "" : chat->end_of_turn()) +
-                             chat->apply_after(messages, n_held, true);
+                             chat->apply_continuing(messages, n_held, true);
     out.push_back(tok.encode(text, i == 0, true));
     messages.push_back({"assistant", ""});
   }

@@ -32,6 +32,7 @@ struct ChatOptions {
   std::string system, chat_format, on_full = "stop";
   int n_predict = 256;
   bool verbose = false;
+  bool parse_special = false;
 };
 
 void write_out(std::string_view text) {
@@ -55,9 +56,9 @@ const char* end_reason(const model::TurnResult& r) {
 }
 
 void report_turn(int turn, const model::TurnResult& r, const model::Session& s) {
-  std::fprintf(stderr, "kvrt: turn %d: %d tokens evaluated for the message, %d generated (%s), %d/%d positions\n",
-               turn, int(r.prompt_tokens.size()), int(r.reply_tokens.size()), end_reason(r), s.n_past(),
-               s.n_ctx());
+  std::fprintf(stderr, "kvrt: turn %d: %d tokens evaluated for the message%s, %d generated (%s), %d/%d positions\n",
+               turn, int(r.prompt_tokens.size()), r.reread ? " (the whole conversation, read again)" : "",
+               int(r.reply_tokens.size()), end_reason(r), s.n_past(), s.n_ctx());
 }
 
 void report_end(int n_turns, double seconds, const model::Conversation& chat, const model::Session& s) {
@@ -72,7 +73,10 @@ void add_options(CommandLine& cl, ChatOptions& o) {
   o.model.add_to(cl);
   cl.add("--system", "TEXT", "system message at the start of the conversation", &o.system);
   cl.add("--chat-format", "NAME", "chat format instead of the model's tokenizer.chat_template "
-         "(chatml, llama3, llama2, mistral-v7, phi3, gemma, ...)", &o.chat_format);
+         "(chatml, qwen3, smollm3, llama3, mistral-v7-tekken, phi3, phi4-mini, gemma, granite, ...)",
+         &o.chat_format);
+  cl.add_flag("--parse-special", "control tokens written in messages (<|im_end|>, <start_of_turn>, "
+              "...) become those tokens; by default messages are plain text", &o.parse_special);
   cl.add("-n,--n-predict", "N", "most tokens per reply (default 256)", &o.n_predict, 1, 1 << 24);
   cl.add("--on-full", "POLICY", "when the context is full: stop (default) or drop-oldest (drop the "
          "oldest turns and read the rest of the conversation again)", &o.on_full);
@@ -139,7 +143,7 @@ int cmd_chat(int argc, char** argv) {
   o.gate.check(o.model.resolved_path(), session.kv_cache().config(), session.matmul_precision(), session.n_ctx(),
                session.model().config().n_ctx_train);
   model::Sampler sampler(o.sampling.sampler, model->config().n_vocab);
-  model::Conversation chat(session, format, o.system, on_full);
+  model::Conversation chat(session, format, o.system, on_full, o.parse_special);
   const auto t0 = std::chrono::steady_clock::now();
   const bool tty = isatty(STDIN_FILENO) != 0;
   std::fprintf(stderr, "kvrt: chat format %s, context %d positions%s\n", std::string(format.name()).c_str(),

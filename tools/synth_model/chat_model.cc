@@ -41,6 +41,35 @@ const ChatSpec kSpecs[] = {
      "{{ bos_token }}{% for message in messages %}{{'<|' + message['role'] + '|>' + '\\n' + "
      "message['content'] + '<|end|>\\n' }}{% endfor %}{% if add_generation_prompt %}"
      "{{ '<|assistant|>\\n' }}{% else %}{{ eos_token }}{% endif %}"},
+    // The newer families: the parts of their real templates (../shared/templates) that name them.
+    {"qwen3",
+     {"<|im_start|>", "<|im_end|>"},
+     "{%- for message in messages %}{%- if message.role == 'assistant' and '</think>' in message.content %}"
+     "{%- set content = message.content.split('</think>')[-1].lstrip('\\n') %}{%- endif %}"
+     "{%- if reasoning_content %}{{- '<think>\\n' + reasoning_content.strip('\\n') + '\\n</think>\\n\\n' }}{%- endif %}"
+     "{{- '<|im_start|>' + message.role + '\\n' + content + '<|im_end|>' + '\\n' }}{%- endfor %}"
+     "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- if enable_thinking is defined and "
+     "enable_thinking is false %}{{- '<think>\\n\\n</think>\\n\\n' }}{%- endif %}{%- endif %}"},
+    {"smollm3",
+     {"<|im_start|>", "<|im_end|>"},
+     "{{- \"<|im_start|>system\\n\" -}}{{- \"## Metadata\\n\\n\" -}}{{- \"Knowledge Cutoff Date: June 2025\\n\" -}}"
+     "{{- \"Reasoning Mode: \" + reasoning_mode + \"\\n\\n\" -}}{%- for message in messages -%}"
+     "{{ \"<|im_start|>\" + message.role + \"\\n\" + content + \"<|im_end|>\\n\" }}{%- endfor -%}"},
+    {"granite",
+     {"<|start_of_role|>", "<|end_of_role|>", "<|end_of_text|>"},
+     "{%- for message in messages %}{{- '<|start_of_role|>' + message['role'] + '<|end_of_role|>' + "
+     "message['content'] + '<|end_of_text|>\\n' }}{%- endfor %}{%- if add_generation_prompt %}"
+     "{{- '<|start_of_role|>assistant<|end_of_role|>' }}{%- endif %}"},
+    {"mistral-v7-tekken",
+     {"[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[INST]", "[/INST]"},
+     "{{- bos_token }}{%- if messages[0]['role'] == 'system' %}{{- '[SYSTEM_PROMPT]' + messages[0]['content'] + "
+     "'[/SYSTEM_PROMPT]' }}{%- endif %}{%- for message in loop_messages %}{%- if message['role'] == 'user' %}"
+     "{{- '[INST]' + message['content'] + '[/INST]' }}{%- else %}{{- message['content'] + eos_token }}"
+     "{%- endif %}{%- endfor %}"},
+    {"phi4-mini",
+     {"<|system|>", "<|user|>", "<|assistant|>", "<|end|>"},
+     "{% for message in messages %}{{ '<|' + message['role'] + '|>' + message['content'] + '<|end|>' }}"
+     "{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>' }}{% else %}{{ eos_token }}{% endif %}"},
 };
 
 constexpr int32_t kTypeControl = 3;  // tokenizer.ggml.token_type
@@ -65,6 +94,8 @@ int32_t require_token(const io::GgufFile& base, const std::vector<std::string_vi
 struct RowPlan {
   std::vector<int32_t> embed_src, output_src;  // [n_new] row copied from
   std::vector<float> output_scale;             // [n_new]
+  int32_t base_eot = -1;  // a base token that ends turns (Mistral's </s>): its output row is replaced
+  int32_t stop = -1;      // the full stop, whose output row ends turns
 };
 
 RowPlan plan_rows(const io::GgufFile& base, const std::vector<std::string_view>& tokens,
@@ -73,6 +104,9 @@ RowPlan plan_rows(const io::GgufFile& base, const std::vector<std::string_view>&
   const int32_t stop = require_token(base, tokens, "."), newline = require_token(base, tokens, "<0x0A>");
   const int32_t unk = int32_t(base.get_uint_or("tokenizer.ggml.unknown_token_id", 0));
   RowPlan p;
+  p.stop = stop;
+  if (std::find(spec.tokens.begin(), spec.tokens.end(), eot) == spec.tokens.end())
+    p.base_eot = require_token(base, tokens, eot);
   for (std::string_view t : spec.tokens) {
     const bool is_eot = t == eot;
     p.embed_src.push_back(is_eot ? stop : newline);
@@ -95,6 +129,15 @@ std::vector<float> extend_rows(std::span<const float> m, int64_t d, const std::v
   std::vector<float> out(m.begin(), m.end());
   for (size_t i = 0; i < src.size(); ++i)
     for (int64_t j = 0; j < d; ++j) out.push_back(scale[i] * m[size_t(src[i] * d + j)]);
+  return out;
+}
+
+// The output matrix's rows for the new tokens, and the base end-of-turn token's row made the
+// full stop's scaled as a new end-of-turn token's would be.
+std::vector<float> output_rows(std::span<const float> m, int64_t d, const RowPlan& rows) {
+  std::vector<float> out = extend_rows(m, d, rows.output_src, rows.output_scale);
+  if (rows.base_eot >= 0)
+    for (int64_t j = 0; j < d; ++j) out[size_t(rows.base_eot * d + j)] = 1.25f * m[size_t(rows.stop * d + j)];
   return out;
 }
 
@@ -156,9 +199,9 @@ void write_chat_model(const ChatModelConfig& config, const std::string& out_path
       continue;
     }
     const int64_t d = t.dims[0];
-    const bool output_rows = output || tied;  // a tied embedding is the output matrix too
+    const bool is_output = output || tied;  // a tied embedding is the output matrix too
     const std::vector<float> m =
-        output_rows ? extend_rows(data, d, rows.output_src, rows.output_scale)
+        is_output ? output_rows(data, d, rows)
                     : extend_rows(data, d, rows.embed_src, std::vector<float>(rows.embed_src.size(), 1.0f));
     w.add_tensor(t.name, {d, n_vocab}, simd::WeightType::kF32, m);
   }

@@ -1,9 +1,9 @@
 // Makes a chat model for tests and demos from a small trained F32 llama (stories260K): the chat
 // format's control tokens are added to the vocabulary and its Jinja template is written to
 // tokenizer.chat_template. The new tokens' embedding rows are copies of existing ones; the
-// end-of-turn token's output row is the full stop's, scaled by 1.25, so that greedy decoding ends
-// a reply where the base model would end a sentence, and the other new tokens' output rows are
-// the unknown token's (never predicted). Replies stay the base model's stories, but every part of
+// end-of-turn token's output row (a new token's, or the base's </s> for Mistral) is the full
+// stop's, scaled by 1.25, so that greedy decoding ends a reply where the base model would end a
+// sentence, and the other new tokens' output rows are the unknown token's (never predicted). Replies stay the base model's stories, but every part of
 // the chat mechanics is real: template, special tokens, end-of-turn stop, KV cache across turns.
 #pragma once
 
@@ -18,7 +18,8 @@ struct ChatModelConfig {
   std::string format = "chatml";  // one of chat_model_formats()
 };
 
-// Formats a chat model can be made for: chatml, llama3, gemma, phi3.
+// Formats a chat model can be made for: chatml, llama3, gemma, phi3, qwen3, smollm3, granite,
+// mistral-v7-tekken, phi4-mini.
 std::vector<std::string_view> chat_model_formats();
 
 // Writes the chat model to `out_path`. Throws kvrt::Error for an unknown format, a base model

@@ -32,9 +32,10 @@ constexpr const char* kUsage =
     "the TYPE file, in full precision. --shape sets the arch and layer shape of a real model\n"
     "(Gemma-3-1B, Qwen3-0.6B); flags after it change single fields.\n"
     "\n"
-    "       synth_model -o OUT.gguf --chat-from BASE.gguf [--chat-format chatml|llama3|gemma|phi3]\n"
+    "       synth_model -o OUT.gguf --chat-from BASE.gguf [--chat-format FORMAT]\n"
     "Writes a chat model made from a small trained F32 llama such as models/stories260K.gguf:\n"
-    "the format's control tokens and Jinja template added (tools/synth_model/chat_model.h).\n";
+    "the format's control tokens and Jinja template added (tools/synth_model/chat_model.h).\n"
+    "FORMAT: chatml (default), llama3, gemma, phi3, qwen3, smollm3, granite, mistral-v7-tekken, phi4-mini.\n";
 
 template <typename T>
 T parse_number(std::string_view flag, std::string_view text) {
