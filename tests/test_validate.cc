@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "common/error.h"
 #include "common/sha256.h"
@@ -633,6 +634,39 @@ TEST_CASE("a bad thresholds file is an error naming the file and the line") {
   CHECK(error_of([&] { read_thresholds(tmp / "missing.toml"); }).find("missing.toml") != std::string::npos);
 }
 
+TEST_CASE("a thresholds typo or a limit that checks nothing is an error, never a dropped limit") {
+  test::TempDir tmp;
+  const std::string path = tmp / "t.toml";
+  // A misspelt bucket used to be read as a bucket no case has: its limit silently checked nothing.
+  write(path, "[metric.kl]\nmax = 0.01\n\n[metric.kl.bucket]\nlong = 0.015\nlnog = 1e-7\n");
+  const std::string bucket = error_of([&] { read_thresholds(path); });
+  INFO(bucket);
+  CHECK(bucket.find(path + ":6: metric.kl.bucket: unknown key 'lnog' (expected one of: short, medium, long)") == 0);
+  for (const char* bad : {"nan", "inf", "+inf", "-inf"}) {
+    write(path, std::string("[metric.kl]\nmax = ") + bad + "\n");
+    const std::string e = error_of([&] { read_thresholds(path); });
+    INFO(bad, e);
+    CHECK(e.find(path + ":2: metric.kl: 'max'") == 0);
+  }
+  write(path, "[metric.kl]\nmax = 0.01\n[metric.kl.category]\nrecall = nan\n");
+  CHECK(error_of([&] { read_thresholds(path); }).find(":4: metric.kl.category: 'recall' must be a finite number") !=
+        std::string::npos);
+  // A category is any name a manifest gives, so it is checked against the acceptance set.
+  write(path, "[metric.kl]\nmax = 0.01\n\n[metric.kl.category]\nrecall = 0.015\nrecal = 1e-7\n");
+  const Thresholds t = read_thresholds(path);
+  CHECK_NOTHROW(check_categories(t, {"prose", "recall", "recal"}));
+  const std::string category = error_of([&] { check_categories(t, {"prose", "recall"}); });
+  INFO(category);
+  CHECK(category.find(path + ":6: metric.kl.category: no case of the acceptance set has category 'recal'") == 0);
+  // The bundled thresholds name only categories of the bundled set.
+  const std::string dir = default_validation_dir();
+  const CaseSet set = load_case_set({dir + "/cases"});
+  std::set<std::string> names;
+  for (const CaseDef& c : set.cases) names.insert(c.category);
+  for (const TemplateDef& d : set.templates) names.insert(d.category);
+  CHECK_NOTHROW(check_categories(read_thresholds(dir + "/thresholds.toml"), names));
+}
+
 TEST_CASE("a bad case manifest is an error naming the file and the line") {
   test::TempDir tmp;
   write(tmp / "manifest.toml", "[[case]]\nid = \"a\"\ncategory = \"prose\"\nmode = \"greedy\"\ntext = \"x\"\n\n"
@@ -660,7 +694,7 @@ TEST_CASE("a context beyond the record's is refused with the validate command of
   const std::string path = tmp / "rec.toml";
   write_record(r, path);
   GateQuery q{r.model_path, "k=q8,v=q8", kvrt::ops::MatmulPrecision::kF32, path, "scalar", "9.9", 512, 1024};
-  CHECK(require_pass_record(q) == path);
+  CHECK(require_pass_record(q).record_path == path);
   q.n_ctx = 1000;
   const std::string longer = error_of([&] { require_pass_record(q); });
   INFO(longer);

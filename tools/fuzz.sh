@@ -13,7 +13,7 @@ targets=("$@")
 ((${#targets[@]})) || targets=(gguf tokenizer toml weights)
 
 packages=(clang libclang-rt-14-dev libomp-14-dev meson ninja-build pkg-config cmake libdnnl-dev ocl-icd-opencl-dev libxsimd-dev
-          libtomlplusplus-dev)
+          libtomlplusplus-dev libsodium-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -32,8 +32,8 @@ if [ ! -f "$build/build.ninja" ]; then
 fi
 ninja -C "$build" src/libkvrt.a >&2
 
-# Libraries libkvrt.a needs beside OpenMP: toml++ (compiled), and oneDNN when the build found it.
-libs=($(pkg-config --libs tomlplusplus))
+# Libraries libkvrt.a needs beside OpenMP: toml++ (compiled), libsodium, and oneDNN when the build found it.
+libs=($(pkg-config --libs tomlplusplus libsodium))
 grep -q 'KVRT_HAVE_DNNL 1' "$build/kvrt_config.h" && libs+=(-ldnnl)
 
 mkdir -p "$build/artifacts"
