@@ -434,6 +434,7 @@ TEST_CASE("--prefer: the least memory or the fastest decode, among the PASSing s
       s.kv.at_context = r.kv_bytes;
       s.speed.decode_tok_s = r.decode;
       s.speed.prefill_tok_s = 100;
+      s.speed.prefill_undisturbed = s.speed.decode_undisturbed = kMinUndisturbed;
       t.first.push_back(s);
       t.second.push_back(verdict(r.verdict));
     }
@@ -450,6 +451,30 @@ TEST_CASE("--prefer: the least memory or the fastest decode, among the PASSing s
   CHECK(recommend(rs2, vs2, Prefer::kMemory) == 1);
   auto [rs3, vs3] = table({{800, 50, Verdict::kPass}, {300, 50, Verdict::kPass}});
   CHECK(recommend(rs3, vs3, Prefer::kSpeed) == 1);
+  // --prefer speed never picks on a difference the timing cannot resolve: 55 against 50 tok/s with
+  // spreads of 5% each is a tie (memory decides, then the order); one rate UNRELIABLE (spread above
+  // kUnreliableSpread), whatever the numbers, is too; 8.6x apart but one of them timed on a busy
+  // machine, also.
+  rs2[1].speed.decode_spread = rs2[2].speed.decode_spread = 0.05;
+  CHECK(recommend(rs2, vs2, Prefer::kSpeed) == 1);
+  rs2[1].speed.decode_spread = rs2[2].speed.decode_spread = 0.04;
+  CHECK(recommend(rs2, vs2, Prefer::kSpeed) == 2);
+  rs[1].speed.decode_tok_s = 646;
+  rs[0].speed.decode_tok_s = 5532;
+  CHECK(recommend(rs, vs, Prefer::kSpeed) == 0);
+  rs[1].speed.decode_spread = kUnreliableSpread * 1.5;
+  CHECK(!rs[1].speed.decode_reliable());
+  CHECK(recommend(rs, vs, Prefer::kSpeed) == 1);
+  CHECK(recommend(rs, vs, Prefer::kMemory) == 1);
+  // So is a rate without kMinUndisturbed segments that kept their cores, however tight its spread.
+  rs[1].speed.decode_spread = 0;
+  CHECK(recommend(rs, vs, Prefer::kSpeed) == 0);
+  rs[1].speed.decode_undisturbed = kMinUndisturbed - 1;
+  CHECK(!rs[1].speed.decode_reliable());
+  CHECK(recommend(rs, vs, Prefer::kSpeed) == 1);
+  CHECK(time_spread({0.010, 0.030, 0.0105, 0.0103}) == doctest::Approx(0.05));  // the third-fastest against the fastest
+  CHECK(time_spread({0.010, 0.012}) == doctest::Approx(0.2));
+  CHECK(time_spread({0.010}) == 0);
   // Nothing passed: no recommendation, whatever the preference.
   auto [rs4, vs4] = table({{100, 90, Verdict::kFail}, {200, 60, Verdict::kInconclusive}});
   CHECK(recommend(rs4, vs4, Prefer::kMemory) == -1);
