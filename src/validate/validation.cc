@@ -245,9 +245,10 @@ void run(const model::Model& model, const ValidationRequest& req, Validation& v)
 std::string prepare_record(const Validation& v, const std::string& record_path) {
   const std::string path = record_path.empty() ? default_record_path(v.report.model_sha256, v.report.isa) : record_path;
   check_output_path(path, "validation record");
-  // Takes the lock (a lock path that is a FIFO, directory or device fails here, not after the run)
-  // and reads the earlier record now, so an unreadable one or another model's fails before the run.
-  const OutputLock lock(path, "validation record");
+  // The lock file (a FIFO, directory or device there fails now, not after the run), and the earlier
+  // record, read now (it is replaced atomically, so no lock is needed to read it), so that an
+  // unreadable one or another model's fails before the run.
+  check_lock_path(path, "validation record");
   if (const std::optional<Record> old = earlier_record(path)) {
     Record probe;
     probe.model_sha256 = v.report.model_sha256;
