@@ -142,11 +142,12 @@ Record read_record(const std::string& path) {
   std::string text = read_regular_file(path, "validation record", kMaxTomlFileBytes);
   size_t at = text.find("\n" + std::string(kHashKey));
   if (at == std::string::npos) refuse(path, "has no content hash");
-  // A signature is the line just before the hash; the canonical bytes are the text without it.
+  // A signature is the line just before the hash, after the header (so never the first line); the
+  // canonical bytes are the text without it.
   std::string signer;
-  const size_t prev = text.rfind('\n', at - 1);
-  const size_t sig_at = prev == std::string::npos ? 0 : prev + 1;
-  if (at > 0 && std::string_view(text).substr(sig_at, at - sig_at).starts_with(kSignatureKey)) {
+  const size_t prev = at > 0 ? text.rfind('\n', at - 1) : std::string::npos;
+  const size_t sig_at = prev + 1;
+  if (prev != std::string::npos && std::string_view(text).substr(sig_at, at - sig_at).starts_with(kSignatureKey)) {
     const auto [key, sig] = parse_signature(path, std::string_view(text).substr(sig_at, at - sig_at));
     text.erase(sig_at, at + 1 - sig_at);
     if (!verify_signature(key, text, sig))
