@@ -229,8 +229,8 @@ std::string report_text(const Report& r) {
     << (r.n_threads == 1 ? " thread" : " threads") << " on this machine, the fastest of at least " << r.speed_repeats
     << " short timed segments over a synthetic cache, the settings timed in turns (not timed: the noise floor); "
     << "segments whose threads waited for a core over " << int(kMaxStolenShare * 100) << "% of their time left out; "
-    << "\u00b1: how much slower the third-fastest was; UNRELIABLE: fewer than " << kMinUndisturbed
-    << " such segments or a gap above " << int(kUnreliableSpread * 100)
+    << "\u00b1: how much slower the third-fastest of the others was; UNRELIABLE: fewer than " << kMinUndisturbed
+    << " others or a gap above " << int(kUnreliableSpread * 100)
     << "% (a busy machine), so --prefer speed does not compare it; noise floor: FP32 against FP32 with "
     << r.noise_description << ", its values are the resolution of this comparison)\n";
   details(r, r.run->noise_floor, r.noise_verdict, o);
