@@ -24,6 +24,7 @@
 #include "kvrt_config.h"
 #include "test_util.h"
 #include "validate/record.h"
+#include "validate/signing_key.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 // From the sanitizer runtime (GCC ships no header declaring it): heap bytes in use under ASan.
@@ -508,6 +509,57 @@ TEST_CASE("named settings: listed from the record, and a session opens with one 
   CHECK(kvrt_named_settings_read(other, record.c_str(), &list) == KVRT_ERR_REFUSED);
   CHECK(std::string(kvrt_last_error()).find("another model file") != std::string::npos);
   kvrt_model_free(other);
+}
+
+// A vendor validates once per device class and signs the record (kvrt validate --sign); the device
+// checks it against the vendor's public key.
+TEST_CASE("trusted records: kvrt_validation_check_trusted accepts only a record signed by the given key") {
+  ModelFixture f;
+  kvrt::test::TempDir tmp;
+  setenv("KVRT_STATE_DIR", (tmp / "state").c_str(), 1);
+  const kvrt_kv_config f32 = kv_of("f32"), q8 = kv_of("q8");
+  const std::string record = tmp / "r.toml", signed_record = tmp / "signed.toml";
+  kvrt_validation_free(validate(f.model, {q8}, record));
+  const kvrt::validate::SecretKey vendor = kvrt::validate::SecretKey::generate();
+  const kvrt::validate::SecretKey other = kvrt::validate::SecretKey::generate();
+  kvrt::validate::write_key_pair(vendor, tmp / "vendor");
+  kvrt::validate::write_key_pair(other, tmp / "other");
+  kvrt::validate::write_record(kvrt::validate::read_record(record), signed_record, &vendor);
+  const std::string vendor_pub = tmp / "vendor.pub", other_pub = tmp / "other.pub";
+
+  CHECK(kvrt_validation_check_trusted(f.model, &q8, KVRT_MATMUL_F32, 160, signed_record.c_str(), vendor_pub.c_str()) ==
+        KVRT_OK);
+  CHECK(kvrt_validation_check_setting(f.model, &q8, KVRT_MATMUL_F32, 160, signed_record.c_str()) == KVRT_OK);
+  // A wrong key, a missing signature.
+  CHECK(kvrt_validation_check_trusted(f.model, &q8, KVRT_MATMUL_F32, 160, signed_record.c_str(), other_pub.c_str()) ==
+        KVRT_ERR_REFUSED);
+  CHECK(std::string(kvrt_last_error()).find("not by the trusted key") != std::string::npos);
+  CHECK(kvrt_validation_check_trusted(f.model, &q8, KVRT_MATMUL_F32, 160, record.c_str(), vendor_pub.c_str()) ==
+        KVRT_ERR_REFUSED);
+  CHECK(std::string(kvrt_last_error()).find("is not signed") != std::string::npos);
+  // Tampering: the context raised.
+  std::string text = kvrt::test::read_file(signed_record);
+  text.replace(text.find("n_ctx = 160"), 11, "n_ctx = 999");
+  std::ofstream(tmp / "tampered.toml", std::ios::binary) << text;
+  CHECK(kvrt_validation_check_trusted(f.model, &q8, KVRT_MATMUL_F32, 160, (tmp / "tampered.toml").c_str(),
+                                      vendor_pub.c_str()) == KVRT_ERR_REFUSED);
+  // The record replayed for another model file.
+  kvrt_model* canary = nullptr;
+  REQUIRE(kvrt_model_open((kvrt::test::models_dir() + "/canary.gguf").c_str(), &canary) == KVRT_OK);
+  CHECK(kvrt_validation_check_trusted(canary, &q8, KVRT_MATMUL_F32, 160, signed_record.c_str(), vendor_pub.c_str()) ==
+        KVRT_ERR_REFUSED);
+  CHECK(std::string(kvrt_last_error()).find("another model file") != std::string::npos);
+  kvrt_model_free(canary);
+  // Arguments and key files.
+  CHECK(kvrt_validation_check_trusted(f.model, &f32, KVRT_MATMUL_F32, 160, nullptr, vendor_pub.c_str()) == KVRT_OK);
+  CHECK(kvrt_validation_check_trusted(f.model, &q8, KVRT_MATMUL_F32, 160, signed_record.c_str(), nullptr) ==
+        KVRT_ERR_INVALID_ARGUMENT);
+  CHECK(kvrt_validation_check_trusted(f.model, &q8, KVRT_MATMUL_F32, 160, signed_record.c_str(), "") ==
+        KVRT_ERR_INVALID_ARGUMENT);
+  CHECK(kvrt_validation_check_trusted(f.model, &q8, KVRT_MATMUL_F32, 160, signed_record.c_str(),
+                                      (tmp / "missing.pub").c_str()) == KVRT_ERR_INPUT);
+  CHECK(kvrt_validation_check_trusted(f.model, &q8, KVRT_MATMUL_F32, 160, signed_record.c_str(),
+                                      (tmp / "vendor").c_str()) == KVRT_ERR_INPUT);  // the secret key file
 }
 
 TEST_CASE("matmul precision: bf16 sessions where the CPU has it, gated by kvrt_validation_check_setting") {

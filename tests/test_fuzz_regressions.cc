@@ -61,6 +61,20 @@ TEST_CASE("the toml fuzz target handles its corpus and past crashes") {
   CHECK(r.case_dirs.at(1) == "/data/more \"cases\"\u00e9");
 }
 
+TEST_CASE("the signed fuzz target handles its corpus and past crashes") {
+  replay("signed", kvrt::fuzz::signed_one);
+  // The signed seed reaches verification and passes it: a record signed by the corpus's fixed test
+  // key (seed bytes 0..31), which its secret key seed also gives.
+  const std::string dir = std::string(KVRT_SOURCE_DIR) + "/tests/fuzz/corpus/signed/";
+  const std::string text = kvrt::test::read_file(dir + "signed_record.toml");
+  CHECK(kvrt::fuzz::with_valid_hash(text) == text);
+  const kvrt::validate::Record r = kvrt::validate::read_record(kvrt::fuzz::memory_file(text));
+  CHECK(r.settings.size() == 2);
+  std::array<uint8_t, 32> seed{};
+  for (size_t i = 0; i < seed.size(); ++i) seed[i] = uint8_t(i);
+  CHECK(r.signer == kvrt::validate::SecretKey::from_seed(seed).public_key().hex());
+}
+
 TEST_CASE("the weights fuzz target handles its corpus and past crashes") {
   replay("weights", kvrt::fuzz::weights_one);
 }

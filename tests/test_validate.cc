@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "common/error.h"
 #include "common/sha256.h"
@@ -433,6 +434,7 @@ TEST_CASE("--prefer: the least memory or the fastest decode, among the PASSing s
       s.kv.at_context = r.kv_bytes;
       s.speed.decode_tok_s = r.decode;
       s.speed.prefill_tok_s = 100;
+      s.speed.prefill_undisturbed = s.speed.decode_undisturbed = kMinUndisturbed;
       t.first.push_back(s);
       t.second.push_back(verdict(r.verdict));
     }
@@ -449,6 +451,30 @@ TEST_CASE("--prefer: the least memory or the fastest decode, among the PASSing s
   CHECK(recommend(rs2, vs2, Prefer::kMemory) == 1);
   auto [rs3, vs3] = table({{800, 50, Verdict::kPass}, {300, 50, Verdict::kPass}});
   CHECK(recommend(rs3, vs3, Prefer::kSpeed) == 1);
+  // --prefer speed never picks on a difference the timing cannot resolve: 55 against 50 tok/s with
+  // spreads of 5% each is a tie (memory decides, then the order); one rate UNRELIABLE (spread above
+  // kUnreliableSpread), whatever the numbers, is too; 8.6x apart but one of them timed on a busy
+  // machine, also.
+  rs2[1].speed.decode_spread = rs2[2].speed.decode_spread = 0.05;
+  CHECK(recommend(rs2, vs2, Prefer::kSpeed) == 1);
+  rs2[1].speed.decode_spread = rs2[2].speed.decode_spread = 0.04;
+  CHECK(recommend(rs2, vs2, Prefer::kSpeed) == 2);
+  rs[1].speed.decode_tok_s = 646;
+  rs[0].speed.decode_tok_s = 5532;
+  CHECK(recommend(rs, vs, Prefer::kSpeed) == 0);
+  rs[1].speed.decode_spread = kUnreliableSpread * 1.5;
+  CHECK(!rs[1].speed.decode_reliable());
+  CHECK(recommend(rs, vs, Prefer::kSpeed) == 1);
+  CHECK(recommend(rs, vs, Prefer::kMemory) == 1);
+  // So is a rate without kMinUndisturbed segments that kept their cores, however tight its spread.
+  rs[1].speed.decode_spread = 0;
+  CHECK(recommend(rs, vs, Prefer::kSpeed) == 0);
+  rs[1].speed.decode_undisturbed = kMinUndisturbed - 1;
+  CHECK(!rs[1].speed.decode_reliable());
+  CHECK(recommend(rs, vs, Prefer::kSpeed) == 1);
+  CHECK(time_spread({0.010, 0.030, 0.0105, 0.0103}) == doctest::Approx(0.05));  // the third-fastest against the fastest
+  CHECK(time_spread({0.010, 0.012}) == doctest::Approx(0.2));
+  CHECK(time_spread({0.010}) == 0);
   // Nothing passed: no recommendation, whatever the preference.
   auto [rs4, vs4] = table({{100, 90, Verdict::kFail}, {200, 60, Verdict::kInconclusive}});
   CHECK(recommend(rs4, vs4, Prefer::kMemory) == -1);
@@ -633,6 +659,39 @@ TEST_CASE("a bad thresholds file is an error naming the file and the line") {
   CHECK(error_of([&] { read_thresholds(tmp / "missing.toml"); }).find("missing.toml") != std::string::npos);
 }
 
+TEST_CASE("a thresholds typo or a limit that checks nothing is an error, never a dropped limit") {
+  test::TempDir tmp;
+  const std::string path = tmp / "t.toml";
+  // A misspelt bucket used to be read as a bucket no case has: its limit silently checked nothing.
+  write(path, "[metric.kl]\nmax = 0.01\n\n[metric.kl.bucket]\nlong = 0.015\nlnog = 1e-7\n");
+  const std::string bucket = error_of([&] { read_thresholds(path); });
+  INFO(bucket);
+  CHECK(bucket.find(path + ":6: metric.kl.bucket: unknown key 'lnog' (expected one of: short, medium, long)") == 0);
+  for (const char* bad : {"nan", "inf", "+inf", "-inf"}) {
+    write(path, std::string("[metric.kl]\nmax = ") + bad + "\n");
+    const std::string e = error_of([&] { read_thresholds(path); });
+    INFO(bad, e);
+    CHECK(e.find(path + ":2: metric.kl: 'max'") == 0);
+  }
+  write(path, "[metric.kl]\nmax = 0.01\n[metric.kl.category]\nrecall = nan\n");
+  CHECK(error_of([&] { read_thresholds(path); }).find(":4: metric.kl.category: 'recall' must be a finite number") !=
+        std::string::npos);
+  // A category is any name a manifest gives, so it is checked against the acceptance set.
+  write(path, "[metric.kl]\nmax = 0.01\n\n[metric.kl.category]\nrecall = 0.015\nrecal = 1e-7\n");
+  const Thresholds t = read_thresholds(path);
+  CHECK_NOTHROW(check_categories(t, {"prose", "recall", "recal"}));
+  const std::string category = error_of([&] { check_categories(t, {"prose", "recall"}); });
+  INFO(category);
+  CHECK(category.find(path + ":6: metric.kl.category: no case of the acceptance set has category 'recal'") == 0);
+  // The bundled thresholds name only categories of the bundled set.
+  const std::string dir = default_validation_dir();
+  const CaseSet set = load_case_set({dir + "/cases"});
+  std::set<std::string> names;
+  for (const CaseDef& c : set.cases) names.insert(c.category);
+  for (const TemplateDef& d : set.templates) names.insert(d.category);
+  CHECK_NOTHROW(check_categories(read_thresholds(dir + "/thresholds.toml"), names));
+}
+
 TEST_CASE("a bad case manifest is an error naming the file and the line") {
   test::TempDir tmp;
   write(tmp / "manifest.toml", "[[case]]\nid = \"a\"\ncategory = \"prose\"\nmode = \"greedy\"\ntext = \"x\"\n\n"
@@ -660,7 +719,7 @@ TEST_CASE("a context beyond the record's is refused with the validate command of
   const std::string path = tmp / "rec.toml";
   write_record(r, path);
   GateQuery q{r.model_path, "k=q8,v=q8", kvrt::ops::MatmulPrecision::kF32, path, "scalar", "9.9", 512, 1024};
-  CHECK(require_pass_record(q) == path);
+  CHECK(require_pass_record(q).record_path == path);
   q.n_ctx = 1000;
   const std::string longer = error_of([&] { require_pass_record(q); });
   INFO(longer);

@@ -33,9 +33,14 @@ int number_after(const std::string& text, const std::string& key) {
   return at == std::string::npos ? -1 : std::atoi(text.c_str() + at + key.size());
 }
 
-// JSON without the timings (run time, tok/s), for run-to-run comparison.
+// JSON without the timings (run time, tok/s, their spreads and segment counts), for run-to-run comparison.
 std::string without_seconds(const std::string& json) {
-  return std::regex_replace(json, std::regex("\"(seconds|prefill_tok_s|decode_tok_s)\": [^,}\\n]*"), "");
+  const std::string counts = std::regex_replace(json, std::regex("\"undisturbed_segments\": \\[[^\\]]*\\]"), "");
+  return std::regex_replace(
+      counts,
+      std::regex("\"(seconds|prefill_tok_s|decode_tok_s|prefill_spread|decode_spread|speed_reliable|timed_segments)\": "
+                 "[^,}\\n]*"),
+      "");
 }
 
 // The verdict of the setting whose label is `label` in the JSON report.
@@ -154,6 +159,14 @@ TEST_CASE("speed beside quality: memory at the validated context and tok/s per s
   CHECK(json_number_of(j, "q8/q8", "prefill_tok_s") > 0);
   CHECK(json_number_of(j, "q8/q8", "decode_tok_s") > 0);
   CHECK(json_number_of(j, "noise floor", "decode_tok_s") == 0);  // null
+  // Timed in rounds, at least three segments each, with the spread and whether it is reliable.
+  CHECK(json_number_of(j, "q8/q8", "timed_segments") >= 3);
+  CHECK(j.find("\"decode_spread\": ") != std::string::npos);
+  CHECK(j.find("\"speed_reliable\": ") != std::string::npos);
+  const size_t row = r.out.find("\nq8/q8 ");
+  REQUIRE(row != std::string::npos);
+  const std::string q8_row = r.out.substr(row, r.out.find('\n', row + 1) - row);
+  CHECK((q8_row.find("\u00b1") != std::string::npos || q8_row.find("UNRELIABLE") != std::string::npos));
   CHECK(j.find("\"prefer\": \"speed\"") != std::string::npos);
   // 400 bytes/token (q8, FP16 scales, head_dim 8; f32 1280) resident at the validated context of
   // 160 and at stories260K's full context of 2048 (800 KiB); the saving is what is resident less.

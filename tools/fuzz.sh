@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (tests/fuzz/fuzz_*.cc) with clang, AddressSanitizer and
 # UndefinedBehaviorSanitizer in their own build dir, then runs each for a bounded time.
-#   tools/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]     (default 60 s; targets: gguf tokenizer toml weights)
+#   tools/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]     (default 60 s; targets: gguf tokenizer toml weights signed)
 # Env: KVRT_FUZZ_BUILD (default build-fuzz/). The tokenizer target reads the vendored vocabularies.
 # A crash stops with a non-zero exit; the input is left in $build/artifacts/ (see tests/fuzz/README.md).
 set -euo pipefail
@@ -10,10 +10,10 @@ build="${KVRT_FUZZ_BUILD:-$root/build-fuzz}"
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(gguf tokenizer toml weights)
+((${#targets[@]})) || targets=(gguf tokenizer toml weights signed)
 
 packages=(clang libclang-rt-14-dev libomp-14-dev meson ninja-build pkg-config cmake libdnnl-dev ocl-icd-opencl-dev libxsimd-dev
-          libtomlplusplus-dev)
+          libtomlplusplus-dev libsodium-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -32,8 +32,8 @@ if [ ! -f "$build/build.ninja" ]; then
 fi
 ninja -C "$build" src/libkvrt.a >&2
 
-# Libraries libkvrt.a needs beside OpenMP: toml++ (compiled), and oneDNN when the build found it.
-libs=($(pkg-config --libs tomlplusplus))
+# Libraries libkvrt.a needs beside OpenMP: toml++ (compiled), libsodium, and oneDNN when the build found it.
+libs=($(pkg-config --libs tomlplusplus libsodium))
 grep -q 'KVRT_HAVE_DNNL 1' "$build/kvrt_config.h" && libs+=(-ldnnl)
 
 mkdir -p "$build/artifacts"

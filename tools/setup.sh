@@ -6,8 +6,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${KVRT_BUILD:-$root/build}"
 
 # libdnnl-dev's CMake config calls find_package(OpenCL): ocl-icd-opencl-dev is only its Recommends.
+# libsodium-dev: Ed25519 signatures of validation records (kvrt validate --sign, run --trust).
 packages=(g++ meson ninja-build pkg-config cmake libdnnl-dev ocl-icd-opencl-dev libxsimd-dev libtomlplusplus-dev
-          doctest-dev)
+          doctest-dev libsodium-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -21,7 +21,7 @@ if ! dpkg --print-foreign-architectures | grep -qx arm64; then
   need_update=1
 fi
 packages=(g++ g++-aarch64-linux-gnu qemu-user meson ninja-build pkg-config libxsimd-dev doctest-dev
-          libtomlplusplus-dev:arm64 libstdc++6:arm64 libgomp1:arm64)
+          libtomlplusplus-dev:arm64 libsodium-dev:arm64 libstdc++6:arm64 libgomp1:arm64)
 missing=()
 for p in "${packages[@]}"; do installed "$p" || missing+=("$p"); done
 if ((${#missing[@]})); then

@@ -61,7 +61,9 @@ extern "C" {
  *    addition only.
  * 9: kvrt_chat_tokenize renders and tokenizes a conversation with the messages as plain text
  *    (control tokens only from the format's own markup), with kvrt_chat_options; chat formats
- *    qwen3, smollm3, granite and phi4-mini; additions only. */
+ *    qwen3, smollm3, granite and phi4-mini; signed validation records:
+ *    kvrt_validation_check_trusted accepts only a record signed by a given Ed25519 public key
+ *    (kvrt validate --sign, docs/signed-records.md); additions only. */
 #define KVRT_API_VERSION 9
 
 /* Most threads a session or a validation run may use (n_threads); more is KVRT_ERR_INVALID_ARGUMENT.
@@ -442,6 +444,19 @@ KVRT_EXPORT kvrt_status kvrt_validation_check_setting(const kvrt_model* model, c
                                                       kvrt_matmul_precision matmul, int32_t n_ctx,
                                                       const char* record_path);
 
+/* kvrt_validation_check_setting that accepts only a record signed by the Ed25519 key in the public
+ * key file `trusted_key_path` (the KEYFILE.pub of `kvrt keygen`; docs/signed-records.md describes
+ * the key and signature formats), as `kvrt run --trust` does: for a firmware image that ships a
+ * record validated once per device class. An unsigned record, one signed by another key, one
+ * changed after it was signed or one made for another model file is KVRT_ERR_REFUSED saying why; a
+ * missing or malformed key file is KVRT_ERR_INPUT; trusted_key_path NULL or "" is
+ * KVRT_ERR_INVALID_ARGUMENT. The key file is read even for the f32 cache with f32 products, which
+ * needs no record. (Any record whose signature does not verify is refused by every check, trusted
+ * or not.) */
+KVRT_EXPORT kvrt_status kvrt_validation_check_trusted(const kvrt_model* model, const kvrt_kv_config* kv,
+                                                      kvrt_matmul_precision matmul, int32_t n_ctx,
+                                                      const char* record_path, const char* trusted_key_path);
+
 typedef struct kvrt_validate_options {
   const kvrt_kv_config* settings; /* settings to validate; NULL = those of settings_file */
   size_t n_settings;
@@ -475,8 +490,10 @@ typedef struct kvrt_validation kvrt_validation;
  * is KVRT_ERR_INVALID_ARGUMENT and is left untouched. Each output is written whole (unnamed
  * temporary file, then rename) or not at all. The record keeps the verdicts of an earlier record
  * with the same bindings for settings not re-run, under a lock ("<record>.lock") so that
- * concurrent runs into one record keep every verdict; an earlier record that cannot be read is
- * KVRT_ERR_INPUT before the run (the file is left as it is). Bad thresholds, settings or case
+ * concurrent runs into one record keep every verdict; the report (kvrt_validation_report) ends
+ * with a "note:" line for each earlier verdict dropped or changed. An earlier record that cannot be
+ * read, or a lock file that is not a regular file, is KVRT_ERR_INPUT, and a record made for another
+ * model file KVRT_ERR_INVALID_ARGUMENT, before the run (the file is left as it is). Bad thresholds, settings or case
  * files are KVRT_ERR_INPUT naming file and line. */
 KVRT_EXPORT kvrt_status kvrt_validate(const kvrt_model* model, const kvrt_validate_options* options,
                                       kvrt_validation** out_validation);

@@ -66,9 +66,10 @@ kvrt_status create_session(const kvrt_model& model, const model::SessionOptions&
 // The gate of kvrt_validation_check_setting: returns when the record at record_path (empty: the
 // default) says PASS for `kv` with `matmul` products at a context of at least n_ctx (0: the
 // model's declared context), else kvrt::Error(kRefused) saying why. The FP32 cache with f32
-// products passes without a record.
+// products passes without a record. trusted_key_path: a public key file; only a record signed by
+// its key passes (empty: any record).
 void require_pass(const kvrt_model& model, const kv::KvConfig& kv, ops::MatmulPrecision matmul, int n_ctx,
-                  const std::string& record_path);
+                  const std::string& record_path, const std::string& trusted_key_path = "");
 // The C verdict of a record's or report's verdict.
 kvrt_verdict to_c_verdict(validate::Verdict v);
 

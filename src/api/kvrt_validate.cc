@@ -1,6 +1,7 @@
 // The C API's validation calls (include/kvrt/kvrt.h): check a record the way `kvrt run` does,
 // and run `kvrt validate` as a library call.
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "api/handles.h"
@@ -12,6 +13,7 @@
 #include "validate/record.h"
 #include "validate/report.h"
 #include "validate/settings.h"
+#include "validate/signing_key.h"
 #include "validate/validation.h"
 
 struct kvrt_validation {
@@ -55,12 +57,14 @@ validate::ValidationRequest to_request(const kvrt_model& m, const kvrt_validate_
 }  // namespace
 
 void require_pass(const kvrt_model& model, const kv::KvConfig& kv, ops::MatmulPrecision matmul, int n_ctx,
-                  const std::string& record_path) {
+                  const std::string& record_path, const std::string& trusted_key_path) {
+  std::optional<validate::PublicKey> trusted;
+  if (!trusted_key_path.empty()) trusted = validate::read_public_key(trusted_key_path);
   const kv::KvConfig config = resolved(kv, model.model->config());
   if (config.is_f32() && matmul == ops::MatmulPrecision::kF32) return;
   const validate::GateQuery q{model.path, config.name(), matmul, record_path, simd::isa_name(), KVRT_VERSION,
                               n_ctx > 0 ? n_ctx : model.model->config().n_ctx_train,
-                              model.model->config().n_ctx_train};
+                              model.model->config().n_ctx_train, trusted};
   (void)validate::require_pass_record(q);
 }
 
@@ -99,6 +103,21 @@ kvrt_status kvrt_validation_check_setting(const kvrt_model* model, const kvrt_kv
   });
 }
 
+kvrt_status kvrt_validation_check_trusted(const kvrt_model* model, const kvrt_kv_config* kv,
+                                          kvrt_matmul_precision matmul, int32_t n_ctx, const char* record_path,
+                                          const char* trusted_key_path) {
+  return guard([&] {
+    KVRT_REQUIRE(model);
+    KVRT_REQUIRE(kv);
+    KVRT_REQUIRE(trusted_key_path);
+    if (n_ctx < 0) return fail(KVRT_ERR_INVALID_ARGUMENT, "context length " + std::to_string(n_ctx) + " is negative");
+    if (!*trusted_key_path) return fail(KVRT_ERR_INVALID_ARGUMENT, "the trusted key path is empty");
+    kvrt::api::require_pass(*model, kvrt::api::to_kv_config(*kv), kvrt::api::to_matmul(matmul), n_ctx,
+                            record_path ? record_path : "", trusted_key_path);
+    return KVRT_OK;
+  });
+}
+
 void kvrt_validate_options_default(kvrt_validate_options* out) {
   if (out) *out = kvrt_validate_options{};
 }
@@ -125,7 +144,9 @@ kvrt_status kvrt_validate(const kvrt_model* model, const kvrt_validate_options* 
     v->report_text = validate::report_text(r.report);
     if (!json.empty()) validate::write_file_atomic(json, validate::report_json(r.report), "JSON report");
     if (!html.empty()) validate::write_file_atomic(html, validate::report_html(r.report), "HTML report");
-    if (write_record) validate::save_record(v->record_path, r.record);
+    if (write_record)
+      for (const std::string& note : validate::save_record(v->record_path, r.record))
+        v->report_text += "note: " + note + "\n";
     *out = v.release();
     return KVRT_OK;
   });

@@ -64,9 +64,35 @@ std::string extend_command(const GateQuery& q, const Record& r) {
               ErrorKind::kRefused);
 }
 
+// A trusted key accepts only a record whose signature by that key verified (read_record checked it).
+void check_signer(const GateQuery& q, const std::string& path, const Record& r) {
+  if (!q.trusted) return;
+  const std::string trusted = "the trusted key " + q.trusted->id() + " (--trust)";
+  if (r.signer.empty())
+    throw Error(setting_text(q) + " is not validated: record '" + path + "' is not signed, and only records signed by " +
+                    trusted + " are accepted. Sign it with `kvrt validate --sign KEYFILE`",
+                ErrorKind::kRefused);
+  if (r.signer != q.trusted->hex()) {
+    PublicKey other;
+    from_hex(r.signer, other.bytes.data(), other.bytes.size());
+    throw Error(setting_text(q) + " is not validated: record '" + path + "' is signed by key " + other.id() +
+                    ", not by " + trusted,
+                ErrorKind::kRefused);
+  }
+}
+
+// Whether `sha256` is that of the bundled thresholds.toml (false without a data directory).
+bool is_bundled_thresholds(const std::string& sha256) {
+  try {
+    return sha256_file(default_validation_dir() + "/thresholds.toml") == sha256;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 }  // namespace
 
-std::string require_pass_record(const GateQuery& q) {
+GatePass require_pass_record(const GateQuery& q) {
   const std::string model_sha = sha256_file(q.model_path);
   const std::string path = q.record_path.empty() ? default_record_path(model_sha, q.isa) : q.record_path;
   Record r;
@@ -76,6 +102,7 @@ std::string require_pass_record(const GateQuery& q) {
     if (e.kind() != ErrorKind::kRefused) throw;  // not a record at all (a FIFO, a directory...): bad input
     refuse(q, e.what());
   }
+  check_signer(q, path, r);
   if (r.model_sha256 != model_sha) refuse(q, "record '" + path + "' was made for another model file (sha256 " + r.model_sha256.substr(0, 12) + "...)");
   if (r.kvrt_version != q.kvrt_version) refuse(q, "record '" + path + "' was made by kvrt " + r.kvrt_version);
   if (r.isa != q.isa) refuse(q, "record '" + path + "' was made with ISA " + r.isa + ", this process runs " + q.isa);
@@ -97,7 +124,9 @@ std::string require_pass_record(const GateQuery& q) {
     if (s.name != q.setting || s.matmul != q.matmul) continue;
     if (s.verdict != Verdict::kPass) refuse(q, "record '" + path + "' says " + verdict_name(s.verdict));
     if (s.n_ctx < q.n_ctx) refuse_context(q, path, r, s.n_ctx);
-    return path;
+    PublicKey signer;
+    const bool is_signed = from_hex(r.signer, signer.bytes.data(), signer.bytes.size());
+    return {path, is_signed ? signer.id() : "", r.thresholds_path, is_bundled_thresholds(r.thresholds_sha256)};
   }
   refuse(q, "record '" + path + "' does not cover it");
 }

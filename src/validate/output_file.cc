@@ -140,20 +140,39 @@ void write_file_atomic(const std::string& path, const std::string& text, const s
   }
 }
 
-OutputLock::OutputLock(const std::string& path, const std::string& what) {
+namespace {
+
+// Opens the lock file of `path` and locks it: with `wait`, creating it (and its directory) and
+// blocking until the lock is free; without, only an existing lock file, only trying (a lock
+// another process holds is then fine). Returns the descriptor, or -1 when there is no lock file
+// to check; throws naming the lock file when it is not a regular file or cannot be opened or locked.
+int open_lock(const std::string& path, const std::string& what, bool wait) {
   const fs::path lock = output_target(path, what) + ".lock";
   std::error_code ec;
-  fs::create_directories(directory_of(lock), ec);
-  fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, 0666);
-  if (fd_ < 0) cannot_write(what, path, "cannot open lock file '" + lock.string() + "': " + std::strerror(errno));
+  struct stat lst {};
+  if (!wait && ::lstat(lock.c_str(), &lst) != 0 && errno == ENOENT) return -1;
+  if (wait) fs::create_directories(directory_of(lock), ec);
+  const int fd = ::open(lock.c_str(), O_RDWR | (wait ? O_CREAT : 0) | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, 0666);
+  if (fd < 0) cannot_write(what, path, "cannot open lock file '" + lock.string() + "': " + std::strerror(errno));
   struct stat st {};
-  int err = ::fstat(fd_, &st) != 0 ? errno : S_ISREG(st.st_mode) ? 0 : -1;
-  while (err == 0 && ::flock(fd_, LOCK_EX) != 0) err = errno == EINTR ? 0 : errno;
-  if (err != 0) {
-    ::close(fd_);
+  int err = ::fstat(fd, &st) != 0 ? errno : S_ISREG(st.st_mode) ? 0 : -1;
+  while (err == 0 && ::flock(fd, wait ? LOCK_EX : LOCK_EX | LOCK_NB) != 0)
+    err = errno == EINTR ? 0 : !wait && errno == EWOULDBLOCK ? -2 : errno;
+  if (err != 0 && err != -2) {
+    ::close(fd);
     cannot_write(what, path, "cannot lock '" + lock.string() + "': " +
                                  (err > 0 ? std::strerror(err) : std::string("it is not a regular file")));
   }
+  return fd;
+}
+
+}  // namespace
+
+OutputLock::OutputLock(const std::string& path, const std::string& what) : fd_(open_lock(path, what, true)) {}
+
+void check_lock_path(const std::string& path, const std::string& what) {
+  const int fd = open_lock(path, what, false);
+  if (fd >= 0) ::close(fd);
 }
 
 OutputLock::~OutputLock() { ::close(fd_); }

@@ -31,6 +31,11 @@ void write_file_atomic(const std::string& path, const std::string& text, const s
 // An exclusive lock (flock) on "<target>.lock" beside an output's target, held while it lives, so
 // that processes that read, merge and replace one file (validation records) do so in turn. The
 // lock file stays beside the target; it is empty.
+// Checks, without waiting and without creating anything, that OutputLock(path, what) could lock:
+// an existing lock file is a regular file that locks (a missing one is made by OutputLock where
+// check_output_path allows writing). For a check before the work starts; throws as OutputLock.
+void check_lock_path(const std::string& path, const std::string& what);
+
 class OutputLock {
  public:
   OutputLock(const std::string& path, const std::string& what);  // blocks until the lock is free

@@ -13,6 +13,8 @@ namespace kvrt::validate {
 namespace {
 
 constexpr std::string_view kHashKey = "content_sha256 = ";
+constexpr std::string_view kSignatureKey = "signature = ";
+constexpr std::string_view kSignaturePrefix = "\"ed25519:";
 
 std::string body_text(const Record& r) {
   std::ostringstream o;
@@ -89,31 +91,71 @@ Record parse_record(const std::string& path, const toml::table& doc) {
       if (!node.is_table()) top.fail(&node, "each [[setting]] must be a table");
       const TomlView v(path, *node.as_table(), "setting");
       v.allow_only({"name", "matmul", "label", "verdict", "bytes_per_token", "n_ctx", "tune_name"});
-      r.settings.push_back({v.required_string("name"), v.string("label").value_or(""), parse_verdict(v),
-                            v.number("bytes_per_token").value_or(0), int(v.integer("n_ctx").value_or(0)),
-                            parse_matmul(v), v.string("tune_name").value_or("")});
+      RecordSetting s{v.required_string("name"), v.string("label").value_or(""), parse_verdict(v),
+                      v.number("bytes_per_token").value_or(0), int(v.integer("n_ctx").value_or(0)),
+                      parse_matmul(v), v.string("tune_name").value_or("")};
+      // The gate takes the first entry of a setting: a second one could only shadow or be shadowed.
+      for (const RecordSetting& e : r.settings) {
+        if (e.name == s.name && e.matmul == s.matmul)
+          v.fail_key("name", "'" + s.name + "' with " + ops::matmul_precision_name(s.matmul) +
+                                 " products is listed twice (a record holds one verdict per setting)");
+        if (!s.tune_name.empty() && e.tune_name == s.tune_name)
+          v.fail_key("tune_name", "'" + s.tune_name + "' names two settings");
+      }
+      r.settings.push_back(std::move(s));
     }
   }
   return r;
 }
 
-}  // namespace
-
-std::string record_text(const Record& r) {
-  const std::string body = body_text(r);
-  return std::string(kHeader) + std::string(kHashKey) + toml_quote(sha256_hex(std::string(kHeader) + body)) +
-         "\n" + body;
+// The signature line's key and signature; throws naming what is wrong.
+std::pair<PublicKey, std::array<uint8_t, 64>> parse_signature(const std::string& path, std::string_view line) {
+  std::string_view v = line.substr(kSignatureKey.size());
+  PublicKey key;
+  std::array<uint8_t, 64> sig{};
+  const size_t n = kSignaturePrefix.size();
+  if (v.size() != n + 64 + 1 + 128 + 1 || v.substr(0, n) != kSignaturePrefix || v[n + 64] != ':' || v.back() != '"' ||
+      !from_hex(v.substr(n, 64), key.bytes.data(), 32) || !from_hex(v.substr(n + 65, 128), sig.data(), 64))
+    refuse(path, "has a malformed signature line (expected signature = \"ed25519:<64 hex>:<128 hex>\")");
+  return {key, sig};
 }
 
-void write_record(const Record& r, const std::string& path) {
-  write_file_atomic(path, record_text(r), "validation record");  // run never sees half a record
+}  // namespace
+
+std::string record_text(const Record& r, const SecretKey* key) {
+  const std::string body = body_text(r);
+  const std::string hash_line =
+      std::string(kHashKey) + toml_quote(sha256_hex(std::string(kHeader) + body)) + "\n";
+  if (!key) return std::string(kHeader) + hash_line + body;
+  // The signature covers the canonical bytes: the record exactly as it reads without this line.
+  const std::array<uint8_t, 64> sig = key->sign(std::string(kHeader) + hash_line + body);
+  return std::string(kHeader) + std::string(kSignatureKey) + std::string(kSignaturePrefix) +
+         key->public_key().hex() + ":" + to_hex(sig.data(), sig.size()) + "\"\n" + hash_line + body;
+}
+
+void write_record(const Record& r, const std::string& path, const SecretKey* key) {
+  write_file_atomic(path, record_text(r, key), "validation record");  // run never sees half a record
 }
 
 Record read_record(const std::string& path) {
   if (missing_file(path)) refuse(path, "does not exist");
-  const std::string text = read_regular_file(path, "validation record", kMaxTomlFileBytes);
-  const size_t at = text.find("\n" + std::string(kHashKey));
+  std::string text = read_regular_file(path, "validation record", kMaxTomlFileBytes);
+  size_t at = text.find("\n" + std::string(kHashKey));
   if (at == std::string::npos) refuse(path, "has no content hash");
+  // A signature is the line just before the hash, after the header (so never the first line); the
+  // canonical bytes are the text without it.
+  std::string signer;
+  const size_t prev = at > 0 ? text.rfind('\n', at - 1) : std::string::npos;
+  const size_t sig_at = prev + 1;
+  if (prev != std::string::npos && std::string_view(text).substr(sig_at, at - sig_at).starts_with(kSignatureKey)) {
+    const auto [key, sig] = parse_signature(path, std::string_view(text).substr(sig_at, at - sig_at));
+    text.erase(sig_at, at + 1 - sig_at);
+    if (!verify_signature(key, text, sig))
+      refuse(path, "does not match its signature by key " + key.id() +
+                       " (it was changed after it was signed, or the signature is not for it)");
+    signer = key.hex();
+    at = sig_at - 1;
+  }
   const size_t line_end = text.find('\n', at + 1);
   if (line_end == std::string::npos) refuse(path, "is truncated");
   const std::string line = text.substr(at + 1, line_end - at - 1);
@@ -121,7 +163,9 @@ Record read_record(const std::string& path) {
   const std::string rest = text.substr(0, at + 1) + text.substr(line_end + 1);
   if (claimed != toml_quote(sha256_hex(rest))) refuse(path, "was edited after it was written (content hash mismatch)");
   try {
-    return parse_record(path, toml::parse(text, path));
+    Record r = parse_record(path, toml::parse(text, path));
+    r.signer = signer;
+    return r;
   } catch (const toml::parse_error& e) {
     refuse(path, "is not valid TOML (" + std::string(e.description()) + ")");
   } catch (const Error& e) {

@@ -22,7 +22,12 @@ std::string interval(const Interval& i) {
 // Tok/s at the validated context; null where not measured.
 std::string speed(const Speed& s) {
   auto rate = [](double x) { return x > 0 ? num(x) : std::string("null"); };
-  return "\"prefill_tok_s\": " + rate(s.prefill_tok_s) + ", \"decode_tok_s\": " + rate(s.decode_tok_s);
+  auto spread = [&](double x) { return s.decode_tok_s > 0 ? num(x) : std::string("null"); };
+  return "\"prefill_tok_s\": " + rate(s.prefill_tok_s) + ", \"decode_tok_s\": " + rate(s.decode_tok_s) +
+         ", \"prefill_spread\": " + spread(s.prefill_spread) + ", \"decode_spread\": " + spread(s.decode_spread) +
+         ", \"speed_reliable\": " + (s.decode_tok_s > 0 ? (s.prefill_reliable() && s.decode_reliable() ? "true" : "false") : "null") +
+         ", \"timed_segments\": " + std::to_string(s.repeats) + ", \"undisturbed_segments\": [" +
+         std::to_string(s.prefill_undisturbed) + ", " + std::to_string(s.decode_undisturbed) + "]";
 }
 
 // A cache's memory: bytes/token, what is resident at the validated and the full context, and at

@@ -29,19 +29,33 @@ std::string percent(double confidence) {
   return buf;
 }
 
+// A rate with the spread of its timed segments, "5532.1 ±3%", or "646.0 UNRELIABLE" when the
+// machine's load made the spread too wide to compare (validate/speed.h).
+std::string rate_cell(double tok_s, double spread, bool reliable) {
+  if (!(tok_s > 0)) return "-";
+  if (!reliable) return format_rate(tok_s) + " UNRELIABLE";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, " \u00b1%.0f%%", spread * 100);
+  return format_rate(tok_s) + buf;
+}
+
 void summary(const Report& r, std::ostringstream& o) {
   const RunResult& run = *r.run;
   // The first column fits the longest label ("q4/q4 sinks4 layers[0]=q2") with two spaces after it.
   size_t label_width = 16;
   for (const SettingResult& s : run.settings) label_width = std::max(label_width, s.setting.label.size() + 2);
   o << pad("setting", label_width) << pad("bytes/tok", 11) << pad("KV@" + std::to_string(r.max_len), 12)
-    << pad("prefill t/s", 13) << pad("decode t/s", 12) << pad("kl mean", 10) << pad("kl 95% interval", 22)
+    << pad("prefill t/s", 20) << pad("decode t/s", 20) << pad("kl mean", 10) << pad("kl 95% interval", 22)
     << pad("top1 miss", 11) << pad("greedy miss", 13) << "verdict\n";
   auto head = [&](const std::string& label, const KvBytes& kv, const Speed& speed) {
     char bpt[32];
     std::snprintf(bpt, sizeof bpt, "%.1f", kv.bytes_per_token);
-    o << pad(label, label_width) << pad(bpt, 11) << pad(format_bytes(kv.at_context), 12) << pad(format_rate(speed.prefill_tok_s), 13)
-      << pad(format_rate(speed.decode_tok_s), 12);
+    // "±" is two bytes in UTF-8 and one column: one more byte of padding where it appears.
+    const std::string prefill = rate_cell(speed.prefill_tok_s, speed.prefill_spread, speed.prefill_reliable());
+    const std::string decode = rate_cell(speed.decode_tok_s, speed.decode_spread, speed.decode_reliable());
+    const auto width = [](const std::string& cell, size_t w) { return cell.find("\u00b1") != std::string::npos ? w + 1 : w; };
+    o << pad(label, label_width) << pad(bpt, 11) << pad(format_bytes(kv.at_context), 12) << pad(prefill, width(prefill, 20))
+      << pad(decode, width(decode, 20));
   };
   head("f32 baseline", run.baseline_kv, run.baseline_speed);
   o << pad("-", 10) << pad("-", 22) << pad("-", 11) << pad("-", 13) << "(reference)\n";
@@ -188,6 +202,20 @@ void set_summary(const Report& r, std::ostringstream& o) {
 
 }  // namespace
 
+// For --prefer speed, when a PASSing setting timed faster than the one recommended: why it was not
+// taken (the difference is within the timing's spread, or one rate is UNRELIABLE).
+void speed_tie_note(const Report& r, const SettingResult& chosen, std::ostringstream& o) {
+  if (r.prefer != Prefer::kSpeed) return;
+  for (size_t i = 0; i < r.run->settings.size(); ++i) {
+    const SettingResult& s = r.run->settings[i];
+    if (r.verdicts[i].verdict != Verdict::kPass || !(s.speed.decode_tok_s > chosen.speed.decode_tok_s)) continue;
+    o << "  (" << s.setting.label << " timed faster, " << format_rate(s.speed.decode_tok_s) << " tok/s, but "
+      << (s.speed.decode_reliable() && chosen.speed.decode_reliable() ? "within the spread of the timing"
+                                                                      : "the machine's load made the timing UNRELIABLE")
+      << ": the least KV memory decided)\n";
+  }
+}
+
 std::string report_text(const Report& r) {
   std::ostringstream o;
   o << "kvrt " << r.kvrt_version << " validate: " << r.model_path << " (sha256 " << r.model_sha256.substr(0, 12)
@@ -198,8 +226,12 @@ std::string report_text(const Report& r) {
   o << "(KV@" << r.max_len << ": KV cache memory resident at the validated context, FP32 windows and sinks included"
     << (r.n_windowed_layers > 0 ? ", sliding-window layers holding their ring only (by layer kind below)" : "") << "; "
     << "prefill and decode tok/s: at the validated context of " << r.max_len << " positions on " << r.n_threads
-    << (r.n_threads == 1 ? " thread" : " threads") << " on this machine, the best of at least " << r.speed_repeats
-    << " short timed segments over a synthetic cache (not timed: the noise floor); noise floor: FP32 against FP32 with "
+    << (r.n_threads == 1 ? " thread" : " threads") << " on this machine, the fastest of at least " << r.speed_repeats
+    << " short timed segments over a synthetic cache, the settings timed in turns (not timed: the noise floor); "
+    << "segments whose threads waited for a core over " << int(kMaxStolenShare * 100) << "% of their time left out; "
+    << "\u00b1: how much slower the third-fastest of the others was; UNRELIABLE: fewer than " << kMinUndisturbed
+    << " others or a gap above " << int(kUnreliableSpread * 100)
+    << "% (a busy machine), so --prefer speed does not compare it; noise floor: FP32 against FP32 with "
     << r.noise_description << ", its values are the resolution of this comparison)\n";
   details(r, r.run->noise_floor, r.noise_verdict, o);
   for (size_t i = 0; i < r.run->settings.size(); ++i) details(r, r.run->settings[i], r.verdicts[i], o);
@@ -214,6 +246,7 @@ std::string report_text(const Report& r) {
       << format_bytes(run.baseline_kv.at_context) << "); decode " << format_rate(s.speed.decode_tok_s) << " tok/s, prefill "
       << format_rate(s.speed.prefill_tok_s) << " tok/s at " << r.max_len << " positions (f32: "
       << format_rate(run.baseline_speed.decode_tok_s) << " / " << format_rate(run.baseline_speed.prefill_tok_s) << ")\n";
+    speed_tie_note(r, s, o);
   } else {
     o << "recommended: none of the requested settings passed; keep the f32 cache\n";
   }

@@ -402,9 +402,11 @@ RunResult run_validation(const model::Model& model, const std::vector<Case>& cas
     for (size_t b = 0; b < s->kl_by_pos.size(); ++b)
       if (s->kl_by_pos_count[b]) s->kl_by_pos[b] /= double(s->kl_by_pos_count[b]);
   // Speed: every lane but the noise floor's (FP32 like the baseline), whether or not it stopped early.
-  r.baseline_speed = measure_speed(*lanes[0].session, *lanes[0].prompt, o.max_len, o.speed);
+  // Timed in turns (validate/speed.h), so that the machine's load falls on all of them alike.
+  std::vector<SpeedLane> timed{{lanes[0].session.get(), lanes[0].prompt.get(), &r.baseline_speed}};
   for (size_t l = 2; l < lanes.size(); ++l)
-    lanes[l].out->speed = measure_speed(*lanes[l].session, *lanes[l].prompt, o.max_len, o.speed);
+    timed.push_back({lanes[l].session.get(), lanes[l].prompt.get(), &lanes[l].out->speed});
+  measure_speeds(timed, o.max_len, o.speed);
   r.seconds = pace.seconds();
   return r;
 }

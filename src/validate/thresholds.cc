@@ -1,5 +1,7 @@
 #include "validate/thresholds.h"
 
+#include <cmath>
+
 #include "common/error.h"
 #include "common/sha256.h"
 #include "validate/toml_util.h"
@@ -47,12 +49,19 @@ void read_sequential(const TomlView& v, Thresholds& t) {
   }
 }
 
-std::map<std::string, double> read_limit_map(const TomlView& v) {
+// A limit: a finite number, not negative (nan would never pass or fail, inf would pass anything).
+double read_limit(const TomlView& v, std::string_view key) {
+  const double x = *v.number(key);
+  if (!std::isfinite(x)) v.fail_key(key, "must be a finite number (a limit of nan or inf checks nothing)");
+  if (x < 0) v.fail_key(key, "must not be negative");
+  return x;
+}
+
+std::map<std::string, double> read_limit_map(const TomlView& v, std::map<std::string, int>* lines) {
   std::map<std::string, double> out;
   for (const auto& [key, node] : v.raw()) {
-    auto x = v.number(key.str());
-    if (*x < 0) v.fail_key(key.str(), "must not be negative");
-    out[std::string(key.str())] = *x;
+    out[std::string(key.str())] = read_limit(v, key.str());
+    if (lines) (*lines)[std::string(key.str())] = int(key.source().begin.line);
   }
   return out;
 }
@@ -60,12 +69,14 @@ std::map<std::string, double> read_limit_map(const TomlView& v) {
 MetricLimit read_metric(const TomlView& v) {
   v.allow_only({"max", "category", "bucket"});
   MetricLimit l;
-  if (auto m = v.number("max")) {
-    if (*m < 0) v.fail_key("max", "must not be negative");
-    l.max = *m;
+  if (v.has("max")) l.max = read_limit(v, "max");
+  if (const toml::table* c = v.table("category"))
+    l.by_category = read_limit_map(v.sub("category", *c), &l.category_lines);
+  if (const toml::table* b = v.table("bucket")) {
+    const TomlView bv = v.sub("bucket", *b);
+    bv.allow_only({"short", "medium", "long"});
+    l.by_bucket = read_limit_map(bv, nullptr);
   }
-  if (const toml::table* c = v.table("category")) l.by_category = read_limit_map(v.sub("category", *c));
-  if (const toml::table* b = v.table("bucket")) l.by_bucket = read_limit_map(v.sub("bucket", *b));
   if (!l.max && l.by_category.empty() && l.by_bucket.empty())
     v.fail(nullptr, "sets no limit (give max, category or bucket)");
   return l;
@@ -98,6 +109,18 @@ Thresholds read_thresholds(const std::string& path) {
     t.limits[*m] = read_metric(mv.sub(key.str(), *node.as_table()));
   }
   return t;
+}
+
+void check_categories(const Thresholds& t, const std::set<std::string>& categories) {
+  for (const auto& [metric, limit] : t.limits)
+    for (const auto& [category, line] : limit.category_lines) {
+      if (categories.count(category)) continue;
+      std::string names;
+      for (const std::string& c : categories) names += (names.empty() ? "" : ", ") + c;
+      throw Error(t.path + ":" + std::to_string(line) + ": metric." + metric_name(metric) +
+                  ".category: no case of the acceptance set has category '" + category + "' (its categories: " +
+                  names + ")");
+    }
 }
 
 }  // namespace kvrt::validate

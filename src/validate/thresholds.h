@@ -4,6 +4,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "validate/bootstrap.h"
@@ -14,7 +15,8 @@ namespace kvrt::validate {
 struct MetricLimit {
   std::optional<double> max;                   // over all cases that have the metric
   std::map<std::string, double> by_category;   // extra limit on the cases of one category
-  std::map<std::string, double> by_bucket;     // extra limit on the cases of one length bucket
+  std::map<std::string, double> by_bucket;     // extra limit on the cases of one length bucket (short|medium|long)
+  std::map<std::string, int> category_lines;   // the line of each by_category key, for check_categories
 };
 
 // Sequential stopping (validate/verdict.h, Look): `looks` interim looks, evenly spaced over the
@@ -34,7 +36,12 @@ struct Thresholds {
   std::map<Metric, MetricLimit> limits;
 };
 
-// Throws kvrt::Error "FILE:LINE: ..." for a missing file, bad syntax, unknown key or wrong type.
+// Throws kvrt::Error "FILE:LINE: ..." for a missing file, bad syntax, unknown key, table, metric
+// or length bucket, wrong type, or a limit that is negative or not finite (nan, inf).
 Thresholds read_thresholds(const std::string& path);
+
+// Throws kvrt::Error "FILE:LINE: ..." when a [metric.NAME.category] limit names a category that no
+// case of the acceptance set has (a typo would otherwise drop that limit without a word).
+void check_categories(const Thresholds& t, const std::set<std::string>& categories);
 
 }  // namespace kvrt::validate

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <optional>
+#include <set>
 
 #include "common/error.h"
 #include "kv/cache_layout.h"
@@ -16,6 +17,7 @@
 #include "ops/matmul.h"
 #include "simd/kernels.h"
 #include "validate/output_file.h"
+#include "validate/record_merge.h"
 #include "validate/settings.h"
 
 namespace kvrt::validate {
@@ -130,29 +132,14 @@ void check_request(const model::Model& model, const ValidationRequest& req) {
   if (req.max_len > 0) check_memory(model, req.max_len, 2);
 }
 
-// Adds the verdicts of the earlier record at `path` for settings not re-run.
-void merge_earlier(const std::string& path, Record& r) {
-  if (missing_file(path)) return;
-  Record old;
+// The record at `path`, if there is one (read under its lock by the callers).
+std::optional<Record> earlier_record(const std::string& path) {
+  if (missing_file(path)) return std::nullopt;
   try {
-    old = read_record(path);
+    return read_record(path);
   } catch (const Error& e) {
     throw Error(std::string("cannot keep the verdicts of the earlier record: ") + e.what() +
                     "; it is left as it is (move it away or write another record)");
-  }
-  if (old.model_sha256 != r.model_sha256 || old.kvrt_version != r.kvrt_version || old.isa != r.isa ||
-      old.thresholds_sha256 != r.thresholds_sha256 || old.acceptance_sha256 != r.acceptance_sha256)
-    return;
-  // A tune name moves to the setting the new record gives it; a setting re-run keeps its name.
-  const auto named_anew = [&](const std::string& n) {
-    return std::any_of(r.settings.begin(), r.settings.end(), [&](const auto& x) { return x.tune_name == n; });
-  };
-  for (RecordSetting s : old.settings) {
-    if (!s.tune_name.empty() && named_anew(s.tune_name)) s.tune_name.clear();
-    const auto rerun = std::find_if(r.settings.begin(), r.settings.end(),
-                                    [&](const auto& n) { return n.name == s.name && n.matmul == s.matmul; });
-    if (rerun == r.settings.end()) r.settings.push_back(s);
-    else if (rerun->tune_name.empty()) rerun->tune_name = s.tune_name;
   }
 }
 
@@ -173,6 +160,10 @@ void load_inputs(const model::Model& model, const ValidationRequest& req, Valida
   if (!req.only_cases) case_dirs.push_back(bundled("cases"));
   if (!req.cases_dir.empty()) case_dirs.push_back(req.cases_dir);
   v.case_set = load_case_set(case_dirs);
+  std::set<std::string> categories;
+  for (const CaseDef& c : v.case_set.cases) categories.insert(c.category);
+  for (const TemplateDef& t : v.case_set.templates) categories.insert(t.category);
+  check_categories(v.thresholds, categories);
   v.settings = !req.settings.empty()
                    ? req.settings
                    : read_settings(req.settings_file.empty() ? bundled("settings.toml") : req.settings_file);
@@ -254,16 +245,25 @@ void run(const model::Model& model, const ValidationRequest& req, Validation& v)
 std::string prepare_record(const Validation& v, const std::string& record_path) {
   const std::string path = record_path.empty() ? default_record_path(v.report.model_sha256, v.report.isa) : record_path;
   check_output_path(path, "validation record");
-  Record probe;
-  probe.model_sha256 = v.report.model_sha256;
-  merge_earlier(path, probe);  // reads the earlier record now, so an unreadable one fails before the run
+  // The lock file (a FIFO, directory or device there fails now, not after the run), and the earlier
+  // record, read now (it is replaced atomically, so no lock is needed to read it), so that an
+  // unreadable one or another model's fails before the run.
+  check_lock_path(path, "validation record");
+  if (const std::optional<Record> old = earlier_record(path)) {
+    Record probe;
+    probe.model_sha256 = v.report.model_sha256;
+    (void)merge_earlier(path, *old, probe, nullptr);
+  }
   return path;
 }
 
-void save_record(const std::string& path, Record r) {
+std::vector<std::string> save_record(const std::string& path, Record r, const SecretKey* key) {
   const OutputLock lock(path, "validation record");
-  merge_earlier(path, r);
-  write_record(r, path);
+  std::vector<std::string> notes;
+  if (const std::optional<Record> old = earlier_record(path))
+    notes = merge_earlier(path, *old, r, key ? &key->public_key() : nullptr);
+  write_record(r, path, key);
+  return notes;
 }
 
 }  // namespace kvrt::validate

@@ -67,15 +67,16 @@ std::vector<Case> build_model_cases(const model::Model& model, Validation& v);
 void run(const model::Model& model, const ValidationRequest& req, Validation& v);
 
 // The path the record of this run goes to (`record_path`, or the default for the model file and
-// ISA), checked before the run: a path kvrt may write (see validate/output_file.h), and an earlier
-// record there readable, since its verdicts are kept. Call load_inputs first.
+// ISA), checked before the run: a path kvrt may write (see validate/output_file.h), its lock file
+// "<record>.lock" a regular file kvrt can lock, and an earlier record there readable and of this
+// model file, since its verdicts are kept. Call load_inputs first.
 std::string prepare_record(const Validation& v, const std::string& record_path);
 
-// Writes `r` to `path` with the verdicts of the earlier record there for settings not re-run, each
-// with the context it was validated at (when it was made with the same model, kvrt version, ISA,
-// thresholds and acceptance set), all
-// under the record's lock, so that validate runs writing one record at once keep every verdict. An
-// earlier record that cannot be read is an error, and the file is left as it is.
-void save_record(const std::string& path, Record r);
+// Writes `r` to `path` (signed with `key` when given) with the verdicts of the earlier record there
+// for settings not re-run, each with the context it was validated at (validate/record_merge.h), all
+// under the record's lock, so that validate runs writing one record at once keep every verdict.
+// Returns one sentence per earlier verdict dropped or changed, for the user. An earlier record that
+// cannot be read, or that belongs to another model file, is an error, and the file is left as it is.
+std::vector<std::string> save_record(const std::string& path, Record r, const SecretKey* key = nullptr);
 
 }  // namespace kvrt::validate

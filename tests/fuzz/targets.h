@@ -1,10 +1,11 @@
-// Bodies of the fuzz targets (gguf, tokenizer, toml, weights), shared by the libFuzzer entry points (fuzz_*.cc, built by
+// Bodies of the fuzz targets (gguf, tokenizer, toml, weights, signed), shared by the libFuzzer entry points (fuzz_*.cc, built by
 // tools/fuzz.sh) and by tests/test_fuzz_regressions.cc, which replays the seed corpus and every
 // input that once crashed. A target returns normally or throws kvrt::Error for bad input;
 // anything else (a crash, a sanitizer report, another exception, an abort) is a bug.
 #pragma once
 
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,6 +28,7 @@
 #include "simd/weight_types.h"
 #include "validate/record.h"
 #include "validate/settings.h"
+#include "validate/signing_key.h"
 #include "validate/thresholds.h"
 #include "validate/toml_util.h"
 
@@ -108,6 +110,38 @@ inline void toml_one(const uint8_t* data, size_t size) {
   const std::string body = "#\n" + std::string(text);
   const std::string record = "#\ncontent_sha256 = " + validate::toml_quote(sha256_hex(body)) + "\n" + std::string(text);
   attempt([&] { (void)validate::read_record(memory_file(record)); });
+}
+
+// `text` with its content hash line (if any) made valid for the rest, as record.cc computes it:
+// over the text without that line and without a signature line just before it.
+inline std::string with_valid_hash(std::string text) {
+  const std::string key = "content_sha256 = ";
+  const size_t at = text.find("\n" + key);
+  if (at == std::string::npos) return text;
+  size_t end = text.find('\n', at + 1);
+  if (end == std::string::npos) end = text.size();
+  const size_t prev = text.rfind('\n', at - 1);
+  const size_t line = prev == std::string::npos ? 0 : prev + 1;
+  const bool sig = at > 0 && text.compare(line, 12, "signature = ") == 0;
+  const std::string rest = text.substr(0, sig ? line : at + 1) + text.substr(std::min(end + 1, text.size()));
+  return text.substr(0, at + 1) + key + validate::toml_quote(sha256_hex(rest)) + text.substr(end);
+}
+
+// Bytes as a signed validation record (with a valid content hash, so they reach the signature
+// reader and verification), as a public key file and as a secret key file (mode 0600).
+inline void signed_one(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  const auto attempt = [](auto&& read) {
+    try {
+      read();
+    } catch (const Error&) {
+    }
+  };
+  attempt([&] { (void)validate::read_record(memory_file(with_valid_hash(text))); });
+  attempt([&] { (void)validate::read_public_key(memory_file(text)); });
+  const std::string secret = memory_file(text);
+  if (::chmod(secret.c_str(), 0600) != 0) std::abort();
+  attempt([&] { (void)validate::read_secret_key(secret); });
 }
 
 // True when a and b hold the same floats bit for bit, except that any NaN matches any NaN: which

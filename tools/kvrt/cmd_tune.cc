@@ -94,7 +94,8 @@ int cmd_tune(int argc, char** argv) {
     std::printf("record: not written (--debug-damage-layer)\n");
     return kExitOk;
   }
-  validate::save_record(record_path, t.record);
+  for (const std::string& note : validate::save_record(record_path, t.record))
+    std::fprintf(stderr, "kvrt tune: note: %s\n", note.c_str());
   std::printf("record: %s (kvrt run --kv %s)\n", record_path.c_str(), req.name.c_str());
   return kExitOk;
 }

@@ -19,6 +19,7 @@
 #include "validate/record.h"
 #include "validate/report.h"
 #include "validate/settings.h"
+#include "validate/signing_key.h"
 #include "validate/validation.h"
 
 namespace kvrt::cli {
@@ -29,6 +30,7 @@ struct ValidateOptions {
   KvOptions kv;
   AcceptanceOptions set;
   std::string settings_file, json, html;
+  std::string sign;  // secret key file: sign the record (docs/signed-records.md)
   float negative_control = 0;  // relative noise on stored scales; 0 = no negative control
   std::string prefer = "memory";
 };
@@ -106,6 +108,9 @@ int cmd_validate(int argc, char** argv) {
   cl.add("--html", "FILE", "write a self-contained HTML report with plots", &o.html);
   cl.add("--record", "PATH", "validation record to write (default: in $KVRT_STATE_DIR or ~/.local/state/kvrt)",
          &o.set.record);
+  cl.add("--sign", "KEYFILE",
+         "sign the record with this secret key (made by kvrt keygen), for kvrt run --trust on other machines",
+         &o.sign);
   // Tests only: adds q4/q4 with its stored scales perturbed by this relative amount; it must FAIL.
   cl.add_hidden("--debug-negative-control", [&o](std::string_view v) {
     o.negative_control = std::strtof(std::string(v).c_str(), nullptr);
@@ -116,6 +121,8 @@ int cmd_validate(int argc, char** argv) {
   if (!prefer) throw Error("--prefer takes memory or speed, not '" + o.prefer + "'", ErrorKind::kUsage);
 
   // Inputs and outputs are checked first, so a bad path fails now rather than after the run.
+  std::optional<validate::SecretKey> key;
+  if (!o.sign.empty()) key.emplace(validate::read_secret_key(o.sign));
   if (!o.json.empty()) validate::check_output_path(o.json, "JSON report");
   if (!o.html.empty()) validate::check_output_path(o.html, "HTML report");
   validate::ValidationRequest req;
@@ -138,8 +145,10 @@ int cmd_validate(int argc, char** argv) {
   if (!o.json.empty()) validate::write_file_atomic(o.json, validate::report_json(v.report), "JSON report");
   if (!o.html.empty()) validate::write_file_atomic(o.html, validate::report_html(v.report), "HTML report");
 
-  validate::save_record(record_path, v.record);
-  std::printf("record: %s\n", record_path.c_str());
+  for (const std::string& note : validate::save_record(record_path, v.record, key ? &*key : nullptr))
+    std::fprintf(stderr, "kvrt validate: note: %s\n", note.c_str());
+  if (key) std::printf("record: %s (signed by key %s)\n", record_path.c_str(), key->public_key().id().c_str());
+  else std::printf("record: %s\n", record_path.c_str());
   return v.all_pass() ? kExitOk : kExitRefused;
 }
 

@@ -18,5 +18,6 @@ int cmd_info(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_validate(int argc, char** argv);
 int cmd_tune(int argc, char** argv);
+int cmd_keygen(int argc, char** argv);
 
 }  // namespace kvrt::cli

@@ -1,12 +1,14 @@
 #include "gate_options.h"
 
 #include <cstdio>
+#include <optional>
 
 #include "kvrt_config.h"
 #include "common/error.h"
 #include "simd/kernels.h"
 #include "validate/gate.h"
 #include "validate/named_setting.h"
+#include "validate/signing_key.h"
 
 namespace kvrt::cli {
 
@@ -15,10 +17,19 @@ void GateOptions::add_to(CommandLine& cl) {
               &allow_unvalidated);
   cl.add("--record", "PATH", "validation record to check (default: the one kvrt validate writes for this model)",
          &record);
+  cl.add("--trust", "PUBKEY",
+         "accept only a validation record signed by this public key (a .pub file of kvrt keygen; see "
+         "kvrt validate --sign)",
+         &trust);
 }
 
 void GateOptions::check(const std::string& model_path, const kv::KvConfig& kv, ops::MatmulPrecision matmul,
                         int n_ctx, int model_context) const {
+  if (allow_unvalidated && !trust.empty())
+    throw Error("--trust accepts only signed records and --allow-unvalidated skips the record: give one of them",
+                ErrorKind::kUsage);
+  std::optional<validate::PublicKey> trusted;
+  if (!trust.empty()) trusted = validate::read_public_key(trust);
   if (kv.is_f32() && matmul == ops::MatmulPrecision::kF32) return;
   const std::string products = matmul == ops::MatmulPrecision::kF32 ? "" : std::string(" with ") + ops::matmul_precision_name(matmul) + " products";
   if (allow_unvalidated) {
@@ -28,10 +39,14 @@ void GateOptions::check(const std::string& model_path, const kv::KvConfig& kv, o
     return;
   }
   const validate::GateQuery q{model_path, kv.name(), matmul, record, simd::isa_name(), KVRT_VERSION, n_ctx,
-                              model_context};
-  const std::string path = validate::require_pass_record(q);
-  std::fprintf(stderr, "kvrt: KV setting %s%s validated for %d positions (record %s)\n", kv.name().c_str(),
-               products.c_str(), n_ctx, path.c_str());
+                              model_context, trusted};
+  const validate::GatePass pass = validate::require_pass_record(q);
+  const std::string signer = pass.signer_id.empty() ? "" : ", signed by key " + pass.signer_id;
+  std::fprintf(stderr, "kvrt: KV setting %s%s validated for %d positions (record %s%s)\n", kv.name().c_str(),
+               products.c_str(), n_ctx, pass.record_path.c_str(), signer.c_str());
+  if (!pass.bundled_thresholds)
+    std::fprintf(stderr, "kvrt: note: that record was made with the thresholds of %s, not the bundled ones\n",
+                 pass.thresholds_path.c_str());
 }
 
 ChosenSetting GateOptions::setting(const KvOptions& kv, const std::string& model_path) const {

@@ -27,6 +27,7 @@ constexpr Subcommand kSubcommands[] = {
     {"bench", kvrt::cli::cmd_bench, "measure prefill and decode speed per KV setting"},
     {"validate", kvrt::cli::cmd_validate, "check KV settings against the FP32 cache; write the record run needs"},
     {"tune", kvrt::cli::cmd_tune, "find the smallest per-layer KV setting that passes validation; record it by name"},
+    {"keygen", kvrt::cli::cmd_keygen, "make an Ed25519 key pair to sign validation records (validate --sign, run --trust)"},
 };
 
 void print_usage(std::FILE* out) {
