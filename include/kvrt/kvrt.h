@@ -14,7 +14,10 @@
  *  - Threads: a kvrt_model is immutable once opened; any number of sessions, in any threads, may
  *    share it (tests/test_c_api.cc runs concurrent sessions on one model against one thread's tokens).
  *    A kvrt_session, kvrt_sampler or kvrt_validation belongs to one thread at a time: use one
- *    session per thread, or serialize the calls on it. kvrt_last_error() is per thread.
+ *    session per thread, or serialize the calls on it. A call on a session or sampler while
+ *    another thread is inside a call on it fails at once with KVRT_ERR_IN_USE and changes nothing
+ *    (a call from the same thread, e.g. from a generation callback, goes ahead); freeing a handle
+ *    another thread is using cannot be detected. kvrt_last_error() is per thread.
  *  - OpenMP: a session runs its parallel regions with its own n_threads and restores the calling
  *    thread's OpenMP settings (omp_get_max_threads() is the same after every kvrt call).
  *  - Handles are opaque. Free sessions and samplers before the model they were created from.
@@ -58,8 +61,10 @@ extern "C" {
  *    lists them, kvrt_session_create_named opens a session with one through the gate; additions
  *    only, so programs written for 6 build and run unchanged.
  * 8: KVRT_KV_Q4S, the symmetric 4-bit KV format (one FP16 scale per group, no minimum); an
- *    addition only. */
-#define KVRT_API_VERSION 8
+ *    addition only.
+ * 9: KVRT_ERR_IN_USE: a call on a session or sampler that another thread is using fails with it
+ *    instead of racing (which could abort the host); an addition only. */
+#define KVRT_API_VERSION 9
 
 /* Most threads a session or a validation run may use (n_threads); more is KVRT_ERR_INVALID_ARGUMENT.
  * When the system cannot create the threads asked for, the OpenMP runtime (libgomp) prints a
@@ -84,7 +89,8 @@ typedef enum kvrt_status {
   KVRT_ERR_BUFFER_TOO_SMALL = 6, /* the caller's buffer is too small; the needed size is reported */
   KVRT_ERR_REFUSED = 7,          /* the validation gate refused a setting */
   KVRT_ERR_STOPPED = 8,          /* a callback asked generation to stop (not a failure of kvrt) */
-  KVRT_ERR_INTERNAL = 9          /* a bug or a third-party library failure */
+  KVRT_ERR_INTERNAL = 9,         /* a bug or a third-party library failure */
+  KVRT_ERR_IN_USE = 10           /* another thread is running a call on the same session or sampler */
 } kvrt_status;
 
 /* One sentence describing the last failure on this thread ("" after success). */
