@@ -10,11 +10,11 @@
 namespace kvrt::validate {
 namespace {
 
-// Walks the text outside strings and comments. The nesting at a point is the number of tables or
-// arrays a value there sits in: every open '[' or '{' counts one plus the dotted parts of the key
-// before it, and the key being read counts its dots. A dot in a value (a float, a time) is at
-// most one part, so the count never undercounts a key and never overcounts a value by more
-// than one.
+// Walks the text outside strings and comments. The nesting at a point is about the number of
+// tables or arrays a value there sits in: every open '[' or '{' counts one plus the dotted parts
+// of the key before it, and the key being read counts its parts (a.b.c: three). A dot in a value
+// (a float, a time) counts as at most one part and a table header's brackets as one more level,
+// so the count never undercounts and overcounts by at most two.
 class NestingScan {
  public:
   NestingScan(std::string_view text, const std::string& path, const std::string& what)
@@ -60,7 +60,7 @@ class NestingScan {
   }
 
   void check() const {
-    if (depth_ + dots_ <= kMaxTomlNesting) return;
+    if (depth_ + dots_ + 1 <= kMaxTomlNesting) return;
     throw Error(path_ + ":" + std::to_string(line_) + ": " + what_ + " nests keys, tables or arrays more than " +
                 std::to_string(kMaxTomlNesting) + " levels deep");
   }
