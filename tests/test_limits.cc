@@ -13,7 +13,9 @@
 
 #include "common/error.h"
 #include "common/sha256.h"
+#include "io/gguf.h"
 #include "kvrt_config.h"
+#include "model/tokenizer.h"
 #include "simd/kernels.h"
 #include "test_util.h"
 #include "validate/case_set.h"
@@ -103,7 +105,49 @@ std::string fraction_list(int n, double lo, double hi) {
   return out;
 }
 
+// The test strings of a vocabulary's .inp file (separated by "\n__ggml_vocab_test__\n").
+std::vector<std::string> vocab_strings(const std::string& gguf) {
+  const std::string raw = kvrt::test::read_file(gguf + ".inp"), sep = "\n__ggml_vocab_test__\n";
+  std::vector<std::string> out;
+  for (size_t pos = 0, next; pos < raw.size(); pos = next + sep.size()) {
+    next = raw.find(sep, pos);
+    if (next == std::string::npos) break;
+    out.push_back(raw.substr(pos, next - pos));
+  }
+  return out;
+}
+
 }  // namespace
+
+TEST_CASE("max_text_bytes bounds the text any token count can stand for, on every vendored vocabulary") {
+  std::vector<std::string> files = {kvrt::test::stories_path()};
+  for (const char* name : {"llama-spm", "gpt-2", "gpt-2-pre-llama-bpe", "gpt-2-pre-qwen2", "starcoder", "falcon",
+                           "deepseek-coder", "phi-3"})
+    files.push_back(kvrt::test::vocab_dir() + "/ggml-vocab-" + name + ".gguf");
+  for (const std::string& path : files) {
+    CAPTURE(path);
+    const kvrt::io::GgufFile file(path);
+    const kvrt::model::Tokenizer tok(file);
+    // Phi-3's special tokens swallow the whitespace after them, so text can vanish: no bound.
+    // SentencePiece and GPT-2's byte-level BPE keep every byte: a bound.
+    if (path.find("phi-3") != std::string::npos) CHECK(tok.max_text_bytes(1) == SIZE_MAX);
+    if (path == files[0] || path.find("llama-spm") != std::string::npos || path.find("gpt-2.") != std::string::npos)
+      CHECK(tok.max_text_bytes(1) != SIZE_MAX);
+    std::vector<std::string> texts = path == files[0] ? std::vector<std::string>{} : vocab_strings(path);
+    for (int c = 1; c < 128; ++c) texts.push_back(std::string(1, char(c)));  // a byte without a token drops
+    for (const char* run : {" ", "\n", "a", "0", "-", "=", "\t", "\xc3\xa9", "\xe2\x96\x81", "\xf0\x9f\x98\x80", "ab "})
+      for (int n : {1, 7, 64, 1000}) {
+        std::string t;
+        for (int i = 0; i < n; ++i) t += run;
+        texts.push_back(t);
+      }
+    for (const std::string& text : texts) {
+      const size_t n_tokens = tok.encode(text, false).size();
+      CAPTURE(text.substr(0, 40));
+      CHECK(text.size() <= tok.max_text_bytes(n_tokens));
+    }
+  }
+}
 
 TEST_CASE("the nesting scan counts dotted keys and brackets, not dots or brackets in strings and comments") {
   const auto ok = [](const std::string& text) {

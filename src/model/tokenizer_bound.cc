@@ -9,10 +9,12 @@ namespace kvrt::model::detail {
 namespace {
 
 // BPE emits one token per merged piece when every byte symbol and every merge result is a token;
-// otherwise it drops the bytes of a piece it has no token for, and no bound holds.
+// otherwise it drops the bytes of a piece it has no token for, and no bound holds. Words are
+// re-encoded UTF-8, where bytes 0xC0, 0xC1 and 0xF5-0xFF never occur.
 bool bpe_keeps_every_byte(const Vocab& v) {
   std::string symbol;
   for (int b = 0; b < 256; ++b) {
+    if (b == 0xC0 || b == 0xC1 || b >= 0xF5) continue;
     symbol.clear();
     unicode::append_utf8(unicode::byte_to_cp(uint8_t(b)), symbol);
     if (v.find(symbol) < 0) return false;
