@@ -48,8 +48,10 @@ rehash() {  # rehash IN OUT
   { head -n 2 "$T/rest"; echo "content_sha256 = \"$h\""; tail -n +3 "$T/rest"; } >"$2"
 }
 
-deep_key() { python3 -c "print('a' + '.a' * $1 + ' = 1')"; }
-fractions() { python3 -c "print(', '.join('%.5f' % ($2 + ($3 - $2) * i / $1) for i in range($1)))"; }
+deep_key() { awk -v n="$1" 'BEGIN { s = "a"; for (i = 0; i < n; ++i) s = s ".a"; print s " = 1" }'; }
+fractions() {  # fractions N LO HI: N values from LO towards HI
+  awk -v n="$1" -v lo="$2" -v hi="$3" 'BEGIN { for (i = 0; i < n; ++i) printf "%s%.5f", (i ? ", " : ""), lo + (hi - lo) * i / n; print "" }'
+}
 template() {  # template ID LENGTHS POSITIONS
   printf '[[template]]\nid = "%s"\ncategory = "recall"\nmode = "recall"\nfact = "The code is {value}."\ncue = "The code is"\nanswer = " {value}"\nvalues = ["41"]\nfiller_file = "filler.txt"\nlengths = [%s]\npositions = [%s]\n' "$1" "$2" "$3"
 }
@@ -98,7 +100,8 @@ probe "50,000-part key in --settings" 2 "settings file nests" '"$K" validate -m 
 probe "50,000-part key in a --cases manifest" 2 "case manifest nests" "$V --cases cases/deep"
 probe "50,000-part key in tune --config" 2 "thresholds file nests" '"$K" tune -m "$M" -c 64 --config deep.toml'
 probe "50,000-part key in a rehashed record" 3 "validation record nests" '"$K" run -m "$M" -p hi --kv q8 -c 64 --record deep-record.toml'
-probe "4,000 nested arrays" 2 "levels deep" "python3 -c \"print('a = ' + '[' * 4000 + ']' * 4000)\" >arrays.toml; $V --config arrays.toml"
+probe "4,000 nested arrays" 2 "levels deep" \
+  "awk 'BEGIN { s = \"a = \"; for (i = 0; i < 4000; ++i) s = s \"[\"; for (i = 0; i < 4000; ++i) s = s \"]\"; print s }' >arrays.toml; $V --config arrays.toml"
 
 # --- 2: unbounded chat input -----------------------------------------------------------------------
 probe "chat < /dev/zero" 4 "a message on standard input is longer than" '"$K" chat -m "$M" --chat-format chatml -c 128 </dev/zero'
