@@ -243,8 +243,9 @@ TEST_CASE("special files as inputs are refused at once, never waited on or read 
   std::filesystem::create_directory(tmp / "cases");
   REQUIRE(mkfifo((tmp / "cases/manifest.toml").c_str(), 0666) == 0);
   std::filesystem::create_directory(tmp / "texts");
+  REQUIRE(mkfifo((tmp / "texts/fifo").c_str(), 0666) == 0);
   write_bytes(tmp / "texts/manifest.toml",
-              "[[case]]\nid = \"x\"\ncategory = \"prose\"\nmode = \"teacher_forced\"\ntext_file = \"../fifo\"\n");
+              "[[case]]\nid = \"x\"\ncategory = \"prose\"\nmode = \"teacher_forced\"\ntext_file = \"fifo\"\n");
   std::vector<BadCase> cases = {
       {"FIFO as model (run)", "run -m " + quote(sp.fifo) + " -p hi", 2, "is a FIFO"},
       {"FIFO as model (info)", "info -m " + quote(sp.fifo), 2, "is a FIFO"},

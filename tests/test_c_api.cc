@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -850,4 +851,95 @@ TEST_CASE("a bad KVRT_ISA surfaces as an error from kvrt_isa_name and kvrt_model
   const std::string cmd = std::string("KVRT_ISA=bogus KVRT_TEST_BAD_ISA_CHILD=1 ") + (wrapper ? wrapper : "") + " '" +
                           self + "' --test-case='a bad KVRT_ISA surfaces*' >/dev/null 2>&1";
   CHECK(std::system(cmd.c_str()) == 0);
+}
+
+namespace {
+
+// What the generation callback of the in-use test shares with the other thread.
+struct Handoff {
+  kvrt_session* session = nullptr;
+  std::atomic<int> stage{0};  // 1: the callback is inside the generation; 2: the other thread is done
+  kvrt_status nested = KVRT_ERR_INTERNAL;  // a call from the callback's own thread
+};
+
+int hold_first_piece(const char*, size_t, int32_t, void* user) {
+  auto* h = static_cast<Handoff*>(user);
+  if (h->stage.load() != 0) return 0;
+  kvrt_session_info info;
+  h->nested = kvrt_session_get_info(h->session, &info);
+  h->stage.store(1);
+  while (h->stage.load() != 2) std::this_thread::yield();
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("a call on a session or sampler another thread is using fails with KVRT_ERR_IN_USE and changes nothing") {
+  ModelFixture f;
+  kvrt_session* s = make_session(f.model, 64);
+  kvrt_session* other_session = make_session(f.model, 64);
+  const std::vector<int32_t> prompt = tokenize(f.model, "Once upon a time");
+  REQUIRE(kvrt_session_eval(s, prompt.data(), prompt.size()) == KVRT_OK);
+  REQUIRE(kvrt_session_eval(other_session, prompt.data(), prompt.size()) == KVRT_OK);
+  kvrt_sampler_options so;
+  kvrt_sampler_options_default(&so);
+  kvrt_sampler *sampler = nullptr, *other_sampler = nullptr;
+  REQUIRE(kvrt_sampler_create(f.model, &so, &sampler) == KVRT_OK);
+  REQUIRE(kvrt_sampler_create(f.model, &so, &other_sampler) == KVRT_OK);
+  Handoff h;
+  h.session = s;
+  int32_t n_gen = 0;
+  kvrt_status generated = KVRT_ERR_INTERNAL;
+  std::thread owner([&] { generated = kvrt_generate(s, sampler, 8, hold_first_piece, &h, &n_gen); });
+  while (h.stage.load() != 1) std::this_thread::yield();
+  kvrt_session_info info;
+  const int32_t token = prompt.back();
+  const float* logits = nullptr;
+  int32_t out = 0;
+  std::vector<float> row(512, 0.0f);
+  CHECK(kvrt_session_eval(s, &token, 1) == KVRT_ERR_IN_USE);
+  CHECK(std::string(kvrt_last_error()) ==
+        "argument 'session' is in use by a call on another thread (a kvrt_session belongs to one thread at a time)");
+  CHECK(kvrt_session_get_info(s, &info) == KVRT_ERR_IN_USE);
+  CHECK(kvrt_session_logits(s, &logits, nullptr) == KVRT_ERR_IN_USE);
+  CHECK(kvrt_session_reset(s) == KVRT_ERR_IN_USE);
+  CHECK(kvrt_session_decode(s, other_sampler, &out) == KVRT_ERR_IN_USE);
+  CHECK(kvrt_session_decode(other_session, sampler, &out) == KVRT_ERR_IN_USE);
+  CHECK(std::string(kvrt_last_error()).find("argument 'sampler' is in use") != std::string::npos);
+  CHECK(kvrt_sampler_sample(sampler, row.data(), int32_t(row.size()), &out) == KVRT_ERR_IN_USE);
+  CHECK(std::string(kvrt_status_name(KVRT_ERR_IN_USE)) == "KVRT_ERR_IN_USE");
+  CHECK(kvrt_session_decode(other_session, other_sampler, &out) == KVRT_OK);  // other handles are free
+  h.stage.store(2);
+  owner.join();
+  CHECK(h.nested == KVRT_OK);  // the owner's own thread may call in from its callback
+  CHECK(generated == KVRT_OK);
+  CHECK(n_gen == 8);
+  REQUIRE(kvrt_session_get_info(s, &info) == KVRT_OK);  // free again once the call returned
+  CHECK(info.n_past == int32_t(prompt.size()) + 8);     // the refused calls changed nothing
+  kvrt_sampler_free(other_sampler);
+  kvrt_sampler_free(sampler);
+  kvrt_session_free(other_session);
+  kvrt_session_free(s);
+}
+
+TEST_CASE("two threads evaluating on one session never crash the host: each call runs whole or is refused") {
+  ModelFixture f;
+  kvrt_session* s = make_session(f.model, 512);
+  const int32_t bos = tokenize(f.model, "").front();
+  std::atomic<int> ok{0}, in_use{0}, other{0};
+  auto hammer = [&] {
+    for (int i = 0; i < 200; ++i) {
+      const kvrt_status st = kvrt_session_eval(s, &bos, 1);
+      (st == KVRT_OK ? ok : st == KVRT_ERR_IN_USE ? in_use : other)++;
+    }
+  };
+  std::thread a(hammer), b(hammer);
+  a.join();
+  b.join();
+  kvrt_session_info info;
+  REQUIRE(kvrt_session_get_info(s, &info) == KVRT_OK);
+  CHECK(other.load() == 0);
+  CHECK(ok.load() + in_use.load() == 400);
+  CHECK(info.n_past == ok.load());
+  kvrt_session_free(s);
 }

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,19 @@ TEST_CASE("the gguf fuzz target handles its corpus and past crashes") {
 
 TEST_CASE("the tokenizer fuzz target handles its corpus and past crashes") {
   replay("tokenizer", kvrt::fuzz::tokenizer_one);
+}
+
+TEST_CASE("the manifest fuzz target handles its corpus and past crashes") {
+  replay("manifest", kvrt::fuzz::manifest_one);
+  // The seeds are valid manifests: each loads on its own.
+  for (const char* seed : {"cases.toml", "templates.toml", "tasks.toml"}) {
+    CAPTURE(seed);
+    const std::string bytes = kvrt::test::read_file(std::string(KVRT_SOURCE_DIR) + "/tests/fuzz/corpus/manifest/" + seed);
+    const kvrt::fuzz::CaseDir dir;
+    std::ofstream(dir.path + "/manifest.toml") << bytes;
+    const kvrt::validate::CaseSet set = kvrt::validate::load_case_set({dir.path});
+    CHECK(set.cases.size() + set.templates.size() >= 2);
+  }
 }
 
 TEST_CASE("the toml fuzz target handles its corpus and past crashes") {

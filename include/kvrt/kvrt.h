@@ -14,7 +14,10 @@
  *  - Threads: a kvrt_model is immutable once opened; any number of sessions, in any threads, may
  *    share it (tests/test_c_api.cc runs concurrent sessions on one model against one thread's tokens).
  *    A kvrt_session, kvrt_sampler or kvrt_validation belongs to one thread at a time: use one
- *    session per thread, or serialize the calls on it. kvrt_last_error() is per thread.
+ *    session per thread, or serialize the calls on it. A call on a session or sampler while
+ *    another thread is inside a call on it fails at once with KVRT_ERR_IN_USE and changes nothing
+ *    (a call from the same thread, e.g. from a generation callback, goes ahead); freeing a handle
+ *    another thread is using cannot be detected. kvrt_last_error() is per thread.
  *  - OpenMP: a session runs its parallel regions with its own n_threads and restores the calling
  *    thread's OpenMP settings (omp_get_max_threads() is the same after every kvrt call).
  *  - Handles are opaque. Free sessions and samplers before the model they were created from.
@@ -63,7 +66,8 @@ extern "C" {
  *    (control tokens only from the format's own markup), with kvrt_chat_options; chat formats
  *    qwen3, smollm3, granite and phi4-mini; signed validation records:
  *    kvrt_validation_check_trusted accepts only a record signed by a given Ed25519 public key
- *    (kvrt validate --sign, docs/signed-records.md); additions only. */
+ *    (kvrt validate --sign, docs/signed-records.md); KVRT_ERR_IN_USE: a call on a session or
+ *    sampler that another thread is using fails with it instead of racing; additions only. */
 #define KVRT_API_VERSION 9
 
 /* Most threads a session or a validation run may use (n_threads); more is KVRT_ERR_INVALID_ARGUMENT.
@@ -89,7 +93,8 @@ typedef enum kvrt_status {
   KVRT_ERR_BUFFER_TOO_SMALL = 6, /* the caller's buffer is too small; the needed size is reported */
   KVRT_ERR_REFUSED = 7,          /* the validation gate refused a setting */
   KVRT_ERR_STOPPED = 8,          /* a callback asked generation to stop (not a failure of kvrt) */
-  KVRT_ERR_INTERNAL = 9          /* a bug or a third-party library failure */
+  KVRT_ERR_INTERNAL = 9,         /* a bug or a third-party library failure */
+  KVRT_ERR_IN_USE = 10           /* another thread is running a call on the same session or sampler */
 } kvrt_status;
 
 /* One sentence describing the last failure on this thread ("" after success). */

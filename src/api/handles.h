@@ -1,6 +1,8 @@
 // What the opaque C handles hold, and the guard that turns every C++ exception into a status.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -21,7 +23,11 @@ struct kvrt_model {
   std::string arch, name, tokenizer;  // backing store of kvrt_model_info's strings
 };
 
+// The thread running a call on a handle (kvrt::api::InUse's tag), 0 when none.
+using kvrt_in_use = std::atomic<uintptr_t>;
+
 struct kvrt_session {
+  mutable kvrt_in_use in_use{0};
   const kvrt_model* owner = nullptr;
   std::unique_ptr<kvrt::model::Session> session;
   bool has_text = false;     // some evaluated token produced text (SPM dummy-space rule)
@@ -30,6 +36,7 @@ struct kvrt_session {
 };
 
 struct kvrt_sampler {
+  mutable kvrt_in_use in_use{0};
   std::unique_ptr<kvrt::model::Sampler> sampler;
 };
 
@@ -56,6 +63,32 @@ kvrt_status guard(Body&& body) noexcept {
     return fail(KVRT_ERR_INTERNAL, "internal error: unknown exception");
   }
 }
+
+// Marks a session or sampler as in use by this thread for one call. A call from another thread
+// meanwhile is refused (held() false), instead of racing on the handle's state and aborting the
+// host; a nested call from the same thread (a generation callback) goes ahead.
+class InUse {
+ public:
+  explicit InUse(kvrt_in_use& flag) : flag_(flag) {
+    uintptr_t owner = 0;
+    claimed_ = flag_.compare_exchange_strong(owner, self(), std::memory_order_acquire);
+    held_ = claimed_ || owner == self();
+  }
+  ~InUse() {
+    if (claimed_) flag_.store(0, std::memory_order_release);
+  }
+  InUse(const InUse&) = delete;
+  InUse& operator=(const InUse&) = delete;
+  bool held() const { return held_; }
+
+ private:
+  static uintptr_t self() {
+    static thread_local const char tag = 0;  // one address per thread
+    return reinterpret_cast<uintptr_t>(&tag);
+  }
+  kvrt_in_use& flag_;
+  bool claimed_ = false, held_ = false;
+};
 
 // The session options of the C struct; kvrt::Error(kUsage) for values out of range.
 model::SessionOptions to_options(const kvrt_session_options& o);
@@ -117,6 +150,14 @@ kvrt_status tokenize(const kvrt_model* model, TextArg text, bool add_bos, bool p
 kvrt_status eval_tokens(kvrt_session& s, const int32_t* tokens, size_t n);
 
 }  // namespace kvrt::api
+
+// Holds the in-use flag of a non-NULL handle for the rest of the call, or fails it with
+// KVRT_ERR_IN_USE when another thread is running a call on the same handle.
+#define KVRT_CLAIM(handle)                                                                          \
+  const ::kvrt::api::InUse handle##_in_use((handle)->in_use);                                       \
+  if (!handle##_in_use.held())                                                                      \
+  return ::kvrt::api::fail(KVRT_ERR_IN_USE, "argument '" #handle "' is in use by a call on another " \
+                                            "thread (a kvrt_" #handle " belongs to one thread at a time)")
 
 #define KVRT_REQUIRE(ptr)                                                                 \
   do {                                                                                    \

@@ -180,6 +180,7 @@ const char* kvrt_status_name(kvrt_status status) {
     case KVRT_ERR_REFUSED: return "KVRT_ERR_REFUSED";
     case KVRT_ERR_STOPPED: return "KVRT_ERR_STOPPED";
     case KVRT_ERR_INTERNAL: return "KVRT_ERR_INTERNAL";
+    case KVRT_ERR_IN_USE: return "KVRT_ERR_IN_USE";
   }
   return "KVRT_ERR_UNKNOWN";
 }
@@ -301,6 +302,7 @@ void kvrt_session_free(kvrt_session* session) { delete session; }
 kvrt_status kvrt_session_reset(kvrt_session* session) {
   return guard([&] {
     KVRT_REQUIRE(session);
+    KVRT_CLAIM(session);
     session->session->reset();
     session->has_text = false;
     session->has_logits = false;
@@ -311,6 +313,7 @@ kvrt_status kvrt_session_reset(kvrt_session* session) {
 kvrt_status kvrt_session_get_info(const kvrt_session* session, kvrt_session_info* out) {
   return guard([&] {
     KVRT_REQUIRE(session);
+    KVRT_CLAIM(session);
     KVRT_REQUIRE(out);
     const kvrt::model::Session& s = *session->session;
     const auto& kv = s.kv_cache();
@@ -324,6 +327,7 @@ kvrt_status kvrt_session_get_info(const kvrt_session* session, kvrt_session_info
 kvrt_status kvrt_session_eval(kvrt_session* session, const int32_t* tokens, size_t n_tokens) {
   return guard([&] {
     KVRT_REQUIRE(session);
+    KVRT_CLAIM(session);
     KVRT_REQUIRE(tokens);
     if (n_tokens == 0) return fail(KVRT_ERR_INVALID_ARGUMENT, "nothing to evaluate: n_tokens is 0");
     return kvrt::api::eval_tokens(*session, tokens, n_tokens);
@@ -333,6 +337,7 @@ kvrt_status kvrt_session_eval(kvrt_session* session, const int32_t* tokens, size
 kvrt_status kvrt_session_logits(const kvrt_session* session, const float** out_logits, int32_t* out_n_vocab) {
   return guard([&] {
     KVRT_REQUIRE(session);
+    KVRT_CLAIM(session);
     KVRT_REQUIRE(out_logits);
     *out_logits = nullptr;
     if (!session->has_logits)

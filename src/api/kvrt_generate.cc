@@ -83,6 +83,7 @@ kvrt_status kvrt_sampler_sample(kvrt_sampler* sampler, const float* logits, int3
                                 int32_t* out_token) {
   return guard([&] {
     KVRT_REQUIRE(sampler);
+    KVRT_CLAIM(sampler);
     KVRT_REQUIRE(logits);
     KVRT_REQUIRE(out_token);
     *out_token = sampler->sampler->sample(logits, n_logits);
@@ -94,6 +95,8 @@ kvrt_status kvrt_session_decode(kvrt_session* session, kvrt_sampler* sampler, in
   return guard([&] {
     KVRT_REQUIRE(session);
     KVRT_REQUIRE(sampler);
+    KVRT_CLAIM(session);
+    KVRT_CLAIM(sampler);
     KVRT_REQUIRE(out_token);
     return kvrt::api::decode_step(*session, *sampler, out_token);
   });
@@ -109,6 +112,8 @@ kvrt_status kvrt_generate_until(kvrt_session* session, kvrt_sampler* sampler,
   const kvrt_status status = guard([&] {
     KVRT_REQUIRE(session);
     KVRT_REQUIRE(sampler);
+    KVRT_CLAIM(session);
+    KVRT_CLAIM(sampler);
     KVRT_REQUIRE(options);
     const int stop = kvrt::api::raw_enum(options->stop);
     if (stop != KVRT_STOP_EOS && stop != KVRT_STOP_END_OF_TURN)
@@ -125,6 +130,8 @@ kvrt_status kvrt_generate(kvrt_session* session, kvrt_sampler* sampler, int32_t 
   const kvrt_status status = guard([&] {
     KVRT_REQUIRE(session);
     KVRT_REQUIRE(sampler);
+    KVRT_CLAIM(session);
+    KVRT_CLAIM(sampler);
     const kvrt_generate_options options{max_tokens, KVRT_STOP_EOS, callback, user_data};
     return kvrt::api::generate(*session, *sampler, options, result);
   });

@@ -216,6 +216,7 @@ Tokenizer::Tokenizer(const io::GgufFile& file) : impl_(std::make_unique<Impl>())
   detail::apply_token_quirks(v, std::string(file.get_string_or("general.name", "")));
   detail::index_special_tokens(v);
   detail::index_end_of_generation(v);
+  v.max_bytes_per_token = detail::max_bytes_per_token(v);
 }
 
 Tokenizer::~Tokenizer() = default;
@@ -320,6 +321,12 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids) const {
     text += piece;
   }
   return text;
+}
+
+size_t Tokenizer::max_text_bytes(size_t n_tokens) const {
+  const size_t per_token = impl_->max_bytes_per_token;
+  if (per_token == 0 || n_tokens > SIZE_MAX / per_token) return SIZE_MAX;
+  return n_tokens * per_token;
 }
 
 int32_t Tokenizer::bos_id() const { return impl_->bos_id; }

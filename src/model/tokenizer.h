@@ -40,6 +40,10 @@ class Tokenizer {
   // and when no message holds a control token's text the two give the same ids.
   std::vector<int32_t> encode_template(std::string_view text, bool add_bos,
                                        std::span<const TextSpan> plain) const;
+  // The most bytes of text that can encode to n_tokens tokens or fewer (BOS not counted), or
+  // SIZE_MAX when this vocabulary can drop text, so that no bound holds. Text longer than this
+  // cannot fit in n_tokens positions: a caller can refuse it without tokenizing it.
+  size_t max_text_bytes(size_t n_tokens) const;
 
   // Bytes of one token as it appears in text: SPM's U+2581 becomes a space, byte tokens
   // (<0x0A>) become their byte, byte-level BPE symbols map back to bytes. Control tokens

@@ -60,6 +60,7 @@ struct Vocab {
   // control and unknown tokens too when special tokens are parsed (chat templates).
   std::vector<int32_t> special_ids;
   std::array<int32_t, 256> byte_ids{};  // SPM byte-fallback token per byte, -1 when none
+  size_t max_bytes_per_token = 0;       // bytes of text one token stands for at most; 0: no bound
 
   int32_t find(std::string_view text) const {
     auto it = token_ids.find(text);
@@ -80,6 +81,9 @@ void apply_token_quirks(Vocab& v, std::string model_name);
 void index_special_tokens(Vocab& v);
 // Fills v.eot_id when the file names none, and v.eog_ids (after the ids are read).
 void index_end_of_generation(Vocab& v);
+// The most bytes of text one token can stand for, or 0 when the vocabulary can drop text (so
+// that no bound holds). After apply_token_quirks and read_merges.
+size_t max_bytes_per_token(const Vocab& v);
 // Splits `text` at the special tokens it contains: user-defined tokens always, control and
 // unknown tokens only when `parse_special` and only where they overlap none of the `plain` spans
 // (sorted, not overlapping).

@@ -96,8 +96,7 @@ void expand(const TemplateDef& t, const model::Tokenizer& tok, int max_len, std:
       const int target = int(length * max_len) - t.n_generate;
       const int budget = std::max(0, target - fixed);
       Case c;
-      c.id = t.id + "-L" + std::to_string(int(std::lround(length * 100))) + "-P" +
-             std::to_string(int(std::lround(position * 100)));
+      c.id = template_case_id(t.id, length, position);
       c.category = t.category;
       c.mode = t.mode;
       c.n_generate = t.n_generate;
@@ -116,6 +115,11 @@ void expand(const TemplateDef& t, const model::Tokenizer& tok, int max_len, std:
 }
 
 }  // namespace
+
+std::string template_case_id(const std::string& template_id, double length, double position) {
+  return template_id + "-L" + std::to_string(int(std::lround(length * 100))) + "-P" +
+         std::to_string(int(std::lround(position * 100)));
+}
 
 int Case::n_positions() const {
   int n = int(answer.size());

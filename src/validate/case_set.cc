@@ -13,19 +13,38 @@
 namespace kvrt::validate {
 namespace {
 
+// The path of a case text: relative to the case directory and inside it, after symbolic links.
+std::string text_path(const TomlView& v, std::string_view key, const std::string& dir) {
+  namespace fs = std::filesystem;
+  const fs::path rel = *v.string(key);
+  if (rel.empty() || rel.is_absolute()) v.fail_key(key, "must be a path relative to the case directory");
+  std::error_code ec;
+  const fs::path base = fs::weakly_canonical(fs::absolute(dir), ec);
+  const fs::path path = ec ? fs::path() : fs::weakly_canonical(base / rel, ec);
+  if (ec) v.fail_key(key, "names a path kvrt cannot resolve: " + ec.message());
+  if (std::mismatch(base.begin(), base.end(), path.begin(), path.end()).first != base.end())
+    v.fail_key(key, "names '" + rel.string() + "', outside the case directory " + base.string());
+  return path.string();
+}
+
 struct Loader {
   Sha256 hash;
   std::set<std::string> ids;
+  size_t text_bytes = 0;     // read from text files so far
+  size_t expanded_cases = 0;  // the templates' cases so far
 
   std::string read_text(const TomlView& v, std::string_view key, const std::string& dir) {
-    const std::string rel = *v.string(key);
-    const std::string path = dir + "/" + rel;
+    const std::string path = text_path(v, key, dir);
     std::string s;
     try {
       s = read_regular_file(path, "case text", kMaxTextFileBytes);
     } catch (const Error& e) {
       v.fail_key(key, std::string("names a file kvrt cannot use: ") + e.what());
     }
+    text_bytes += s.size();
+    if (text_bytes > kMaxCaseTextBytes)
+      v.fail_key(key, "brings the text files of the acceptance set over the limit of " +
+                          std::to_string(kMaxCaseTextBytes >> 20) + " MiB");
     hash.update("file\0", 5);
     hash.update(s);
     while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
@@ -43,6 +62,23 @@ struct Loader {
   void claim_id(const TomlView& v, const std::string& id) {
     if (id.empty()) v.fail_key("id", "must not be empty");
     if (!ids.insert(id).second) v.fail_key("id", "'" + id + "' is already used by another case");
+  }
+
+  // A template's cases, counted and their ids claimed before any is built.
+  void claim_expansion(const TomlView& v, const TemplateDef& t) {
+    const size_t n = t.lengths.size() * t.positions.size();
+    if (n > kMaxTemplateCases)
+      v.fail(nullptr, "'lengths' x 'positions' make " + std::to_string(n) + " cases, more than the " +
+                          std::to_string(kMaxTemplateCases) + " one template may expand to");
+    expanded_cases += n;
+    if (expanded_cases > kMaxExpandedCases)
+      v.fail(nullptr, "the templates of the acceptance set expand to more than " +
+                          std::to_string(kMaxExpandedCases) + " cases");
+    for (double length : t.lengths)
+      for (double position : t.positions)
+        if (const std::string id = template_case_id(t.id, length, position); !ids.insert(id).second)
+          v.fail(nullptr, "expands to the case id '" + id + "', which another case already uses (lengths and "
+                          "positions name cases in whole percent)");
   }
 
   CaseDef read_case(const TomlView& v, const std::string& dir);
@@ -219,6 +255,7 @@ TemplateDef Loader::read_template(const TomlView& v, const std::string& dir) {
   if (t.filler.empty()) v.fail_key("filler_file", "names an empty file");
   t.lengths = fractions(v, "lengths", 0.05);
   t.positions = fractions(v, "positions", 0.0);
+  claim_expansion(v, t);
   t.n_generate = read_generate(v, 12);
   return t;
 }

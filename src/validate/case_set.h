@@ -64,11 +64,21 @@ struct CaseSet {
   std::string sha256;  // over every manifest and text file read, in order (not their paths)
 };
 
+// Bounds on what a case set may make before any work: cases one template expands to (lengths x
+// positions), cases all templates expand to, and the bytes of every text file the set reads.
+constexpr size_t kMaxTemplateCases = 256;
+constexpr size_t kMaxExpandedCases = 1024;
+constexpr size_t kMaxCaseTextBytes = size_t(64) << 20;
+
+// The id of a template's case at a length and position: "ID-L<length %>-P<position %>".
+std::string template_case_id(const std::string& template_id, double length, double position);
+
 // `s` with every "{value}" replaced by `value`.
 std::string replace_value(std::string s, const std::string& value);
 
 // Reads manifest.toml of each directory in order. Errors name the file and line; a duplicate
-// id anywhere in the set is an error.
+// id anywhere in the set (the ids templates expand to included), a text file outside its case
+// directory and a set over the bounds above are errors.
 CaseSet load_case_set(const std::vector<std::string>& dirs);
 
 // A concrete case ready to run: tokens for the model at hand.

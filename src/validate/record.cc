@@ -85,14 +85,14 @@ Record parse_record(const std::string& path, const toml::table& doc) {
   r.thresholds_sha256 = top.required_string("thresholds_sha256");
   r.case_dirs = top.strings("case_dirs").value_or(std::vector<std::string>{});
   r.acceptance_sha256 = top.required_string("acceptance_sha256");
-  r.max_len = int(top.integer("max_len").value_or(0));
+  r.max_len = top.integer_in("max_len", 0, INT32_MAX).value_or(0);
   if (const toml::array* arr = top.array("setting")) {
     for (const auto& node : *arr) {
       if (!node.is_table()) top.fail(&node, "each [[setting]] must be a table");
       const TomlView v(path, *node.as_table(), "setting");
       v.allow_only({"name", "matmul", "label", "verdict", "bytes_per_token", "n_ctx", "tune_name"});
       RecordSetting s{v.required_string("name"), v.string("label").value_or(""), parse_verdict(v),
-                      v.number("bytes_per_token").value_or(0), int(v.integer("n_ctx").value_or(0)),
+                      v.number("bytes_per_token").value_or(0), v.integer_in("n_ctx", 0, INT32_MAX).value_or(0),
                       parse_matmul(v), v.string("tune_name").value_or("")};
       // The gate takes the first entry of a setting: a second one could only shadow or be shadowed.
       for (const RecordSetting& e : r.settings) {
@@ -163,6 +163,7 @@ Record read_record(const std::string& path) {
   const std::string rest = text.substr(0, at + 1) + text.substr(line_end + 1);
   if (claimed != toml_quote(sha256_hex(rest))) refuse(path, "was edited after it was written (content hash mismatch)");
   try {
+    check_toml_nesting(text, path, "validation record");
     Record r = parse_record(path, toml::parse(text, path));
     r.signer = signer;
     return r;
@@ -175,9 +176,10 @@ Record read_record(const std::string& path) {
 
 std::string state_dir() {
   if (const char* d = std::getenv("KVRT_STATE_DIR"); d && *d) return d;
-  if (const char* x = std::getenv("XDG_STATE_HOME"); x && *x) return std::string(x) + "/kvrt";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.local/state/kvrt";
-  return ".kvrt-state";
+  if (const char* x = std::getenv("XDG_STATE_HOME"); x && *x == '/') return std::string(x) + "/kvrt";
+  if (const char* h = std::getenv("HOME"); h && *h == '/') return std::string(h) + "/.local/state/kvrt";
+  throw Error("no directory for validation records: HOME is unset or not an absolute path; set HOME, "
+              "XDG_STATE_HOME or KVRT_STATE_DIR, or give --record PATH", ErrorKind::kUsage);
 }
 
 std::string default_record_path(const std::string& model_sha256, const std::string& isa) {

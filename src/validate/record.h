@@ -54,7 +54,9 @@ void write_record(const Record& r, const std::string& path, const SecretKey* key
 // FIFO, device or directory, over kMaxTomlFileBytes, no permission) is a kvrt::Error(kInput).
 Record read_record(const std::string& path);
 
-// $KVRT_STATE_DIR, else $XDG_STATE_HOME/kvrt, else ~/.local/state/kvrt.
+// $KVRT_STATE_DIR, else $XDG_STATE_HOME/kvrt, else $HOME/.local/state/kvrt (XDG_STATE_HOME and
+// HOME only when absolute, as the XDG base directory rules say); without any of them a
+// kvrt::Error(kUsage) asking for one or for --record, never a directory relative to the working one.
 std::string state_dir();
 // Where validate writes, and run looks, by default: one record per model file and ISA.
 std::string default_record_path(const std::string& model_sha256, const std::string& isa);

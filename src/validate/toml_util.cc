@@ -10,6 +10,7 @@ toml::table parse_toml_file(const std::string& path, const std::string& what) {
 }
 
 toml::table parse_toml(const std::string& text, const std::string& path, const std::string& what) {
+  check_toml_nesting(text, path, what);
   try {
     return toml::parse(text, path);
   } catch (const toml::parse_error& e) {
@@ -54,6 +55,13 @@ std::optional<int64_t> TomlView::integer(std::string_view key) const {
   if (!n) return std::nullopt;
   if (!n->is_integer()) fail_key(key, "must be an integer");
   return n->as_integer()->get();
+}
+
+std::optional<int> TomlView::integer_in(std::string_view key, int min, int max) const {
+  const std::optional<int64_t> x = integer(key);
+  if (x && (*x < min || *x > max))
+    fail_key(key, "must be between " + std::to_string(min) + " and " + std::to_string(max));
+  return x ? std::optional<int>(int(*x)) : std::nullopt;
 }
 
 std::optional<double> TomlView::number(std::string_view key) const {

@@ -13,9 +13,18 @@
 
 namespace kvrt::validate {
 
-// Parses a TOML file; a missing, special or over-large file (limit kMaxTomlFileBytes) or a syntax
-// error is a kvrt::Error(kInput), "FILE:LINE:COL: description" for syntax. `what` names the kind
-// of file in the message.
+// Deepest nesting of tables and arrays a TOML file may have, counting each part of a dotted key
+// (a.b.c = 1 nests three deep). kvrt's own files nest at most four deep.
+constexpr size_t kMaxTomlNesting = 64;
+
+// Throws kvrt::Error(kInput) "FILE:LINE: <what> nests ... more than 64 levels deep" when `text`
+// nests deeper than kMaxTomlNesting. A cheap scan, run before toml++ parses, because toml++
+// recurses once per level and a deep enough file overflows the stack.
+void check_toml_nesting(std::string_view text, const std::string& path, const std::string& what);
+
+// Parses a TOML file; a missing, special or over-large file (limit kMaxTomlFileBytes), nesting
+// deeper than kMaxTomlNesting or a syntax error is a kvrt::Error(kInput), "FILE:LINE:COL:
+// description" for syntax. `what` names the kind of file in the message.
 toml::table parse_toml_file(const std::string& path, const std::string& what);
 // The same for text already read from `path`.
 toml::table parse_toml(const std::string& text, const std::string& path, const std::string& what);
@@ -32,6 +41,8 @@ class TomlView {
   bool has(std::string_view key) const { return table_.contains(key); }
   std::optional<std::string> string(std::string_view key) const;
   std::optional<int64_t> integer(std::string_view key) const;
+  // An integer from min to max, so that a value is never narrowed.
+  std::optional<int> integer_in(std::string_view key, int min, int max) const;
   std::optional<double> number(std::string_view key) const;  // integer or float
   std::optional<bool> boolean(std::string_view key) const;
   std::optional<std::vector<std::string>> strings(std::string_view key) const;

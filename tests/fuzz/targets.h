@@ -1,4 +1,4 @@
-// Bodies of the fuzz targets (gguf, tokenizer, toml, weights, signed), shared by the libFuzzer entry points (fuzz_*.cc, built by
+// Bodies of the fuzz targets (gguf, tokenizer, toml, manifest, weights, signed), shared by the libFuzzer entry points (fuzz_*.cc, built by
 // tools/fuzz.sh) and by tests/test_fuzz_regressions.cc, which replays the seed corpus and every
 // input that once crashed. A target returns normally or throws kvrt::Error for bad input;
 // anything else (a crash, a sanitizer report, another exception, an abort) is a bug.
@@ -14,6 +14,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -22,10 +24,12 @@
 #include "common/error.h"
 #include "common/sha256.h"
 #include "io/gguf.h"
+#include "model/chat_template.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
 #include "simd/dispatch.h"
 #include "simd/weight_types.h"
+#include "validate/case_set.h"
 #include "validate/record.h"
 #include "validate/settings.h"
 #include "validate/signing_key.h"
@@ -142,6 +146,38 @@ inline void signed_one(const uint8_t* data, size_t size) {
   const std::string secret = memory_file(text);
   if (::chmod(secret.c_str(), 0600) != 0) std::abort();
   attempt([&] { (void)validate::read_secret_key(secret); });
+}
+
+// A case directory for the manifest target: a filler and a text file beside the manifest the
+// input becomes; removed at exit.
+struct CaseDir {
+  std::string path;
+  CaseDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "kvrt-fuzz-cases-XXXXXX").string();
+    if (mkdtemp(tmpl.data()) == nullptr) std::abort();
+    path = tmpl;
+    std::ofstream(path + "/filler.txt") << "The sun was warm.\nA bird sang in the tree.\nThe dog ran home.\n";
+    std::ofstream(path + "/text.txt") << "Once upon a time, there was a little girl named Lily.\n";
+  }
+  ~CaseDir() { std::filesystem::remove_all(path); }
+};
+
+// Bytes as a case manifest: read (text files, templates, checks), then its cases built for
+// stories260K at a context of 128 positions with the chatml format for multi-turn cases.
+inline void manifest_one(const uint8_t* data, size_t size) {
+  static const CaseDir dir;
+  static const Vocab vocab = load_vocab("models/stories260K.gguf");
+  static const model::ChatTemplate chat = model::ChatTemplate::from_name("chatml");
+  {
+    std::ofstream out(dir.path + "/manifest.toml", std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(data), std::streamsize(size));
+  }
+  try {
+    const validate::CaseSet set = validate::load_case_set({dir.path});
+    std::vector<std::string> skipped;
+    (void)validate::build_cases(set, *vocab.tokenizer, &chat, 128, &skipped);
+  } catch (const Error&) {
+  }
 }
 
 // True when a and b hold the same floats bit for bit, except that any NaN matches any NaN: which

@@ -13,6 +13,7 @@
 #include "command_line.h"
 #include "commands.h"
 #include "common/error.h"
+#include "flag_numbers.h"
 #include "model/sampler.h"
 #include "model/session.h"
 #include "model_options.h"
@@ -25,6 +26,8 @@ namespace kvrt::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+constexpr int kMaxContext = 1 << 24;  // as run's -c
 
 struct BenchOptions {
   ModelOptions model;
@@ -45,19 +48,24 @@ struct Row {
   std::vector<std::pair<int, double>> decode;  // (context, tok/s)
 };
 
-std::vector<int> parse_int_list(const std::string& s, const char* flag) {
-  std::vector<int> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');) {
-    char* end = nullptr;
-    long v = std::strtol(item.c_str(), &end, 10);
-    if (item.empty() || *end || v <= 0)
-      throw Error(std::string("invalid value '") + s + "' for " + flag + ": expected positive integers separated by commas",
-                  ErrorKind::kUsage);
-    out.push_back(int(v));
-  }
+// The --ctx list, sorted, each context once; every context from 1 to kMaxContext.
+std::vector<int> parse_contexts(const std::string& s) {
+  std::vector<int> out = parse_flag_int_list("--ctx", s, 1, kMaxContext);
   std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
+}
+
+// Positions the session needs: the largest context or the timed prefill, then the decode steps
+// timed at each context (counted in 64 bits: the sum is checked before it becomes an int).
+int session_context(const BenchOptions& o, const std::vector<int>& contexts) {
+  const int64_t n = int64_t(std::max(contexts.back(), o.prefill_tokens)) +
+                    int64_t(contexts.size()) * int64_t(o.decode_tokens);
+  if (n > kMaxContext)
+    throw Error("--ctx " + o.contexts + " with --decode-tokens " + std::to_string(o.decode_tokens) + " needs " +
+                    std::to_string(n) + " positions, more than the most of " + std::to_string(kMaxContext),
+                ErrorKind::kUsage);
+  return int(n);
 }
 
 // A row of the table: a KV setting of the --settings list and a precision of the --matmul list.
@@ -104,7 +112,7 @@ void fill_to(model::Session& s, int target, std::mt19937& rng) {
 Row bench_setting(const model::Model& m, const BenchOptions& o, const BenchSetting& setting,
                   const std::vector<int>& contexts) {
   model::SessionOptions so;
-  so.n_ctx = std::max(contexts.back(), o.prefill_tokens) + int(contexts.size()) * o.decode_tokens;
+  so.n_ctx = session_context(o, contexts);
   so.n_threads = o.model.n_threads;
   so.kv = setting.kv;
   so.matmul = setting.matmul;
@@ -201,7 +209,8 @@ int cmd_bench(int argc, char** argv) {
   if (!cl.parse(argc, argv)) return kExitOk;
   if (!o.json.empty()) validate::check_output_path(o.json, "JSON results");  // before minutes of work
 
-  const std::vector<int> contexts = parse_int_list(o.contexts, "--ctx");
+  const std::vector<int> contexts = parse_contexts(o.contexts);
+  (void)session_context(o, contexts);  // before the model loads
   const std::vector<BenchSetting> settings = settings_of(o);  // bad settings fail before any work
   auto model = o.model.load();
   const int n_threads = o.model.n_threads > 0 ? o.model.n_threads : omp_get_num_procs();

@@ -3,14 +3,17 @@
 // stderr. The KV cache keeps the conversation: each turn evaluates only its own tokens.
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <iostream>
+#include <cstring>
 #include <string>
 
 #include "command_line.h"
 #include "commands.h"
 #include "common/error.h"
+#include "common/regular_file.h"
 #include "gate_options.h"
 #include "kv_options.h"
 #include "kv_report.h"
@@ -20,6 +23,7 @@
 #include "ops/matmul.h"
 #include "sampling_options.h"
 #include "simd/kernels.h"
+#include "std_streams.h"
 
 namespace kvrt::cli {
 namespace {
@@ -35,16 +39,25 @@ struct ChatOptions {
   bool parse_special = false;
 };
 
-void write_out(std::string_view text) {
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);
-}
+void write_out(std::string_view text) { write_stdout(text); }
 
-// The next user message; false at the end of input. On a terminal the prompt comes first; from a
-// script the message is echoed after it, so stdout reads as a transcript.
-bool read_message(bool tty, std::string& line) {
+// The next user message, at most max_bytes long; false at the end of input. On a terminal the
+// prompt comes first; from a script the message is echoed after it, so stdout reads as a
+// transcript. A longer line (stdin from /dev/zero) or a stdin that cannot be read (a directory)
+// is an error, not a message or the end.
+bool read_message(bool tty, size_t max_bytes, std::string& line) {
   if (tty) write_out("> ");
-  if (!std::getline(std::cin, line)) return false;
+  line.clear();
+  int c = 0;
+  while ((c = std::getc(stdin)) != EOF && c != '\n') {
+    if (line.size() == max_bytes)
+      throw Error("a message on standard input is longer than " + std::to_string(max_bytes) +
+                      " bytes, more than the context can hold (raise -c)", ErrorKind::kResource);
+    line += char(c);
+  }
+  if (c == EOF && std::ferror(stdin))
+    throw Error(std::string("cannot read the messages on standard input: ") + std::strerror(errno));
+  if (c == EOF && line.empty()) return false;
   if (!line.empty() && line.back() == '\r') line.pop_back();
   if (!tty) write_out("> " + line + "\n");
   return true;
@@ -93,7 +106,8 @@ int chat_loop(const ChatOptions& o, model::Conversation& chat, model::Sampler& s
   const bool stop = model::parse_on_context_full(o.on_full) == model::OnContextFull::kStop;
   const std::string advice = stop ? "(raise -c, or use --on-full drop-oldest)" : "(raise -c)";
   int n_turns = 0;
-  for (std::string line; read_message(tty, line);) {
+  const size_t max_bytes = std::min(kMaxTextFileBytes, session.model().tokenizer().max_text_bytes(size_t(session.n_ctx())));
+  for (std::string line; read_message(tty, max_bytes, line);) {
     if (line.empty()) continue;
     model::TurnResult r;
     try {

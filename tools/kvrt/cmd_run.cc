@@ -15,6 +15,7 @@
 #include "model_options.h"
 #include "ops/matmul.h"
 #include "sampling_options.h"
+#include "std_streams.h"
 #include "simd/kernels.h"
 
 namespace kvrt::cli {
@@ -41,11 +42,6 @@ std::string read_prompt(const RunOptions& o) {
   if (o.prompt_file.empty()) return o.prompt;
   if (!o.prompt.empty()) throw Error("give either -p or -f, not both", ErrorKind::kUsage);
   return read_regular_file(o.prompt_file, "prompt file", kMaxTextFileBytes);
-}
-
-void write_piece(const std::string& piece) {
-  std::fwrite(piece.data(), 1, piece.size(), stdout);
-  std::fflush(stdout);
 }
 
 // n_decoded: single-token forward passes timed in t_decode.
@@ -85,9 +81,15 @@ int cmd_run(int argc, char** argv) {
   const std::string prompt = read_prompt(o);
   auto model = o.model.load();
   const model::Tokenizer& tok = model->tokenizer();
-  std::vector<int32_t> tokens = tok.encode(prompt, true);
   model::SessionOptions so;
   so.n_ctx = o.model.ctx_for(*model);
+  // Refused before tokenizing: a prompt too long for the context would take seconds per MiB.
+  if (const size_t most = tok.max_text_bytes(size_t(so.n_ctx - 1)); prompt.size() > most)
+    throw Error("the prompt has " + std::to_string(prompt.size()) + " bytes, more than the context of " +
+                    std::to_string(so.n_ctx) + " positions can hold (at most " + std::to_string(most) +
+                    " bytes with this vocabulary; raise -c)",
+                ErrorKind::kResource);
+  std::vector<int32_t> tokens = tok.encode(prompt, true);
   so.n_threads = o.model.n_threads;
   so.kv = kv_config;
   so.matmul = matmul;
@@ -104,7 +106,7 @@ int cmd_run(int argc, char** argv) {
   session.eval(tokens.data(), int(tokens.size()));
   const double t_prefill = seconds_since(t0);
   std::string text = tok.decode(tokens);
-  write_piece(text);
+  write_stdout(text);
   bool at_start = text.empty();
 
   int n_gen = 0, n_decoded = 0;
@@ -117,7 +119,7 @@ int cmd_run(int argc, char** argv) {
     std::string piece = tok.token_to_piece(next);
     if (at_start && tok.adds_space_prefix() && !piece.empty() && piece[0] == ' ') piece.erase(0, 1);
     at_start = at_start && piece.empty();
-    write_piece(piece);
+    write_stdout(piece);
     if (++n_gen == o.n_predict) break;
     if (session.n_past() >= session.n_ctx()) {
       std::fprintf(stderr, "\nkvrt: context full (%d positions); generation stopped (raise -c)\n",
@@ -128,7 +130,7 @@ int cmd_run(int argc, char** argv) {
     ++n_decoded;
   }
   const double t_decode = seconds_since(t0);
-  write_piece("\n");
+  write_stdout("\n");
   report(session, int(tokens.size()), t_prefill, n_decoded, t_decode);
   return kExitOk;
 }

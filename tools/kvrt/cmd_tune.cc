@@ -1,12 +1,12 @@
 // kvrt tune: search per-layer K and V formats for the smallest-memory setting that PASSes the gate
 // at the deployment context, and write it into the record under a name `kvrt run --kv NAME` takes.
 #include <cstdio>
-#include <cstdlib>
 
 #include "acceptance_options.h"
 #include "command_line.h"
 #include "commands.h"
 #include "common/error.h"
+#include "flag_numbers.h"
 #include "kv_options.h"
 #include "model_options.h"
 #include "validate/named_setting.h"
@@ -60,11 +60,10 @@ int cmd_tune(int argc, char** argv) {
   // Tests only: damages the stored scales of layer L in every candidate by the relative NOISE, so
   // the search has a known answer; the record is not written.
   cl.add_hidden("--debug-damage-layer", [&o](std::string_view v) {
-    const std::string s(v);
-    const size_t colon = s.find(':');
-    o.damage_layer = std::atoi(s.substr(0, colon).c_str());
-    o.damage_noise = colon == std::string::npos ? 0.0f : std::strtof(s.c_str() + colon + 1, nullptr);
-    if (!(o.damage_noise > 0)) throw Error("--debug-damage-layer needs LAYER:NOISE", ErrorKind::kUsage);
+    const size_t colon = v.find(':');
+    if (colon == std::string_view::npos) throw Error("--debug-damage-layer needs LAYER:NOISE", ErrorKind::kUsage);
+    o.damage_layer = int(parse_flag_int("--debug-damage-layer", v.substr(0, colon), 0, 1 << 20));
+    o.damage_noise = parse_flag_float("--debug-damage-layer", v.substr(colon + 1), 1e-6f, 1e6f);
   });
   if (!cl.parse(argc, argv)) return kExitOk;
 

@@ -5,13 +5,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <optional>
 
 #include "acceptance_options.h"
 #include "command_line.h"
 #include "commands.h"
 #include "common/error.h"
+#include "flag_numbers.h"
 #include "kv_options.h"
 #include "model_options.h"
 #include "validate/output_file.h"
@@ -113,8 +113,7 @@ int cmd_validate(int argc, char** argv) {
          &o.sign);
   // Tests only: adds q4/q4 with its stored scales perturbed by this relative amount; it must FAIL.
   cl.add_hidden("--debug-negative-control", [&o](std::string_view v) {
-    o.negative_control = std::strtof(std::string(v).c_str(), nullptr);
-    if (!(o.negative_control > 0)) throw Error("--debug-negative-control needs a positive scale", ErrorKind::kUsage);
+    o.negative_control = parse_flag_float("--debug-negative-control", v, 1e-6f, 1e6f);
   });
   if (!cl.parse(argc, argv)) return kExitOk;
   const std::optional<validate::Prefer> prefer = validate::parse_prefer(o.prefer);

@@ -1,11 +1,9 @@
 #include "command_line.h"
 
-#include <cerrno>
-#include <cmath>
-#include <cstdlib>
 #include <sstream>
 
 #include "common/error.h"
+#include "flag_numbers.h"
 
 namespace kvrt::cli {
 namespace {
@@ -19,25 +17,6 @@ std::vector<std::string> split_names(const std::string& names) {
 
 [[noreturn]] void bad_value(const std::string& flag, std::string_view v, const std::string& why) {
   throw Error("invalid value '" + std::string(v) + "' for " + flag + ": " + why, ErrorKind::kUsage);
-}
-
-long long parse_integer(const std::string& flag, std::string_view v) {
-  std::string s(v);
-  char* end = nullptr;
-  errno = 0;
-  long long x = std::strtoll(s.c_str(), &end, 10);
-  if (s.empty() || *end != '\0' || errno == ERANGE) bad_value(flag, v, "expected an integer");
-  return x;
-}
-
-uint64_t parse_unsigned(const std::string& flag, std::string_view v) {
-  std::string s(v);
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long x = std::strtoull(s.c_str(), &end, 10);
-  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || *end != '\0' || errno == ERANGE)
-    bad_value(flag, v, "expected an integer from 0 to 18446744073709551615");
-  return uint64_t(x);
 }
 
 }  // namespace
@@ -58,11 +37,7 @@ void CommandLine::add(const std::string& names, const std::string& metavar,
                       const std::string& help, int* out, int min, int max) {
   std::string flag = split_names(names).back();
   options_.push_back({split_names(names), metavar, help, false, [=](std::string_view v) {
-                        long long x = parse_integer(flag, v);
-                        if (x < min || x > max)
-                          bad_value(flag, v, "must be between " + std::to_string(min) + " and " +
-                                                 std::to_string(max));
-                        *out = int(x);
+                        *out = int(parse_flag_int(flag, v, min, max));
                       }});
 }
 
@@ -70,15 +45,7 @@ void CommandLine::add(const std::string& names, const std::string& metavar,
                       const std::string& help, float* out, float min, float max) {
   std::string flag = split_names(names).back();
   options_.push_back({split_names(names), metavar, help, false, [=](std::string_view v) {
-                        std::string s(v);
-                        char* end = nullptr;
-                        float x = std::strtof(s.c_str(), &end);
-                        if (s.empty() || *end != '\0' || !std::isfinite(x))
-                          bad_value(flag, v, "expected a number");
-                        if (x < min || x > max)
-                          bad_value(flag, v, "must be between " + std::to_string(min) + " and " +
-                                                 std::to_string(max));
-                        *out = x;
+                        *out = parse_flag_float(flag, v, min, max);
                       }});
 }
 
@@ -86,14 +53,14 @@ void CommandLine::add(const std::string& names, const std::string& metavar,
                       const std::string& help, uint64_t* out) {
   std::string flag = split_names(names).back();
   options_.push_back({split_names(names), metavar, help, false,
-                      [=](std::string_view v) { *out = parse_unsigned(flag, v); }});
+                      [=](std::string_view v) { *out = parse_flag_u64(flag, v); }});
 }
 
 void CommandLine::add(const std::string& names, const std::string& metavar,
                       const std::string& help, std::optional<uint64_t>* out) {
   std::string flag = split_names(names).back();
   options_.push_back({split_names(names), metavar, help, false,
-                      [=](std::string_view v) { *out = parse_unsigned(flag, v); }});
+                      [=](std::string_view v) { *out = parse_flag_u64(flag, v); }});
 }
 
 void CommandLine::add_flag(const std::string& names, const std::string& help, bool* out) {

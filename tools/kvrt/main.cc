@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "common/error.h"
 #include "kvrt_config.h"
+#include "std_streams.h"
 
 namespace {
 
@@ -78,9 +79,19 @@ int run_subcommand(const Subcommand& s, int argc, char** argv) {
   }
 }
 
+// Output lost on the way out (a full disk, /dev/full, a closed descriptor) turns a success into
+// a failure with one line on stderr; a failure keeps its own code.
+int finish(const char* name, int code) {
+  const std::string lost = kvrt::cli::close_stdout();
+  if (lost.empty()) return code;
+  std::fprintf(stderr, "kvrt%s%s: error: %s\n", *name ? " " : "", name, lost.c_str());
+  return code == kvrt::cli::kExitOk ? kvrt::cli::kExitResource : code;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  kvrt::cli::reserve_standard_fds();
   if (argc < 2) {
     print_usage(stderr);
     return kvrt::cli::kExitUsage;
@@ -88,11 +99,11 @@ int main(int argc, char** argv) {
   const std::string name = argv[1];
   if (name == "-h" || name == "--help" || name == "help") {
     print_usage(stdout);
-    return kvrt::cli::kExitOk;
+    return finish("", kvrt::cli::kExitOk);
   }
   if (name == "--version") {
     std::printf("kvrt %s\n", KVRT_VERSION);
-    return kvrt::cli::kExitOk;
+    return finish("", kvrt::cli::kExitOk);
   }
   // Over a file-size limit a write fails with EFBIG (and the output's temporary file is dropped)
   // instead of SIGXFSZ ending the process.
@@ -102,7 +113,7 @@ int main(int argc, char** argv) {
     if (name != s.name) continue;
     const int code = run_subcommand(s, argc, argv);
     g_running = nullptr;
-    return code;
+    return finish(s.name, code);
   }
   std::fprintf(stderr, "kvrt: unknown command '%s'\n\n", name.c_str());
   print_usage(stderr);
