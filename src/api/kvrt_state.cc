@@ -89,7 +89,8 @@ kvrt_status kvrt_session_state_size(const kvrt_session* session, size_t* out_siz
   return guard([&] {
     KVRT_REQUIRE(session);
     KVRT_REQUIRE(out_size);
-    *out_size = state_of(*session).size();
+    *out_size =
+        kvrt::model::state_size(*session->session, kvrt::sha256_file(session->owner->path), {});
     return KVRT_OK;
   });
 }
@@ -99,10 +100,15 @@ kvrt_status kvrt_session_state_write(const kvrt_session* session, void* buffer, 
   return guard([&] {
     KVRT_REQUIRE(session);
     KVRT_REQUIRE(out_size);
-    const std::string bytes = state_of(*session);
-    if (bytes.size() <= capacity) KVRT_REQUIRE(buffer);
-    return kvrt::api::copy_out(bytes.data(), bytes.size(), static_cast<char*>(buffer), capacity,
-                               out_size, "the session state");
+    const std::string sha = kvrt::sha256_file(session->owner->path);
+    *out_size = kvrt::model::state_size(*session->session, sha, {});
+    if (*out_size > capacity)
+      return fail(KVRT_ERR_BUFFER_TOO_SMALL,
+                  "the session state needs " + std::to_string(*out_size) +
+                      " bytes, the buffer holds " + std::to_string(capacity));
+    KVRT_REQUIRE(buffer);
+    kvrt::model::write_state(buffer, *out_size, *session->session, sha, {});
+    return KVRT_OK;
   });
 }
 

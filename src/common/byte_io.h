@@ -18,23 +18,37 @@ namespace kvrt {
 static_assert(std::endian::native == std::endian::little,
               "kvrt's binary files are little-endian, as its targets are");
 
+// Appends to a string, writes into a caller's buffer of a known capacity, or only counts (the
+// size of what would be written, with nothing copied).
 class ByteWriter {
  public:
-  explicit ByteWriter(std::string& out) : out_(out) {}
+  ByteWriter() = default;  // counts
+  explicit ByteWriter(std::string& out) : str_(&out) {}
+  ByteWriter(void* buffer, size_t capacity) : buf_(static_cast<uint8_t*>(buffer)), cap_(capacity) {}
   template <typename T>
   void put(T v) {
     static_assert(std::is_arithmetic_v<T>);
     put_bytes(&v, sizeof v);
   }
-  void put_bytes(const void* p, size_t n) { out_.append(static_cast<const char*>(p), n); }
+  void put_bytes(const void* p, size_t n) {
+    if (str_) str_->append(static_cast<const char*>(p), n);
+    if (buf_) {
+      KVRT_ASSERT(n <= cap_ - n_);
+      if (n > 0) std::memcpy(buf_ + n_, p, n);
+    }
+    n_ += n;
+  }
   void put_string(std::string_view s) {  // u32 length, then the bytes
     put(static_cast<uint32_t>(s.size()));
     put_bytes(s.data(), s.size());
   }
-  size_t size() const { return out_.size(); }
+  size_t size() const { return n_; }  // bytes written (or counted) by this writer
 
  private:
-  std::string& out_;
+  std::string* str_ = nullptr;
+  uint8_t* buf_ = nullptr;
+  size_t cap_ = 0;
+  size_t n_ = 0;
 };
 
 class ByteReader {

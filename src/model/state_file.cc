@@ -16,12 +16,11 @@ constexpr size_t kDigestBytes = 32;
 constexpr size_t kMaxFieldBytes = 4096;  // model digest, setting, matmul names
 constexpr size_t kMaxAppBytes = size_t(64) << 20;
 
-void put_digest(std::string& bytes) {
-  Sha256 h;
-  h.update(bytes.data(), bytes.size());
-  const std::string hex = h.hex_digest();
+// The SHA-256 of the `n` bytes at p, as 32 raw bytes at p + n.
+void put_digest(uint8_t* p, size_t n) {
+  const std::string hex = sha256_hex(std::string_view(reinterpret_cast<const char*>(p), n));
   for (size_t i = 0; i < kDigestBytes; ++i)
-    bytes.push_back(char(std::stoi(hex.substr(2 * i, 2), nullptr, 16)));
+    p[n + i] = uint8_t(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
 }
 
 std::string digest_hex(const uint8_t* p) {
@@ -31,16 +30,13 @@ std::string digest_hex(const uint8_t* p) {
   return s;
 }
 
-}  // namespace
-
-std::string state_bytes(const Session& session, const std::string& model_sha256,
-                        const StateExtras& extras) {
-  std::string bytes;
-  ByteWriter out(bytes);
+// Everything but the closing digest; `size` is the whole file's, digest included.
+void write_content(ByteWriter& out, uint64_t size, const Session& session,
+                   const std::string& model_sha256, const StateExtras& extras) {
   out.put_bytes(kMagic, sizeof kMagic);
   out.put(kStateFormat);
   out.put(uint32_t(0));  // flags
-  out.put(uint64_t(0));  // file size, filled in below
+  out.put(size);
   out.put_string(model_sha256);
   out.put_string(session.kv_cache().config().name());
   out.put_string(ops::matmul_precision_name(session.matmul_precision()));
@@ -50,9 +46,29 @@ std::string state_bytes(const Session& session, const std::string& model_sha256,
   out.put(extras.sampler_rng.value_or(0));
   out.put_string(extras.app);
   session.save_state(out);
-  const uint64_t size = bytes.size() + kDigestBytes;
-  std::memcpy(bytes.data() + 16, &size, sizeof size);
-  put_digest(bytes);
+}
+
+}  // namespace
+
+size_t state_size(const Session& session, const std::string& model_sha256,
+                  const StateExtras& extras) {
+  ByteWriter count;
+  write_content(count, 0, session, model_sha256, extras);
+  return count.size() + kDigestBytes;
+}
+
+void write_state(void* buffer, size_t size, const Session& session, const std::string& model_sha256,
+                 const StateExtras& extras) {
+  KVRT_ASSERT(size == state_size(session, model_sha256, extras));
+  ByteWriter out(buffer, size - kDigestBytes);
+  write_content(out, size, session, model_sha256, extras);
+  put_digest(static_cast<uint8_t*>(buffer), out.size());
+}
+
+std::string state_bytes(const Session& session, const std::string& model_sha256,
+                        const StateExtras& extras) {
+  std::string bytes(state_size(session, model_sha256, extras), '\0');
+  write_state(bytes.data(), bytes.size(), session, model_sha256, extras);
   return bytes;
 }
 

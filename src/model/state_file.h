@@ -38,9 +38,15 @@ struct StateHeader {
   size_t session_offset = 0;  // where the session part starts
 };
 
-// The whole content of a state file for `session`; model_sha256 is its model file's.
+// The whole content of a state file for `session`; model_sha256 is its model file's. state_size
+// counts it without copying anything; write_state writes it into a buffer of exactly that size
+// (firmware gets the cache into its own memory with no copy in between).
 std::string state_bytes(const Session& session, const std::string& model_sha256,
                         const StateExtras& extras);
+size_t state_size(const Session& session, const std::string& model_sha256,
+                  const StateExtras& extras);
+void write_state(void* buffer, size_t size, const Session& session, const std::string& model_sha256,
+                 const StateExtras& extras);
 
 // Checks length, magic, format version and checksum, then reads the header; `what` names the
 // bytes in errors ("state file 'boot.kvs'"). Each failure is a kvrt::Error(kInput) of one sentence
