@@ -60,7 +60,8 @@ void report(const model::Session& s, int n_prompt, double t_prefill, int n_decod
     std::fprintf(stderr, "kvrt: prefill %d tokens in %.1f ms (%.1f tok/s)\n", n_prompt,
                  t_prefill * 1e3, n_prompt / t_prefill);
   if (n_prompt == 0)
-    std::fprintf(stderr, "kvrt: prefill 0 tokens: the prompt cache held the whole prompt\n");
+    std::fprintf(stderr, "kvrt: prefill 0 tokens: the prompt cache held the prompt (loaded in %.1f ms)\n",
+                 t_prefill * 1e3);
   if (n_decoded > 0)
     std::fprintf(stderr, "kvrt: decode %d tokens in %.1f ms (%.1f tok/s)\n", n_decoded,
                  t_decode * 1e3, n_decoded / t_decode);
