@@ -92,3 +92,13 @@ TEST_CASE("the signed fuzz target handles its corpus and past crashes") {
 TEST_CASE("the weights fuzz target handles its corpus and past crashes") {
   replay("weights", kvrt::fuzz::weights_one);
 }
+
+TEST_CASE("the state fuzz target handles its corpus and past crashes") {
+  replay("state", kvrt::fuzz::state_one);
+  // The seed is a complete state file of stories260K: it loads as it is.
+  const std::string bytes = kvrt::test::read_file(std::string(KVRT_SOURCE_DIR) +
+                                                  "/tests/fuzz/corpus/state/stories_f32_8.kvs");
+  const kvrt::model::StateHeader h = kvrt::model::read_state_header(bytes, "seed");
+  CHECK(h.n_past == 8);
+  CHECK(h.setting.find("k=f32,v=f32,") == 0);
+}

@@ -67,7 +67,10 @@ extern "C" {
  *    qwen3, smollm3, granite and phi4-mini; signed validation records:
  *    kvrt_validation_check_trusted accepts only a record signed by a given Ed25519 public key
  *    (kvrt validate --sign, docs/signed-records.md); KVRT_ERR_IN_USE: a call on a session or
- *    sampler that another thread is using fails with it instead of racing; additions only. */
+ *    sampler that another thread is using fails with it instead of racing; sessions that outlive the process:
+ *    kvrt_session_save / kvrt_session_load (state files), kvrt_session_state_size / _write /
+ *    _read (the same bytes in memory), kvrt_session_tokens, kvrt_session_truncate and
+ *    kvrt_session_eval_reusing (prefix reuse); additions only. */
 #define KVRT_API_VERSION 9
 
 /* Most threads a session or a validation run may use (n_threads); more is KVRT_ERR_INVALID_ARGUMENT.
@@ -572,6 +575,57 @@ KVRT_EXPORT kvrt_status kvrt_session_create_named(const kvrt_model* model, const
                                                   const char* record_path,
                                                   const kvrt_session_options* options,
                                                   kvrt_session** out_session);
+
+/* ---- sessions that outlive the process (docs/sessions.md) --------------------------------- */
+
+/* Saves the session (its positions, token ids, last logits and packed KV cache, as in memory) to
+ * a state file (docs/formats/state-file.md) bound to the model file, the KV setting and the
+ * matmul precision. The file is written whole or not at all (temporary file, fsync, rename, fsync
+ * of the directory): a failed save leaves an existing file as it was. A FIFO, device or directory
+ * is KVRT_ERR_INVALID_ARGUMENT before anything is written. */
+KVRT_EXPORT kvrt_status kvrt_session_save(const kvrt_session* session, const char* path);
+
+/* Opens a session from a state file with the file's KV setting and matmul precision (options->kv
+ * and options->matmul are ignored; kvrt_session_get_info names the setting), through the gate of
+ * kvrt_session_create_named: a compressed setting (or bf16 products) needs a PASS in the record at
+ * record_path (NULL = the default record) at a context of at least the session's n_ctx, else
+ * KVRT_ERR_REFUSED saying why, before anything is allocated. options->n_ctx 0 and n_batch 0 take
+ * the saved ones; n_threads and max_memory_bytes apply as in kvrt_session_create. A file that is
+ * truncated, damaged, made for another model file or by a newer kvrt is KVRT_ERR_INPUT with one
+ * sentence naming the mismatch. The restored session gives the logits the saved one would have
+ * given, bit for bit. */
+KVRT_EXPORT kvrt_status kvrt_session_load(const kvrt_model* model, const char* path,
+                                          const char* record_path,
+                                          const kvrt_session_options* options,
+                                          kvrt_session** out_session);
+
+/* The same bytes in memory, for firmware without a filesystem: the size of the session's state,
+ * the state written to a buffer (KVRT_ERR_BUFFER_TOO_SMALL with the size in *out_size when it
+ * does not fit), and a session opened from such bytes as kvrt_session_load opens a file. */
+KVRT_EXPORT kvrt_status kvrt_session_state_size(const kvrt_session* session, size_t* out_size);
+KVRT_EXPORT kvrt_status kvrt_session_state_write(const kvrt_session* session, void* buffer,
+                                                 size_t capacity, size_t* out_size);
+KVRT_EXPORT kvrt_status kvrt_session_state_read(const kvrt_model* model, const void* data,
+                                                size_t size, const char* record_path,
+                                                const kvrt_session_options* options,
+                                                kvrt_session** out_session);
+
+/* The token ids the session holds ([n_past], owned by the session, valid until its next call). */
+KVRT_EXPORT kvrt_status kvrt_session_tokens(const kvrt_session* session, const int32_t** out_tokens,
+                                            size_t* out_n_tokens);
+
+/* Forgets the positions from n_keep on. *out_n_kept (may be NULL) is n_keep, or 0 when the cache
+ * cannot drop positions exactly (a residual FP32 window, or a sliding-window layer whose ring has
+ * turned): the session is then empty and the caller evaluates everything again. Logits are
+ * unavailable until the next eval. */
+KVRT_EXPORT kvrt_status kvrt_session_truncate(kvrt_session* session, int32_t n_keep,
+                                              int32_t* out_n_kept);
+
+/* Evaluates `tokens` as the session's whole content, reusing the longest prefix it already holds
+ * (kvrt_session_truncate's rule), so a request sharing a prefix with the last one evaluates only
+ * its suffix. *out_n_reused (may be NULL) counts the positions kept. */
+KVRT_EXPORT kvrt_status kvrt_session_eval_reusing(kvrt_session* session, const int32_t* tokens,
+                                                  size_t n_tokens, size_t* out_n_reused);
 
 #ifdef __cplusplus
 }

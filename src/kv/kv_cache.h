@@ -12,6 +12,11 @@
 #include "kv/cache_view.h"
 #include "kv/kv_config.h"
 
+namespace kvrt {
+class ByteReader;
+class ByteWriter;
+}  // namespace kvrt
+
 namespace kvrt::kv {
 
 class KvCache {
@@ -35,6 +40,19 @@ class KvCache {
   // Becomes a copy of the positions of `src`, a cache of the same setting and shape: its stored
   // bytes are copied into this cache's storage, nothing is allocated (validate's prefix reuse).
   void copy_from(const KvCache& src);
+
+  // Sessions that outlive the process (kv_cache_state.cc, docs/formats/state-file.md): the
+  // stored positions as bytes, per side and layer the positions packed, the tiles in use as they
+  // are in memory, the FP32 ring and the sink rows. Every layer must hold the same positions.
+  void save_state(ByteWriter& out) const;
+  // Reads what save_state wrote for n_past positions. The cache must have the saving cache's
+  // setting and a layout that holds them (a sliding-window layer's ring of the same size), else
+  // kvrt::Error(kInput) naming what differs, and the cache is left empty.
+  void load_state(ByteReader& in, int n_past);
+  // Forgets positions [n_keep, length). Returns n_keep when what stays is exactly what writing
+  // n_keep positions stores; otherwise (a residual FP32 window or a sliding-window ring that
+  // already dropped what n_keep positions need) clears the cache and returns 0.
+  int truncate(int n_keep);
 
   // What attention reads of one layer and kv head; valid until the next write or clear.
   HeadView view(int layer, int kv_head) const;

@@ -1,6 +1,7 @@
 #include "model/conversation.h"
 
 #include "common/error.h"
+#include "model/prefix_reuse.h"
 
 namespace kvrt::model {
 
@@ -67,7 +68,6 @@ std::vector<int32_t> Conversation::drop_oldest() {
                     std::to_string(session_.n_ctx()),
                 ErrorKind::kResource);
   messages_.erase(messages_.begin() + long(first), messages_.begin() + long(first + n_drop));
-  session_.reset();
   pending_.clear();
   return tokens;
 }
@@ -90,6 +90,9 @@ TurnResult Conversation::turn(std::string_view user, Sampler& sampler, int max_t
       const size_t n_before = messages_.size();
       tokens = drop_oldest();
       r.n_dropped = int(n_before - messages_.size());
+      // What the session holds of the kept conversation (the system message at least) stays.
+      r.n_reused = reuse_prefix(session_, tokens.data(), int(tokens.size()));
+      tokens.erase(tokens.begin(), tokens.begin() + r.n_reused);
     } else if (r.reread) {
       session_.reset();
       pending_.clear();

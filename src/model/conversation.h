@@ -25,12 +25,14 @@ OnContextFull parse_on_context_full(std::string_view name);
 struct TurnResult {
   std::string reply;
   // Tokens evaluated for the message: the end of the previous reply, then the message and the
-  // assistant's header (after dropping turns: the whole kept conversation).
+  // assistant's header (after dropping turns: the kept conversation after its first n_reused
+  // tokens, which the session still held).
   std::vector<int32_t> prompt_tokens;
   std::vector<int32_t> reply_tokens;  // generated and evaluated; the stop token is not among them
   int32_t stop_token = -1;            // the end-of-generation token that ended the reply, -1 if cut
   int n_dropped = 0;                  // messages dropped to make room (drop-oldest)
   bool reread = false;  // the format rendered the history differently: all of it was evaluated again
+  int n_reused = 0;                   // tokens of the kept conversation not evaluated again
   bool context_full = false;          // the reply was cut because every position is used
 };
 
@@ -49,6 +51,12 @@ class Conversation {
   // conversation as it was, when the message does not fit (policy stop, or too long even alone).
   TurnResult turn(std::string_view user, Sampler& sampler, int max_tokens,
                   const PieceCallback& on_piece);
+
+  // The conversation as bytes, for a state file's application data (model/state_file.h), and
+  // back: resume() takes what save() wrote for the session as it is now (kvrt chat --session);
+  // bytes that do not describe it are kvrt::Error(kInput) and leave the conversation as it was.
+  std::string save() const;
+  void resume(std::string_view bytes, const std::string& what);
 
   const std::vector<ChatMessage>& messages() const { return messages_; }
   const Session& session() const { return session_; }

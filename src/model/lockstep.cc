@@ -40,6 +40,7 @@ void Lockstep::step(Session* const* sessions, const int32_t* tokens, int n) {
   for (int i = 0; i < n; ++i) {
     Session& s = *sessions[i];
     s.n_past_ += 1;
+    s.tokens_.push_back(tokens[i]);
     std::memcpy(s.last_logits_.data(), &logits_[size_t(i) * c.n_vocab], sizeof(float) * c.n_vocab);
   }
 }

@@ -21,6 +21,10 @@ class Sampler {
   // model) is a kvrt::Error(kUsage), raised before any logit is read.
   int32_t sample(const float* logits, int n_logits);
   int n_vocab() const { return int(order_.size()); }
+  // The generator's position in its sequence: a saved session (model/state_file.h) carries it, so
+  // a resumed generation draws what the uninterrupted one would have.
+  uint64_t rng_state() const { return state_; }
+  void set_rng_state(uint64_t state) { state_ = state; }
 
  private:
   double next_uniform();  // [0, 1)

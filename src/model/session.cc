@@ -40,9 +40,13 @@ size_t Session::planned_bytes(const Model& model, const SessionOptions& o) {
   const int n_ctx = resolve_ctx(c, o.n_ctx), n_threads = resolve_threads(o.n_threads);
   const int n_batch = std::clamp(o.n_batch, 1, n_ctx);
   const kv::CacheShape shape = cache_shape(model, o);
-  return kv::plan_cache(o.kv, shape).bytes() + ops::AttentionScratch::bytes_for(shape, c.n_heads, n_threads, o.matmul == ops::MatmulPrecision::kBf16) +
+  return kv::plan_cache(o.kv, shape).bytes() +
+         ops::AttentionScratch::bytes_for(shape, c.n_heads, n_threads,
+                                          o.matmul == ops::MatmulPrecision::kBf16) +
          ops::Matmul::scratch_bytes(n_threads, o.matmul, products_plan(model, n_batch)) +
-         ops::RopeTable::bytes_for(n_ctx, c.rope_dim) * (c.has_window_rope ? 2 : 1) + (Activations::floats(c, n_batch) + size_t(c.n_vocab)) * sizeof(float);
+         ops::RopeTable::bytes_for(n_ctx, c.rope_dim) * (c.has_window_rope ? 2 : 1) +
+         (Activations::floats(c, n_batch) + size_t(c.n_vocab)) * sizeof(float) +
+         size_t(n_ctx) * sizeof(int32_t);
 }
 
 Session::Session(const Model& model, const SessionOptions& o)
@@ -62,33 +66,41 @@ Session::Session(const Model& model, const SessionOptions& o)
   matmul_ = std::make_unique<ops::Matmul>(n_threads_, o.matmul);
   matmul_->reserve(products_plan(model, n_batch_));
   last_logits_.resize(size_t(c.n_vocab));
+  tokens_.reserve(size_t(n_ctx_));
 }
 
 Session::~Session() = default;
 
 size_t Session::bytes_allocated() const {
   return kv_->bytes_allocated() + attn_scratch_->bytes_allocated() + matmul_->bytes_allocated() +
-         rope_.bytes_allocated() + (rope_window_ ? rope_window_->bytes_allocated() : 0) + act_.bytes_allocated() + last_logits_.size() * sizeof(float);
+         rope_.bytes_allocated() + (rope_window_ ? rope_window_->bytes_allocated() : 0) +
+         act_.bytes_allocated() + last_logits_.size() * sizeof(float) +
+         tokens_.capacity() * sizeof(int32_t);
 }
 
 void Session::reset() {
   kv_->clear();
   n_past_ = 0;
+  tokens_.clear();
 }
 
 SessionState::SessionState(const Session& session)
     : kv(std::make_unique<kv::KvCache>(session.kv_cache().config(), session.kv_cache().shape())),
-      last_logits(size_t(session.model().config().n_vocab)) {}
+      last_logits(size_t(session.model().config().n_vocab)) {
+  tokens.reserve(size_t(session.n_ctx()));
+}
 
 void Session::save(SessionState& state) const {
   state.kv->copy_from(*kv_);
   state.n_past = n_past_;
+  state.tokens.assign(tokens_.begin(), tokens_.end());
   std::copy(last_logits_.begin(), last_logits_.end(), state.last_logits.begin());
 }
 
 void Session::restore(const SessionState& state) {
   kv_->copy_from(*state.kv);
   n_past_ = state.n_past;
+  tokens_.assign(state.tokens.begin(), state.tokens.end());
   std::copy(state.last_logits.begin(), state.last_logits.end(), last_logits_.begin());
 }
 
@@ -125,6 +137,7 @@ void Session::forward_chunk(const int32_t* tokens, int n, float* logits) {
     ffn_rows(model_, layer, n, *matmul_, act_);
   }
   n_past_ += n;
+  tokens_.insert(tokens_.end(), tokens, tokens + n);
   if (logits) {
     logits_rows(model_, act_.x.data(), n, *matmul_, act_.xn.data(), logits);
     std::memcpy(last_logits_.data(), logits + size_t(n - 1) * c.n_vocab, sizeof(float) * c.n_vocab);

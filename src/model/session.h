@@ -15,6 +15,11 @@
 #include "ops/matmul.h"
 #include "ops/transformer_ops.h"
 
+namespace kvrt {
+class ByteReader;
+class ByteWriter;
+}  // namespace kvrt
+
 namespace kvrt::model {
 
 // Most threads a session uses: beyond this the OpenMP runtime may fail to start its threads, and
@@ -42,6 +47,7 @@ struct SessionState {
   explicit SessionState(const Session& session);  // storage for `session`'s cache; holds nothing yet
   std::unique_ptr<kv::KvCache> kv;
   int n_past = 0;
+  std::vector<int32_t> tokens;     // [n_past], capacity n_ctx
   std::vector<float> last_logits;  // [n_vocab]
 };
 
@@ -60,9 +66,19 @@ class Session {
   int n_past() const { return n_past_; }
   int n_ctx() const { return n_ctx_; }
   int n_threads() const { return n_threads_; }
+  int n_batch() const { return n_batch_; }
   void reset();  // forget every position
   void save(SessionState& state) const;     // state made for this session or one of the same options
   void restore(const SessionState& state);  // back to the positions and logits saved in `state`
+  const int32_t* tokens() const { return tokens_.data(); }  // [n_past] the ids evaluated so far
+  // Forgets positions [n_keep, n_past); returns the positions kept: n_keep, or 0 when the cache
+  // cannot drop them exactly (kv::KvCache::truncate). last_logits() is stale until the next eval.
+  int truncate(int n_keep);
+  // State files (model/state_file.h): positions, token ids, last logits and the cache as bytes.
+  // load_state refuses bytes that do not fit this session with kvrt::Error(kInput) and leaves it
+  // empty.
+  void save_state(ByteWriter& out) const;
+  void load_state(ByteReader& in);
 
   const Model& model() const { return model_; }
   const kv::KvCache& kv_cache() const { return *kv_; }
@@ -98,6 +114,7 @@ class Session {
   std::optional<ops::RopeTable> rope_window_;  // the windowed layers' (ModelConfig::rope_window)
   Activations act_;  // one chunk of up to n_batch tokens
   std::vector<float> last_logits_;  // [n_vocab]
+  std::vector<int32_t> tokens_;     // [n_past_] of capacity n_ctx, reserved at creation
 };
 
 }  // namespace kvrt::model

@@ -106,6 +106,12 @@ void write_temp(const fs::path& dir, const std::string& tmp, const std::string& 
   }
 }
 
+// Makes the rename itself durable: a crash after it leaves the new name, not the old one.
+void sync_directory(const fs::path& dir) {
+  const FileHandle d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (d.fd() >= 0) ::fsync(d.fd());
+}
+
 }  // namespace
 
 void check_output_path(const std::string& path, const std::string& what) {
@@ -138,6 +144,7 @@ void write_file_atomic(const std::string& path, const std::string& text, const s
     ::unlink(tmp.c_str());
     cannot_write(what, path, std::strerror(err));
   }
+  sync_directory(dir);
 }
 
 namespace {

@@ -9,10 +9,10 @@
 //
 // Writing goes to an unnamed temporary file (O_TMPFILE) in the target's directory, which gets a
 // name (".<name>.kvrt-tmp.<pid>.<n>") only once its content is complete and synced, just before
-// it is renamed over the target. So a kill (SIGKILL, SIGXFSZ) or a full disk leaves the old file
-// or the new one, never a partial file; a temporary name left by a process that died between link
-// and rename is removed by the next write to the same path. Where O_TMPFILE is not supported the
-// temporary file is named from the start.
+// it is renamed over the target; the directory is synced after the rename. So a kill (SIGKILL,
+// SIGXFSZ) or a full disk leaves the old file or the new one, never a partial file; a temporary
+// name left by a process that died between link and rename is removed by the next write to the
+// same path. Where O_TMPFILE is not supported the temporary file is named from the start.
 #pragma once
 
 #include <string>

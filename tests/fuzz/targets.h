@@ -1,7 +1,8 @@
-// Bodies of the fuzz targets (gguf, tokenizer, toml, manifest, weights, signed), shared by the libFuzzer entry points (fuzz_*.cc, built by
-// tools/fuzz.sh) and by tests/test_fuzz_regressions.cc, which replays the seed corpus and every
-// input that once crashed. A target returns normally or throws kvrt::Error for bad input;
-// anything else (a crash, a sanitizer report, another exception, an abort) is a bug.
+// Bodies of the fuzz targets (gguf, tokenizer, toml, manifest, weights, signed, state), shared by
+// the libFuzzer entry points (fuzz_*.cc, built by tools/fuzz.sh) and by
+// tests/test_fuzz_regressions.cc, which replays the seed corpus and every input that once crashed. A target returns normally or throws
+// kvrt::Error for bad input; anything else (a crash, a sanitizer report, another exception, an
+// abort) is a bug.
 #pragma once
 
 #include <sys/mman.h>
@@ -26,6 +27,7 @@
 #include "io/gguf.h"
 #include "model/chat_template.h"
 #include "model/model.h"
+#include "model/state_file.h"
 #include "model/tokenizer.h"
 #include "simd/dispatch.h"
 #include "simd/weight_types.h"
@@ -217,6 +219,34 @@ inline void weights_one(const uint8_t* data, size_t size) {
   if (bad >= 0) return;
   t.from_float_ref(ref.data(), n, blocks.data());
   t.to_float_ref(blocks.data(), n, got.data());
+}
+
+// Bytes as a state file for a stories260K session (model/state_file.h): as they are, and sealed
+// (the header's size field set and the closing SHA-256 appended), so the bytes reach the parser
+// of the session and its cache, not only the checksum.
+inline void state_one(const uint8_t* data, size_t size) {
+  static const model::Model m(std::string(KVRT_SOURCE_DIR) + "/models/stories260K.gguf");
+  const auto attempt = [](const std::string& bytes) {
+    try {
+      const model::StateHeader h = model::read_state_header(bytes, "fuzzed state");
+      model::SessionOptions o = model::state_session_options(h, std::min(h.n_ctx, 1024), 1);
+      o.n_batch = std::min(o.n_batch, 64);
+      model::Session s(m, o);
+      model::load_state_session(s, bytes, h, "fuzzed state");
+      const int32_t next = 1;
+      if (s.n_past() < s.n_ctx()) s.eval(&next, 1);
+    } catch (const Error&) {
+    }
+  };
+  std::string bytes(reinterpret_cast<const char*>(data), size);
+  attempt(bytes);
+  if (bytes.size() < 24) return;
+  const uint64_t total = bytes.size() + 32;
+  std::memcpy(bytes.data() + 16, &total, sizeof total);
+  const std::string hex = sha256_hex(bytes);
+  for (size_t i = 0; i < 32; ++i)
+    bytes.push_back(char(std::stoi(hex.substr(2 * i, 2), nullptr, 16)));
+  attempt(bytes);
 }
 
 }  // namespace kvrt::fuzz

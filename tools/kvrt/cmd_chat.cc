@@ -8,6 +8,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <iostream>
+#include <optional>
 #include <string>
 
 #include "command_line.h"
@@ -22,6 +25,7 @@
 #include "model_options.h"
 #include "ops/matmul.h"
 #include "sampling_options.h"
+#include "session_file.h"
 #include "simd/kernels.h"
 #include "std_streams.h"
 
@@ -37,6 +41,7 @@ struct ChatOptions {
   int n_predict = 256;
   bool verbose = false;
   bool parse_special = false;
+  std::string session_file;  // --session: resumed when it exists, saved after every turn
 };
 
 void write_out(std::string_view text) { write_stdout(text); }
@@ -97,11 +102,16 @@ void add_options(CommandLine& cl, ChatOptions& o) {
   o.sampling.add_to(cl);
   o.kv.add_to(cl);
   o.gate.add_to(cl);
+  cl.add("--session", "FILE",
+         "state file of the conversation: resumed when it exists, saved after every turn "
+         "(docs/sessions.md)",
+         &o.session_file);
 }
 
 // Reads messages until the end of input; returns the number of turns. A full context ends the
 // chat with Error(kResource) under the stop policy.
-int chat_loop(const ChatOptions& o, model::Conversation& chat, model::Sampler& sampler, bool tty) {
+int chat_loop(const ChatOptions& o, model::Conversation& chat, model::Sampler& sampler, bool tty,
+              const std::function<void()>& after_turn) {
   const model::Session& session = chat.session();
   const bool stop = model::parse_on_context_full(o.on_full) == model::OnContextFull::kStop;
   const std::string advice = stop ? "(raise -c, or use --on-full drop-oldest)" : "(raise -c)";
@@ -118,9 +128,11 @@ int chat_loop(const ChatOptions& o, model::Conversation& chat, model::Sampler& s
     }
     write_out("\n");
     ++n_turns;
+    after_turn();
     if (r.n_dropped > 0)
       std::fprintf(stderr, "kvrt: context full: dropped the %d oldest messages and read the remaining "
-                   "conversation again (%d tokens)\n", r.n_dropped, int(r.prompt_tokens.size()));
+                   "conversation again (%d tokens; the first %d were still in the cache)\n", r.n_dropped,
+                   r.n_reused + int(r.prompt_tokens.size()), r.n_reused);
     if (o.verbose) report_turn(n_turns, r, session);
     if (r.context_full && stop)
       throw Error("context full: the reply used the last of " + std::to_string(session.n_ctx()) +
@@ -146,6 +158,8 @@ int cmd_chat(int argc, char** argv) {
   const kv::KvConfig& kv_config = chosen.kv;
   const ops::MatmulPrecision matmul = chosen.matmul;
   const model::OnContextFull on_full = model::parse_on_context_full(o.on_full);
+  std::optional<SessionFile> file;
+  if (!o.session_file.empty()) file.emplace(o.session_file, o.model.resolved_path());
   auto model = o.model.load();
   const model::ChatTemplate format = model::ChatTemplate::for_model(model->file(), o.chat_format);
   model::SessionOptions so;
@@ -158,12 +172,15 @@ int cmd_chat(int argc, char** argv) {
                session.model().config().n_ctx_train);
   model::Sampler sampler(o.sampling.sampler, model->config().n_vocab);
   model::Conversation chat(session, format, o.system, on_full, o.parse_special);
+  if (file) resume_chat(*file, session, chat, sampler);
   const auto t0 = std::chrono::steady_clock::now();
   const bool tty = isatty(STDIN_FILENO) != 0;
   std::fprintf(stderr, "kvrt: chat format %s, context %d positions%s\n", std::string(format.name()).c_str(),
                session.n_ctx(), tty ? "; end with Ctrl-D" : "");
 
-  const int n_turns = chat_loop(o, chat, sampler, tty);
+  const int n_turns = chat_loop(o, chat, sampler, tty, [&] {
+    if (file) save_chat(*file, session, chat, sampler);
+  });
   report_end(n_turns, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
              chat, session);
   return kExitOk;

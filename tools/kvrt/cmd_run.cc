@@ -1,6 +1,7 @@
 // kvrt run: stream generated text to stdout; timings and KV usage go to stderr.
 #include <chrono>
 #include <cstdio>
+#include <optional>
 
 #include "command_line.h"
 #include "commands.h"
@@ -15,6 +16,7 @@
 #include "model_options.h"
 #include "ops/matmul.h"
 #include "sampling_options.h"
+#include "session_file.h"
 #include "std_streams.h"
 #include "simd/kernels.h"
 
@@ -36,6 +38,7 @@ struct RunOptions {
   int n_predict = 128;
   SamplingOptions sampling;
   GateOptions gate;
+  std::string prompt_cache;  // state file of the prompt (--prompt-cache)
 };
 
 std::string read_prompt(const RunOptions& o) {
@@ -49,8 +52,12 @@ void report(const model::Session& s, int n_prompt, double t_prefill, int n_decod
   std::fprintf(stderr, "kvrt: ISA %s, %d threads, matmul %s, %s prefill products; kernels run: %s\n",
                simd::isa_name(), s.n_threads(), ops::matmul_backends().c_str(),
                ops::matmul_precision_name(s.matmul_precision()), s.matmul_implementation());
-  std::fprintf(stderr, "kvrt: prefill %d tokens in %.1f ms (%.1f tok/s)\n", n_prompt,
-               t_prefill * 1e3, n_prompt / t_prefill);
+  if (n_prompt > 0)
+    std::fprintf(stderr, "kvrt: prefill %d tokens in %.1f ms (%.1f tok/s)\n", n_prompt,
+                 t_prefill * 1e3, n_prompt / t_prefill);
+  if (n_prompt == 0)
+    std::fprintf(stderr, "kvrt: prefill 0 tokens: the prompt cache held the prompt (loaded in %.1f ms)\n",
+                 t_prefill * 1e3);
   if (n_decoded > 0)
     std::fprintf(stderr, "kvrt: decode %d tokens in %.1f ms (%.1f tok/s)\n", n_decoded,
                  t_decode * 1e3, n_decoded / t_decode);
@@ -73,12 +80,18 @@ int cmd_run(int argc, char** argv) {
   o.sampling.add_to(cl);
   o.kv.add_to(cl);
   o.gate.add_to(cl);
+  cl.add("--prompt-cache", "FILE",
+         "state file of the prompt: loaded when it exists (only the tokens after the prefix it "
+         "holds are evaluated), saved after the prompt (docs/sessions.md)",
+         &o.prompt_cache);
   if (!cl.parse(argc, argv)) return kExitOk;
 
   const ChosenSetting chosen = o.gate.setting(o.kv, o.model.resolved_path());
   const kv::KvConfig& kv_config = chosen.kv;
   const ops::MatmulPrecision matmul = chosen.matmul;
   const std::string prompt = read_prompt(o);
+  std::optional<SessionFile> cache;
+  if (!o.prompt_cache.empty()) cache.emplace(o.prompt_cache, o.model.resolved_path());
   auto model = o.model.load();
   const model::Tokenizer& tok = model->tokenizer();
   model::SessionOptions so;
@@ -103,8 +116,13 @@ int cmd_run(int argc, char** argv) {
   model::Sampler sampler(o.sampling.sampler, model->config().n_vocab);
 
   auto t0 = Clock::now();
-  session.eval(tokens.data(), int(tokens.size()));
+  const int n_reused = cache ? reuse_prompt_cache(*cache, session, tokens) : 0;
+  if (n_reused < int(tokens.size()))
+    session.eval(tokens.data() + n_reused, int(tokens.size()) - n_reused);
   const double t_prefill = seconds_since(t0);
+  if (cache && n_reused < int(tokens.size()))
+    std::fprintf(stderr, "kvrt: prompt cache '%s' saved (%zu bytes)\n", cache->path().c_str(),
+                 cache->save(session, {}));
   std::string text = tok.decode(tokens);
   write_stdout(text);
   bool at_start = text.empty();
@@ -131,7 +149,7 @@ int cmd_run(int argc, char** argv) {
   }
   const double t_decode = seconds_since(t0);
   write_stdout("\n");
-  report(session, int(tokens.size()), t_prefill, n_decoded, t_decode);
+  report(session, int(tokens.size()) - n_reused, t_prefill, n_decoded, t_decode);
   return kExitOk;
 }
 
