@@ -93,17 +93,15 @@ std::vector<BenchCall> bench_channel(const Rung& r) {
            }}};
 }
 
-const bool kRegistered = [] {
-  kv::for_each_quant_format([](auto format) {
-    using F = decltype(format);
-    add({std::string("channel tiles ") + F::kName,
-         {std::string("attention.dot_channel.") + F::kName},
-         true,
-         check_channel<F>,
-         bench_channel<F>});
-  });
-  return true;
-}();
+const bool kRegistered = add_per_format([](auto format) -> Check {
+  using F = decltype(format);
+  const std::string name = F::kName;
+  return {"channel tiles " + name,
+          {"attention.dot_channel." + name},
+          true,
+          check_channel<F>,
+          bench_channel<F>};
+});
 
 }  // namespace
 }  // namespace kvrt::checkasm

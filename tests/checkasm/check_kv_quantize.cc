@@ -136,22 +136,16 @@ std::vector<BenchCall> bench_quantize_queries(const Rung& r) {
            }}};
 }
 
-const bool kRegistered = [] {
-  kv::for_each_quant_format([](auto format) {
-    using F = decltype(format);
-    add({std::string("quantize ") + F::kName,
-         {std::string("quantize.") + F::kName},
-         true,
-         check_quantize<F>,
-         bench_quantize<F>});
-  });
-  add({"quantize_queries",
-       {"attention.quantize_queries"},
-       true,
-       check_quantize_queries,
-       bench_quantize_queries});
-  return true;
-}();
+const bool kRegistered = add_per_format([](auto format) -> Check {
+  using F = decltype(format);
+  const std::string name = F::kName;
+  return {"quantize " + name, {"quantize." + name}, true, check_quantize<F>, bench_quantize<F>};
+});
+const bool kRegisteredQueries = add({"quantize_queries",
+                                     {"attention.quantize_queries"},
+                                     true,
+                                     check_quantize_queries,
+                                     bench_quantize_queries});
 
 }  // namespace
 }  // namespace kvrt::checkasm

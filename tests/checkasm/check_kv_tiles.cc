@@ -219,19 +219,16 @@ std::vector<BenchCall> bench_tiles(const Rung& r) {
   };
 }
 
-const bool kRegistered = [] {
-  kv::for_each_quant_format([](auto format) {
-    using F = decltype(format);
-    const std::string name = F::kName;
-    add({"tiles " + name,
-         {"attention.dot." + name, "attention.acc." + name, "prefill.dequantize_k." + name,
-          "prefill.dequantize_v." + name},
-         true,
-         check_tiles<F>,
-         bench_tiles<F>});
-  });
-  return true;
-}();
+const bool kRegistered = add_per_format([](auto format) -> Check {
+  using F = decltype(format);
+  const std::string name = F::kName;
+  return {"tiles " + name,
+          {"attention.dot." + name, "attention.acc." + name, "prefill.dequantize_k." + name,
+           "prefill.dequantize_v." + name},
+          true,
+          check_tiles<F>,
+          bench_tiles<F>};
+});
 
 }  // namespace
 }  // namespace kvrt::checkasm

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "kv/blocks.h"
 #include "simd/dispatch.h"
 
 namespace kvrt::checkasm {
@@ -38,6 +39,12 @@ struct Check {
 
 // Registers a check: the check_*.cc files call it from a static initializer.
 bool add(Check c);
+// Registers make(F{}) for the descriptor F of every quantized KV format (kv/blocks.h).
+template <class Make>
+bool add_per_format(Make make) {
+  kv::for_each_quant_format([&](auto format) { add(make(format)); });
+  return true;
+}
 const std::vector<Check>& checks();
 
 // Reordered float sums: |simd - scalar| <= kSumTol * Σ |terms| (+ a tiny absolute floor).
