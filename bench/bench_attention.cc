@@ -22,7 +22,6 @@
 #include "kv/kv_cache.h"
 #include "ops/attention.h"
 #include "simd/dispatch.h"
-#include "simd/kernels_scalar.h"
 
 namespace {
 
@@ -95,8 +94,8 @@ int main(int argc, char** argv) {
       std::vector<int8_t> qc(4 * kHeadDim);
       std::vector<float> qd(4 * kHeadDim), qsum(4 * kHeadDim);
       std::vector<int32_t> qcsum(4 * kHeadDim);
-      simd::scalar::QueryBuffers qb{qc.data(), qd.data(), qsum.data(), qcsum.data()};
-      simd::scalar::quantize_queries(q.data(), 4, kHeadDim, kHeadDim, group, qb);
+      const simd::QueryBuffers qb{qc.data(), qd.data(), qsum.data(), qcsum.data()};
+      simd::kernels().quantize_queries(q.data(), 4, kHeadDim, kHeadDim, group, qb);
       const simd::QueryCodes codes = qb.view();
       for (simd::Isa isa : simd::runnable_isas()) {
         const simd::Kernels& k = simd::kernels_for(isa);

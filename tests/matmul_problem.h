@@ -1,9 +1,12 @@
 // A random matrix-product problem for the matmul tests: x [m][n_in] and W [n_out][n_in] drawn from
-// N(0, 1), W stored as f32, f16 or bf16 (w keeps the stored weights' exact f32 values).
+// N(0, 1), W stored as f32, f16 or bf16 (w keeps the stored weights' exact f32 values); and the
+// count of outputs outside a bound of the double-precision product.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "common/half.h"
@@ -39,6 +42,41 @@ inline MatmulProblem make_problem(int64_t m, int64_t n_out, int64_t n_in, simd::
     }
   }
   return p;
+}
+
+// Outputs of y [m][n_out] farther than bound(Σ |products|) from the double-precision sum of the
+// products round(x_k) * round(w_k); `first` describes the first of them.
+template <class Round, class Bound>
+int64_t count_outside(const MatmulProblem& p, const std::vector<float>& y, Round round, Bound bound,
+                      std::string& first) {
+  int64_t n_bad = 0;
+  for (int64_t i = 0; i < p.m; ++i) {
+    for (int64_t j = 0; j < p.n_out; ++j) {
+      double sum = 0.0, abs_sum = 0.0;
+      for (int64_t k = 0; k < p.n_in; ++k) {
+        const double prod =
+            double(round(p.x[size_t(i * p.n_in + k)])) * double(round(p.w[size_t(j * p.n_in + k)]));
+        sum += prod;
+        abs_sum += std::fabs(prod);
+      }
+      const double got = y[size_t(i * p.n_out + j)];
+      if (std::fabs(got - sum) <= bound(abs_sum)) continue;
+      if (n_bad++ == 0)
+        first = "y[" + std::to_string(i) + "][" + std::to_string(j) + "] = " + std::to_string(got) +
+                ", reference " + std::to_string(sum) + ", bound " + std::to_string(bound(abs_sum));
+    }
+  }
+  return n_bad;
+}
+
+// The same for products summed in f32 of the weights as stored (exact in f32): any summation order
+// of n_in products satisfies |err| <= n_in * u * Σ_k |x_k w_k| with u = 2^-24, plus one rounding
+// per product, covered by the factor 2 on n_in.
+inline int64_t count_outside_f32(const MatmulProblem& p, const std::vector<float>& y,
+                                 std::string& first) {
+  return count_outside(
+      p, y, [](float v) { return v; },
+      [&](double abs_sum) { return 2.0 * double(p.n_in) * 0x1p-24 * abs_sum; }, first);
 }
 
 }  // namespace kvrt::test

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -233,6 +234,19 @@ TEST_CASE("gemma2 a token at a time: its sliding-window layers keep a ring, matc
   CHECK(first == again);
 }
 
+namespace {
+// The slots of a rung's table but the bf16 prefill products, by name.
+std::map<std::string, const void*> f32_slots(simd::Isa isa) {
+  std::map<std::string, const void*> m;
+  simd::for_each_slot(simd::kernels_for(isa), [&](const char* name, auto fn) {
+    const std::string n = name;
+    if (n != "prefill.gemm_bf16" && n != "prefill.bf16_pairs")
+      m[n] = reinterpret_cast<const void*>(fn);
+  });
+  return m;
+}
+}  // namespace
+
 TEST_CASE("the fixtures match llama.cpp on every other ISA this CPU runs (one child process each)") {
   if (std::getenv("KVRT_ARCH_LOGITS_CHILD")) return;  // a child runs the cases above only
   const char* wrapper = std::getenv("KVRT_EXE_WRAPPER");
@@ -240,15 +254,21 @@ TEST_CASE("the fixtures match llama.cpp on every other ISA this CPU runs (one ch
   REQUIRE(readlink("/proc/self/exe", self, sizeof self - 1) > 0);
   // Under emulation (qemu runs these 10-70x slower) and under the sanitizers the other ISAs check
   // the logits and greedy ids only; the KV settings and gemma2's ring run on the process's ISA, and
-  // their kernels are checked against the scalar twin on every ISA by test_kernels and test_attention.
+  // their kernels are checked against the scalar twin on every ISA by checkasm and test_attention.
   // Emulation also leaves out the scalar rung: it is the same C++ on every host, and the native
-  // suite runs it.
+  // suite runs it. A rung whose table differs from one already run only in the bf16 prefill slots
+  // (avx512-bf16 over avx512-vnni) computes the same here: the fixtures run at matmul precision
+  // f32.
   const bool emulated = wrapper && *wrapper;
   const bool slow_runner = emulated || test::kSanitizedBuild;
   const std::string cases = slow_runner ? "--test-case='*llama.cpp*logits and greedy*'"
                                         : "--test-case-exclude='*other ISA*'";
+  std::vector<std::map<std::string, const void*>> run = {f32_slots(simd::process_isa())};
   for (simd::Isa isa : simd::runnable_isas()) {
-    if (isa == simd::process_isa() || (emulated && isa == simd::Isa::kScalar)) continue;
+    if (std::find(run.begin(), run.end(), f32_slots(isa)) != run.end() ||
+        (emulated && isa == simd::Isa::kScalar))
+      continue;
+    run.push_back(f32_slots(isa));
     INFO(simd::isa_to_string(isa));
     const std::string cmd = std::string("KVRT_ARCH_LOGITS_CHILD=1 KVRT_ISA=") + simd::isa_to_string(isa) + " " +
                             (wrapper ? wrapper : "") + " '" + self + "' " + cases;

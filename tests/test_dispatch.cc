@@ -24,7 +24,8 @@ std::map<std::string, const void*> slots_of(const Kernels& k) {
 }  // namespace
 
 TEST_CASE("dispatch: rung names round-trip and bad names are usage errors") {
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni, Isa::kNeon, Isa::kNeonDotprod, Isa::kNeonI8mm}) {
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni, Isa::kAvx512Bf16,
+                  Isa::kNeon, Isa::kNeonDotprod, Isa::kNeonI8mm}) {
     CHECK(parse_isa(isa_to_string(isa)) == isa);
   }
   try {
@@ -51,6 +52,7 @@ TEST_CASE("dispatch: the runnable rungs follow the CPU features, scalar first") 
     if (isa == Isa::kAvx2) CHECK((f.avx2 && f.fma && f.f16c));
     if (isa == Isa::kAvx512) CHECK((f.avx512f && f.avx512bw && f.avx512dq && f.avx512vl));
     if (isa == Isa::kAvx512Vnni) CHECK(f.avx512vnni);
+    if (isa == Isa::kAvx512Bf16) CHECK(f.avx512bf16);
     if (isa == Isa::kNeon) CHECK(f.neon);
     if (isa == Isa::kNeonDotprod) CHECK(f.dotprod);
     if (isa == Isa::kNeonI8mm) CHECK(f.i8mm);
@@ -58,6 +60,8 @@ TEST_CASE("dispatch: the runnable rungs follow the CPU features, scalar first") 
   // The ARM rungs above neon are chosen from HWCAP at run time: a core that has the extension runs
   // its rung (qemu -cpu max has both, cortex-a72 neither).
   const auto runs = [&](Isa isa) { return std::find(isas.begin(), isas.end(), isa) != isas.end(); };
+  if (runs(Isa::kAvx512Vnni) && f.avx512bf16)
+    CHECK(runs(Isa::kAvx512Bf16));  // KVRT_ISA can choose it
   if (f.neon && f.dotprod) CHECK(runs(Isa::kNeonDotprod));
   if (f.neon && f.dotprod && f.i8mm) CHECK(runs(Isa::kNeonI8mm));
   if (!f.dotprod) CHECK(!runs(Isa::kNeonDotprod));

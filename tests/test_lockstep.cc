@@ -17,7 +17,6 @@
 #include "model/model.h"
 #include "model/session.h"
 #include "ops/matmul.h"
-#include "simd/cpu_features.h"
 #include "simd/dispatch.h"
 #include "test_util.h"
 #include "tools/synth_model/synth.h"
@@ -73,7 +72,7 @@ std::vector<model::SessionOptions> session_options(int n_threads) {
     o.kv = kv::parse_setting(kv);
     out.push_back(o);
   }
-  if (ops::bf16_unavailable(simd::cpu_features(), simd::process_isa()).empty()) {
+  if (ops::bf16_unavailable(simd::runnable_isas(), simd::process_isa()).empty()) {
     out.push_back(out[1]);
     out.back().matmul = ops::MatmulPrecision::kBf16;
   }

@@ -1,11 +1,10 @@
 // The bf16 precision of prefill-sized products (ops/matmul.h, MatmulPrecision::kBf16): the
-// rounding kernels of every ISA, the products against bounds derived from bf16 rounding, decode
-// products left on the f32 kernels, and the refusal where bf16 cannot run.
+// products against bounds derived from bf16 rounding, decode products left on the f32 kernels,
+// and the refusal where bf16 cannot run. The rounding kernels of every rung: tests/checkasm.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -15,7 +14,6 @@
 #include "kvrt_config.h"
 #include "matmul_problem.h"
 #include "ops/matmul.h"
-#include "simd/cpu_features.h"
 #include "simd/dispatch.h"
 
 namespace {
@@ -28,39 +26,21 @@ using kvrt::simd::WeightType;
 constexpr double kU32 = 0x1p-24;  // unit roundoff of f32
 constexpr double kUBf16 = 0x1p-8;  // of bf16: 8 significand bits, nearest with ties to even
 
-bool bf16_here() { return kvrt::ops::bf16_unavailable(kvrt::simd::cpu_features(), kvrt::simd::process_isa()).empty(); }
+bool bf16_here() {
+  return kvrt::ops::bf16_unavailable(kvrt::simd::runnable_isas(), kvrt::simd::process_isa())
+      .empty();
+}
 
 float round_bf16(float v) { return kvrt::bf16_to_f32(kvrt::f32_to_bf16(v)); }
 
 using Problem = kvrt::test::MatmulProblem;
+using kvrt::test::count_outside;
 using kvrt::test::make_problem;
 
 std::vector<float> run(Matmul& mm, const Problem& p) {
   std::vector<float> y(size_t(p.m * p.n_out), std::nanf(""));  // every output must be written
   mm.run(p.x.data(), p.m, p.weights(), y.data());
   return y;
-}
-
-// Counts outputs outside `bound(abs_sum)` of the double-precision sum of rx(x_k) * rw(w_k).
-template <class Round, class Bound>
-int64_t count_outside(const Problem& p, const std::vector<float>& y, Round round, Bound bound, std::string& first) {
-  int64_t n_bad = 0;
-  for (int64_t i = 0; i < p.m; ++i) {
-    for (int64_t j = 0; j < p.n_out; ++j) {
-      double sum = 0.0, abs_sum = 0.0;
-      for (int64_t k = 0; k < p.n_in; ++k) {
-        const double prod = double(round(p.x[size_t(i * p.n_in + k)])) * double(round(p.w[size_t(j * p.n_in + k)]));
-        sum += prod;
-        abs_sum += std::fabs(prod);
-      }
-      const double got = y[size_t(i * p.n_out + j)];
-      if (std::fabs(got - sum) <= bound(abs_sum)) continue;
-      if (n_bad++ == 0)
-        first = "y[" + std::to_string(i) + "][" + std::to_string(j) + "] = " + std::to_string(got) + ", reference " +
-                std::to_string(sum) + ", bound " + std::to_string(bound(abs_sum));
-    }
-  }
-  return n_bad;
 }
 
 struct Shape {
@@ -72,28 +52,10 @@ constexpr Shape kPrefill[] = {{5, 3, 3}, {7, 33, 29}, {64, 100, 130}, {300, 67, 
 
 }  // namespace
 
-TEST_CASE("matmul bf16: the rounding of every runnable ISA equals common/half.h's f32_to_bf16") {
-  // Every bf16 value with the low halves that decide rounding: exact, below, at and above the
-  // tie, the largest; infinities and NaNs (quieted) come with the top half 0x7f80 / 0xff80 and up.
-  std::vector<uint32_t> bits;
-  for (uint32_t hi = 0; hi < 0x10000u; ++hi)
-    for (uint32_t lo : {0x0000u, 0x0001u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu}) bits.push_back(hi << 16 | lo);
-  std::vector<float> x(bits.size());
-  std::memcpy(x.data(), bits.data(), bits.size() * sizeof(float));
-  for (kvrt::simd::Isa isa : kvrt::simd::runnable_isas()) {
-    const auto from_float = kvrt::simd::kernels_for(isa).weight[kvrt::simd::weight_index(WeightType::kBF16)].from_float;
-    std::vector<uint16_t> out(x.size());
-    from_float(x.data(), int64_t(x.size()), reinterpret_cast<uint8_t*>(out.data()));
-    int64_t n_bad = 0;
-    for (size_t i = 0; i < x.size(); ++i) n_bad += out[i] != kvrt::f32_to_bf16(x[i]);
-    INFO("ISA " << kvrt::simd::isa_to_string(isa));
-    CHECK(n_bad == 0);
-  }
-}
-
 TEST_CASE("matmul bf16: prefill products are the f32 sums of the bf16-rounded x and W") {
   if (!bf16_here()) {
-    MESSAGE("bf16 products do not run here: " << kvrt::ops::bf16_unavailable(kvrt::simd::cpu_features(), kvrt::simd::process_isa()));
+    MESSAGE("bf16 products do not run here: " << kvrt::ops::bf16_unavailable(
+                kvrt::simd::runnable_isas(), kvrt::simd::process_isa()));
     return;
   }
   // x and W rounded to bf16 have 8 significand bits, so each product is exact in f32 and the only
@@ -145,17 +107,19 @@ TEST_CASE("matmul bf16: decode-sized products keep the f32 kernels") {
 
 TEST_CASE("matmul bf16: refused, with the reason, where it cannot run") {
   using kvrt::simd::Isa;
-  kvrt::simd::CpuFeatures f;
+  const std::vector<Isa> avx512 = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni};
+  const std::vector<Isa> bf16 = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni,
+                                 Isa::kAvx512Bf16};
   // Without oneDNN (the aarch64 build) that is the reason whatever the CPU; with it, the CPU's.
   const auto says = [](const std::string& why, const char* reason) {
     return why.find(KVRT_HAVE_DNNL ? reason : "built without oneDNN") != std::string::npos;
   };
-  CHECK(says(kvrt::ops::bf16_unavailable(f, Isa::kAvx2), "neither AVX512-BF16 nor AMX-BF16"));
-  f.avx512f = f.avx512bw = f.avx512vl = f.avx512vnni = true;
-  CHECK(says(kvrt::ops::bf16_unavailable(f, Isa::kAvx512Vnni), "neither AVX512-BF16 nor AMX-BF16"));
-  f.avx512bf16 = true;
-  CHECK(says(kvrt::ops::bf16_unavailable(f, Isa::kAvx2), "KVRT_ISA"));
-  CHECK(kvrt::ops::bf16_unavailable(f, Isa::kAvx512Vnni).empty() == bool(KVRT_HAVE_DNNL));
+  CHECK(says(kvrt::ops::bf16_unavailable(avx512, Isa::kAvx2), "does not run the avx512-bf16 rung"));
+  CHECK(says(kvrt::ops::bf16_unavailable(avx512, Isa::kAvx512Vnni),
+             "does not run the avx512-bf16 rung"));
+  CHECK(says(kvrt::ops::bf16_unavailable(bf16, Isa::kAvx2), "KVRT_ISA"));
+  CHECK(kvrt::ops::bf16_unavailable(bf16, Isa::kAvx512Vnni).empty() == bool(KVRT_HAVE_DNNL));
+  CHECK(kvrt::ops::bf16_unavailable(bf16, Isa::kAvx512Bf16).empty() == bool(KVRT_HAVE_DNNL));
   // In this process: a Matmul at bf16 is made exactly when the check says it can run.
   if (bf16_here()) {
     CHECK_NOTHROW(Matmul(1, MatmulPrecision::kBf16));

@@ -1,121 +1,29 @@
 // The decode products on packed weight blocks (simd/weight_dot.h): each type's scalar twin equals
-// the dot product of the decoded weights and decoded activation blocks, and every ISA's kernel
-// this CPU runs equals the scalar twin, on blocks from kvrt's encoders and on random bytes (every
-// code, including the extremes an encoder never writes); every ISA's activation quantizers write
-// the reference codecs' blocks.
+// the dot product of the decoded weights and decoded activation blocks. Every rung's kernels
+// against the twins, and its activation quantizers: tests/checkasm.
 #include <doctest/doctest.h>
 
-#include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <iterator>
 #include <random>
 #include <vector>
 
-#include "common/half.h"
 #include "quant_types.h"
 #include "simd/dispatch.h"
-#include "simd/weight_blocks.h"
-#include "simd/weight_codecs.h"
+#include "weight_operands.h"
 
 using namespace kvrt;
 using simd::WeightType;
 
 namespace {
 
+using test::kMaxM;
 using test::kQuantTypes;
-constexpr int kRows = 7;
-constexpr int kMaxM = 4;
-constexpr int64_t kRowLengths[] = {256, 2816};
-// Also for the 32-value types: rows of 1 and 15 blocks, not whole groups of 8 or 4 (the Q4_0
-// kernels' groups, simd/weight_dot_q4_0_x86.inc and weight_dot_q4_0_neon.inc).
-constexpr int64_t kShortRowLengths[] = {32, 480};
-
-std::vector<int64_t> row_lengths(WeightType type) {
-  std::vector<int64_t> n(std::begin(kRowLengths), std::end(kRowLengths));
-  if (simd::weight_type_traits(type).block == simd::kQK) n.insert(n.end(), std::begin(kShortRowLengths), std::end(kShortRowLengths));
-  return n;
-}
-
-std::vector<float> gaussian(size_t n, std::mt19937& rng) {
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> x(n);
-  for (float& v : x) v = dist(rng);
-  return x;
-}
-
-// A product's operands: W [kRows][n] in `type`, activations [kMaxM][n] in its activation blocks,
-// and both decoded to floats.
-struct Operands {
-  const simd::WeightTypeTraits* w_type;
-  const simd::WeightTypeTraits* act_type;
-  int64_t n;
-  std::vector<uint8_t> w;    // [kRows][w_stride]
-  std::vector<float> act_storage;  // [kMaxM][act_stride] bytes, float-aligned (Q8_K's f32 scale)
-  std::vector<float> w_values;     // [kRows][n]
-  std::vector<float> act_values;   // [kMaxM][n]
-  size_t w_stride() const { return size_t(w_type->row_bytes(n)); }
-  size_t act_stride() const { return size_t(act_type->row_bytes(n)); }
-  const uint8_t* act() const { return reinterpret_cast<const uint8_t*>(act_storage.data()); }
-};
-
-// random_bytes: W rows are random bytes, with blocks whose scales are not finite drawn again.
-Operands make_operands(WeightType type, int64_t n, bool random_bytes, std::mt19937& rng) {
-  Operands o{&simd::weight_type_traits(type), nullptr, n, {}, {}, {}, {}};
-  o.act_type = &simd::weight_type_traits(o.w_type->act);
-  o.w.resize(kRows * o.w_stride());
-  if (random_bytes) {
-    std::uniform_int_distribution<int> byte(0, 255);
-    for (uint8_t& b : o.w) b = uint8_t(byte(rng));
-    for (int64_t bad; (bad = o.w_type->find_non_finite(o.w.data(), kRows * n)) >= 0;) {
-      uint8_t* block = o.w.data() + bad / o.w_type->block * o.w_type->block_bytes;
-      for (int64_t i = 0; i < o.w_type->block_bytes; ++i) block[i] = uint8_t(byte(rng));
-    }
-  } else {
-    o.w_type->from_float_ref(gaussian(size_t(kRows * n), rng).data(), kRows * n, o.w.data());
-  }
-  o.act_storage.resize((kMaxM * o.act_stride() + 3) / 4);
-  o.act_type->from_float_ref(gaussian(size_t(kMaxM * n), rng).data(), kMaxM * n,
-                             reinterpret_cast<uint8_t*>(o.act_storage.data()));
-  o.w_values.resize(size_t(kRows * n));
-  o.w_type->to_float_ref(o.w.data(), kRows * n, o.w_values.data());
-  o.act_values.resize(size_t(kMaxM * n));
-  const auto act_to_float = o.act_type->type == WeightType::kQ8_0   ? simd::ref::q8_0_to_float
-                            : o.act_type->type == WeightType::kQ8_1 ? simd::ref::q8_1_to_float
-                                                                    : simd::ref::q8_k_to_float;
-  act_to_float(o.act(), kMaxM * n, o.act_values.data());
-  return o;
-}
-
-// y [m][kRows] of the decode kernel of `isa`.
-std::vector<float> run(simd::Isa isa, const Operands& o, int m) {
-  std::vector<float> y(size_t(m) * kRows);
-  const auto decode = simd::kernels_for(isa).weight[simd::weight_index(o.w_type->type)].decode;
-  REQUIRE(bool(decode));
-  decode({o.w.data(), o.w_stride(), kRows, o.act(), o.act_stride(), m, o.n, y.data(), size_t(kRows)});
-  return y;
-}
-
-// Σ |w_k a_k| of row j and activation row i: the scale of the float rounding of any order of sums.
-double magnitude(const Operands& o, int i, int j) {
-  double s = 0;
-  for (int64_t k = 0; k < o.n; ++k) s += std::fabs(double(o.w_values[j * o.n + k]) * o.act_values[i * o.n + k]);
-  return s;
-}
-
-// Q4_1 and Q5_1 take their min term m_w s_a from Q8_1's s = d Σ codes, rounded to f16: the
-// product differs from the decoded blocks' by up to 2^-11 |m_w s_a| per block.
-double q8_1_rounding(const Operands& o, int i, int j) {
-  if (o.act_type->type != WeightType::kQ8_1) return 0;
-  const auto* a = reinterpret_cast<const simd::BlockQ8_1*>(o.act() + i * o.act_stride());
-  double s = 0;
-  for (int64_t b = 0; b < o.n / simd::kQK; ++b) {
-    uint16_t m;  // at byte 2 of both Q4_1 and Q5_1 blocks
-    std::memcpy(&m, o.w.data() + j * o.w_stride() + b * o.w_type->block_bytes + 2, sizeof m);
-    s += std::ldexp(std::fabs(double(f16_to_f32(m)) * f16_to_f32(a[b].s)), -11);
-  }
-  return s;
-}
+using test::kRowLengths;
+using test::kRows;
+using test::magnitude;
+using test::make_operands;
+using test::Operands;
+using test::q8_1_rounding;
 
 }  // namespace
 
@@ -125,7 +33,10 @@ TEST_CASE("each type's scalar decode product is the dot product of the decoded b
     for (int64_t n : kRowLengths) {
       INFO(simd::weight_type_name(type) << ", n " << n);
       const Operands o = make_operands(type, n, false, rng);
-      const std::vector<float> y = run(simd::Isa::kScalar, o, kMaxM);
+      const auto decode =
+          simd::kernels_for(simd::Isa::kScalar).weight[simd::weight_index(type)].decode;
+      REQUIRE(bool(decode));
+      const std::vector<float> y = test::run(decode, o, kMaxM);
       for (int i = 0; i < kMaxM; ++i) {
         for (int j = 0; j < kRows; ++j) {
           double exact = 0;
@@ -133,47 +44,6 @@ TEST_CASE("each type's scalar decode product is the dot product of the decoded b
           CHECK(std::fabs(y[i * kRows + j] - exact) <= 1e-5 * magnitude(o, i, j) + q8_1_rounding(o, i, j));
         }
       }
-    }
-  }
-}
-
-TEST_CASE("every ISA's decode product equals its scalar twin") {
-  std::mt19937 rng(6);
-  for (WeightType type : kQuantTypes) {
-    for (int64_t n : row_lengths(type)) {
-      for (bool random_bytes : {false, true}) {
-        const Operands o = make_operands(type, n, random_bytes, rng);
-        for (int m = 1; m <= kMaxM; ++m) {
-          const std::vector<float> ref = run(simd::Isa::kScalar, o, m);
-          for (simd::Isa isa : simd::runnable_isas()) {
-            INFO(simd::weight_type_name(type) << ", n " << n << (random_bytes ? ", random bytes" : ", encoded")
-                                              << ", m " << m << " on " << simd::isa_to_string(isa));
-            const std::vector<float> y = run(isa, o, m);
-            for (int i = 0; i < m; ++i)
-              for (int j = 0; j < kRows; ++j) CHECK(std::fabs(y[i * kRows + j] - ref[i * kRows + j]) <= 1e-5 * magnitude(o, i, j));
-          }
-        }
-      }
-    }
-  }
-}
-
-TEST_CASE("every ISA quantizes activations bit for bit as the reference codecs") {
-  std::mt19937 rng(7);
-  std::vector<float> x = gaussian(2816, rng);
-  x[0] = 127.0f;  // a step of 1 (Q8_K: -1): every other code of the first 32 values is a tie
-  for (int j = 1; j < 32; ++j) x[size_t(j)] = float(j - 16) + 0.5f;
-  std::fill(x.begin() + 256, x.begin() + 512, 0.0f);                  // an all-zero block of every size
-  x[700] = -1e3f;                                                     // a block led by a negative value
-  for (WeightType act : {WeightType::kQ8_0, WeightType::kQ8_1, WeightType::kQ8_K}) {
-    const simd::WeightTypeTraits& t = simd::weight_type_traits(act);
-    std::vector<uint8_t> ref(size_t(t.row_bytes(int64_t(x.size()))));
-    t.from_float_ref(x.data(), int64_t(x.size()), ref.data());
-    for (simd::Isa isa : simd::runnable_isas()) {
-      INFO(t.name << " on " << simd::isa_to_string(isa));
-      std::vector<uint8_t> got(ref.size());
-      simd::kernels_for(isa).weight[simd::weight_index(act)].from_float(x.data(), int64_t(x.size()), got.data());
-      CHECK(got == ref);
     }
   }
 }

@@ -1,7 +1,7 @@
 // The weight types without llama.cpp's fixtures: kvrt's encoders round-trip through the decoders
-// within each type's rounding, the decoders follow ggml's layouts on hand-built blocks, every
-// ISA's table decodes as the reference does, and files with blocks that do not fit (partial
-// rows, truncated data, an unknown type id) are refused naming the tensor.
+// within each type's rounding, the decoders follow ggml's layouts on hand-built blocks, and files
+// with blocks that do not fit (partial rows, truncated data, an unknown type id) are refused naming
+// the tensor. Every rung's to_float against the reference codec: tests/checkasm.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -16,8 +16,8 @@
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
 #include "quant_types.h"
-#include "simd/dispatch.h"
 #include "simd/weight_blocks.h"
+#include "simd/weight_types.h"
 #include "test_util.h"
 
 using namespace kvrt;
@@ -138,20 +138,6 @@ TEST_CASE("decoders follow ggml's layouts on hand-built blocks") {
     simd::weight_type_traits(WeightType::kQ6_K).to_float_ref(reinterpret_cast<uint8_t*>(&b), 256, y.data());
     CHECK(y[200] == 2.0f * -3.0f * 7.0f);
     CHECK(y[0] == 2.0f * -32.0f);
-  }
-}
-
-TEST_CASE("every ISA's to_float slot decodes as the reference codec") {
-  const std::vector<float> x = gaussian(256 * 8 + 0, 11);
-  for (WeightType type : kQuantTypes) {
-    const std::vector<uint8_t> bytes = encode(type, x);
-    const std::vector<float> ref = decode(type, bytes, x.size());
-    for (simd::Isa isa : simd::runnable_isas()) {
-      INFO(simd::weight_type_name(type) << " on " << simd::isa_to_string(isa));
-      std::vector<float> y(x.size());
-      simd::kernels_for(isa).weight[simd::weight_index(type)].to_float(bytes.data(), int64_t(x.size()), y.data());
-      CHECK(std::memcmp(y.data(), ref.data(), y.size() * sizeof(float)) == 0);
-    }
   }
 }
 

@@ -19,7 +19,7 @@ constexpr FormatTraits quant_row() {
           F::kCodeBias,
           ScaleType::kF16,
           kKeyLaneDims * F::kPerByte,
-          simd::kAccColumnDims,
+          kAccColumnDims,
           quantize_group<F>,
           dequantize_group<F>,
           tile_store_row<F>,

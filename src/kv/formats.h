@@ -9,7 +9,6 @@
 
 #include "kv/blocks.h"
 #include "kv/tiles.h"
-#include "simd/kernels.h"
 
 namespace kvrt::kv {
 

@@ -28,6 +28,7 @@ namespace kvrt::kv {
 
 constexpr int kTileTokens = 16;
 constexpr int kKeyLaneDims = 4;                                // dims of one token per 32-bit lane
+constexpr int kAccColumnDims = 8;                               // dims of a value column the kernels take
 constexpr size_t kKeyCodeStride = kTileTokens * kKeyLaneDims;  // bytes from one key code run to the next
 // Bytes from the scales of group b to those of group b + 1 within a plane.
 constexpr size_t kScaleStride = kTileTokens * sizeof(Scale);

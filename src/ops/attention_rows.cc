@@ -9,7 +9,6 @@
 #include "kv/rotation.h"
 #include "ops/attention_internal.h"
 #include "simd/dispatch.h"
-#include "simd/kernels_scalar.h"
 
 namespace kvrt::ops {
 
@@ -121,8 +120,8 @@ void load_rows(const kv::HeadView& v, const SideView& s, int j0, int j1, float* 
 
 void prepare_query_codes(const kv::HeadView& v, const float* q, int n_q, ThreadScratch& ts) {
   if (v.k.packing() != Packing::kTokenTiles) return;
-  simd::scalar::QueryBuffers b{ts.qc.data(), ts.qc_d.data(), ts.qc_sum.data(), ts.qc_csum.data()};
-  simd::scalar::quantize_queries(q, n_q, v.head_dim, v.head_dim, v.group, b);
+  const simd::QueryBuffers b{ts.qc.data(), ts.qc_d.data(), ts.qc_sum.data(), ts.qc_csum.data()};
+  simd::kernels().quantize_queries(q, n_q, v.head_dim, v.head_dim, v.group, b);
   ts.codes = b.view();
 }
 

@@ -50,11 +50,14 @@ MatmulPrecision parse_matmul_precision(std::string_view name) {
   throw Error("unknown matmul precision '" + std::string(name) + "' (valid: f32, bf16)", ErrorKind::kUsage);
 }
 
-std::string bf16_unavailable(const simd::CpuFeatures& f, simd::Isa isa) {
+std::string bf16_unavailable(const std::vector<simd::Isa>& runnable, simd::Isa isa) {
   if (!KVRT_HAVE_DNNL) return "this kvrt was built without oneDNN, which runs the bf16 products";
-  if (!f.avx512bf16 && !f.amx_bf16)
-    return "this CPU has neither AVX512-BF16 nor AMX-BF16 (it has: " + simd::cpu_features_string(f) + ")";
-  if (isa != simd::Isa::kAvx512 && isa != simd::Isa::kAvx512Vnni)
+  if (std::find(runnable.begin(), runnable.end(), simd::Isa::kAvx512Bf16) == runnable.end()) {
+    std::string rungs;
+    for (simd::Isa r : runnable) rungs += (rungs.empty() ? "" : ", ") + std::string(simd::isa_to_string(r));
+    return "this CPU does not run the avx512-bf16 rung (it runs: " + rungs + ")";
+  }
+  if (isa != simd::Isa::kAvx512 && isa != simd::Isa::kAvx512Vnni && isa != simd::Isa::kAvx512Bf16)
     return std::string("this process runs the ") + simd::isa_to_string(isa) +
            " kernels (KVRT_ISA), below the AVX-512 that bf16 products need";
   return "";
@@ -62,7 +65,7 @@ std::string bf16_unavailable(const simd::CpuFeatures& f, simd::Isa isa) {
 
 void require_matmul_precision(MatmulPrecision p) {
   if (p == MatmulPrecision::kF32) return;
-  std::string why = bf16_unavailable(simd::cpu_features(), simd::process_isa());
+  std::string why = bf16_unavailable(simd::runnable_isas(), simd::process_isa());
 #if KVRT_HAVE_DNNL
   if (why.empty()) {
     const DnnlBf16Kernel k = dnnl_bf16_kernel();

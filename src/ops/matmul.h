@@ -13,8 +13,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
-#include "simd/cpu_features.h"
 #include "simd/dispatch.h"
 #include "simd/weight_types.h"
 
@@ -23,17 +23,18 @@ namespace kvrt::ops {
 // The arithmetic of prefill-sized products; decode-sized ones always run the blocked f32 tiles.
 //   f32:  the baseline.
 //   bf16: x and W rounded to bfloat16 (nearest, ties to even; relative error <= 2^-8 each), the
-//         products summed in f32, through oneDNN on CPUs with AVX512-BF16 or AMX-BF16. It changes
+//         products summed in f32, through oneDNN on CPUs with AVX512-BF16. It changes
 //         the numbers, so it is a setting that `kvrt validate` measures and `kvrt run` gates.
 enum class MatmulPrecision : uint8_t { kF32, kBf16 };
 
 const char* matmul_precision_name(MatmulPrecision p);           // "f32", "bf16": CLI, TOML, records
 MatmulPrecision parse_matmul_precision(std::string_view name);  // else kvrt::Error(kUsage) listing them
 
-// Why a process on a CPU with `features`, running the kernels of rung `isa`, cannot run bf16
-// products ("" when it can): bf16 needs AVX512-BF16 or AMX-BF16, an AVX-512 rung (KVRT_ISA below
-// it stands for a CPU without AVX-512) and a build with oneDNN.
-std::string bf16_unavailable(const simd::CpuFeatures& features, simd::Isa isa);
+// Why a process whose CPU runs the dispatch rungs `runnable` (simd::runnable_isas()), running the
+// kernels of rung `isa`, cannot run bf16 products ("" when it can): bf16 needs a CPU that runs the
+// avx512-bf16 rung, an AVX-512 rung (KVRT_ISA below it stands for a CPU without AVX-512) and a
+// build with oneDNN.
+std::string bf16_unavailable(const std::vector<simd::Isa>& runnable, simd::Isa isa);
 // Throws kvrt::Error(kUsage) with the reason when this process cannot run products at `p`, also
 // when oneDNN offers no native bf16 kernel here (it would emulate bf16, slower than f32).
 void require_matmul_precision(MatmulPrecision p);

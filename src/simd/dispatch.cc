@@ -13,7 +13,7 @@
 namespace kvrt::simd {
 namespace {
 
-constexpr Isa kAllIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni, Isa::kNeon, Isa::kNeonDotprod, Isa::kNeonI8mm};
+constexpr Isa kAllIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni, Isa::kAvx512Bf16, Isa::kNeon, Isa::kNeonDotprod, Isa::kNeonI8mm};
 constexpr size_t kNumIsas = std::size(kAllIsas);
 
 struct Rung {
@@ -34,6 +34,7 @@ constexpr Rung kLadder[] = {
     {Isa::kAvx512, [](const CpuFeatures& f) { return f.avx512f && f.avx512bw && f.avx512dq && f.avx512vl; },
      avx512::install},
     {Isa::kAvx512Vnni, [](const CpuFeatures& f) { return f.avx512vnni; }, avx512vnni::install},
+    {Isa::kAvx512Bf16, [](const CpuFeatures& f) { return f.avx512bf16; }, avx512bf16::install},
 #elif defined(__aarch64__)
     {Isa::kNeon, [](const CpuFeatures& f) { return f.neon; }, neon::install},
     {Isa::kNeonDotprod, [](const CpuFeatures& f) { return f.dotprod; }, neon_dotprod::install},
@@ -98,6 +99,7 @@ const char* isa_to_string(Isa isa) {
     case Isa::kAvx2: return "avx2";
     case Isa::kAvx512: return "avx512";
     case Isa::kAvx512Vnni: return "avx512-vnni";
+    case Isa::kAvx512Bf16: return "avx512-bf16";
     case Isa::kNeon: return "neon";
     case Isa::kNeonDotprod: return "neon-dotprod";
     case Isa::kNeonI8mm: return "neon-i8mm";

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "kv/blocks.h"
+#include "kv/tiles.h"
 #include "simd/weight_types.h"
 
 namespace kvrt::simd {
@@ -22,17 +23,25 @@ namespace kvrt::simd {
 struct F32Rows {
   static constexpr int kBits = 32;
 };
-constexpr int kAccColumnDims = 8;  // the value-tile kernels take head_dim 8 dims at a time
+using kv::kAccColumnDims;  // the value-tile kernels take head_dim 8 dims at a time (kv/tiles.h)
 constexpr int kMaxQueries = 8;  // queries per dot/acc call (query heads sharing one kv head)
 
-// Queries quantized once per decode step for the integer dot over key tiles (see
-// scalar::quantize_queries): per query and group of G values q ≈ d * c, int8 codes c (the q8
-// codec of kv/blocks.h). The minimum term of asymmetric formats uses the exact sum of q.
+// Queries quantized once per decode step for the integer dot over key tiles (the slot
+// quantize_queries): per query and group of G values q ≈ d * c, int8 codes c (the q8 codec of
+// kv/blocks.h). The minimum term of asymmetric formats uses the exact sum of q.
 struct QueryCodes {
   const int8_t* c;      // [n_q][n]
   const float* d;       // [n_q][n / group]
   const float* sum;     // [n_q][n / group]  Σ q over the group
   const int32_t* csum;  // [n_q][n / group]  Σ c over the group
+};
+// The buffers quantize_queries writes the QueryCodes of n_q queries of n values into.
+struct QueryBuffers {
+  int8_t* c;      // [n_q][n]
+  float* d;       // [n_q][n / group]
+  float* sum;     // [n_q][n / group]
+  int32_t* csum;  // [n_q][n / group]
+  QueryCodes view() const { return {c, d, sum, csum}; }
 };
 
 // scores[i * scores_stride + t] = q_i · row_t  for i < n_q, t < n_rows.
@@ -186,6 +195,9 @@ struct Kernels {
   const char* isa;  // the top rung of the ladder this table reached, e.g. "avx512-vnni"
   void (*dot)(const DotArgs&);                   // FP32 rows
   void (*acc)(const AccArgs&);                   // FP32 rows
+  // q rows [n_q][q_stride] of n values as int8 codes per group of `group` (QueryCodes).
+  void (*quantize_queries)(const float* q, int n_q, size_t q_stride, int n, int group,
+                           const QueryBuffers& out);
   FormatKernels format[kv::kNumFormats];         // slot = kv::Format; the f32 slot is empty
   float (*exp_sum)(float* x, int n, float max);  // x = exp(x - max) in place; returns the sum
   void (*swiglu)(float* gate, const float* up, int64_t n);  // gate = silu(gate) · up (the FFN)
@@ -205,6 +217,7 @@ template <class K, class F>
 void for_each_slot(K& k, F&& f) {
   f("attention.dot.f32", k.dot);
   f("attention.acc.f32", k.acc);
+  f("attention.quantize_queries", k.quantize_queries);
   kv::for_each_quant_format([&](auto fmt) {
     const std::string name = decltype(fmt)::kName;
     auto& slots = k.format[static_cast<int>(decltype(fmt)::kFormat)];

@@ -10,7 +10,6 @@
 
 #include "common/half.h"
 #include "kv/blocks.h"
-#include "simd/cpu_features.h"
 #include "simd/kernels_isa.h"
 #include "simd/kernels_scalar.h"
 
@@ -25,12 +24,12 @@ namespace kvrt::simd::avx512 {
 
 // The avx512 rung: the row kernels, the matmul tiles (32 registers: 16 accumulators plus the
 // loaded rows) and the widening of quantized weights on zmm (weight_codecs_avx512.cc). The format tile kernels stay as the avx2 rung left them; the avx512-vnni rung
-// (kernels_vnni.cc) replaces dot and acc. With AVX512-BF16, the bf16 prefill tiles too.
+// (kernels_vnni.cc) replaces dot and acc, the avx512-bf16 rung (prefill_bf16_avx512.cc) the bf16
+// prefill tiles.
 void install(Kernels& t) {
   install_rows<xsimd::avx512bw, xsimd::fma3<xsimd::avx2>, xsimd::sse4_2>(t);
   install_matmul<xsimd::avx512f, 4, 4>(t, "avx512");
   codecs::install(t);
-  if (cpu_features().avx512bf16) bf16::install(t);
 }
 
 }  // namespace kvrt::simd::avx512

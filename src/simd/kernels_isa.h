@@ -12,9 +12,9 @@ namespace avx2::weights { void install(Kernels& table); }  // decode products of
 namespace avx2::codecs { void install(Kernels& table); }  // to_float of the quantized weight types, weight_codecs_avx2.cc
 namespace avx512 { void install(Kernels& table); }
 namespace avx512::codecs { void install(Kernels& table); }  // the same on zmm, weight_codecs_avx512.cc
-namespace avx512::bf16 { void install(Kernels& table); }  // bf16 prefill tiles (AVX512-BF16), prefill_bf16_avx512.cc
 namespace avx512vnni { void install(Kernels& table); }  // sets dot and acc of every quantized format
 namespace avx512vnni::weights { void install(Kernels& table); }  // decode products of the weight types, weight_dot_vnni.cc
+namespace avx512bf16 { void install(Kernels& table); }  // bf16 prefill tiles, prefill_bf16_avx512.cc
 namespace neon { void install(Kernels& table); }
 namespace neon::tiles { void install(Kernels& table); }  // tile kernels of every quantized format, kernels_neon_int.cc
 namespace neon::weights { void install(Kernels& table); }  // decode products of the weight types, weight_dot_neon.cc

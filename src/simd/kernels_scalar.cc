@@ -70,7 +70,7 @@ void acc_tiles(const kv::TileFormat& f, const AccArgs& a) {
 
 // The q8 code of kv/blocks.h against an FP32 scale: queries are not stored, so their scale keeps
 // full precision.
-void quantize_queries(const float* q, int n_q, size_t q_stride, int n, int group, QueryBuffers& out) {
+void quantize_queries(const float* q, int n_q, size_t q_stride, int n, int group, const QueryBuffers& out) {
   const int ng = n / group;
   for (int i = 0; i < n_q; ++i) {
     for (int b = 0; b < ng; ++b) {
@@ -186,6 +186,7 @@ void bf16_pairs(const float* x0, const float* x1, int step, int n, uint32_t* dst
 void install(Kernels& k) {
   k.dot = dot<F32Rows>;
   k.acc = acc;
+  k.quantize_queries = quantize_queries;
   kv::for_each_quant_format([&](auto f) { k.format[static_cast<int>(decltype(f)::kFormat)] = format_kernels<decltype(f)>(); });
   k.exp_sum = exp_sum;
   k.swiglu = swiglu;

@@ -15,15 +15,6 @@ namespace kvrt::simd::scalar {
 
 constexpr int kMaxRow = 1024;  // longest row (head_dim) the kernels accept
 
-// Buffers of QueryCodes for n_q queries of n values (see simd/kernels.h).
-struct QueryBuffers {
-  int8_t* c;     // [n_q][n]
-  float* d;      // [n_q][n / group]
-  float* sum;    // [n_q][n / group]
-  int32_t* csum; // [n_q][n / group]
-  QueryCodes view() const { return {c, d, sum, csum}; }
-};
-
 // A row of codec C (simd/kernels.h: F32Rows, or a format's bare codes) as FP32 values.
 template <class C>
 void dequantize_row(const uint8_t* row, int n, float* x) {
@@ -31,7 +22,7 @@ void dequantize_row(const uint8_t* row, int n, float* x) {
   else for (int i = 0; i < n; ++i) x[i] = static_cast<float>(kv::get_code<C>(row, n, i));
 }
 // q rows [n_q][q_stride] as int8 codes per group with the q8 codec of kv/blocks.h.
-void quantize_queries(const float* q, int n_q, size_t q_stride, int n, int group, QueryBuffers& out);
+void quantize_queries(const float* q, int n_q, size_t q_stride, int n, int group, const QueryBuffers& out);
 // scores = q · row for rows of codec C, each row dequantized, then summed in order.
 template <class C>
 void dot(const DotArgs& a) {

@@ -1,5 +1,5 @@
-// The bf16 prefill tiles on AVX512-BF16 (simd/kernels.h GemmBf16Args), installed by the avx512 rung
-// when the CPU has the extension: vdpbf16ps sums 32 products into 16 f32 lanes, twice the FMAs'.
+// The avx512-bf16 rung: the bf16 prefill tiles (simd/kernels.h GemmBf16Args) with vdpbf16ps, which
+// sums 32 products into 16 f32 lanes, twice the FMAs'.
 #include <immintrin.h>
 
 #include <cstddef>
@@ -8,7 +8,7 @@
 #include "simd/kernels_isa.h"
 #include "simd/kernels_scalar.h"
 
-namespace kvrt::simd::avx512::bf16 {
+namespace kvrt::simd::avx512bf16 {
 namespace {
 
 // c[i0 + ii][r0 + 16 v ..] for ii < I, v < V, as prefill_tiles.inc's gemm_block on pairs.
@@ -76,4 +76,4 @@ void install(Kernels& t) {
   t.bf16_pairs = pairs;
 }
 
-}  // namespace kvrt::simd::avx512::bf16
+}  // namespace kvrt::simd::avx512bf16
