@@ -12,6 +12,12 @@
 namespace kvrt::kv {
 namespace {
 
+// memcpy for parts that may be empty: an empty part's storage may be a null pointer, which
+// memcpy must not be given even for no bytes.
+void copy_in(void* dst, const void* src, size_t n) {
+  if (n > 0) std::memcpy(dst, src, n);
+}
+
 const char* side_name(TileRole role) { return role == TileRole::kKey ? "keys" : "values"; }
 
 // Tiles (or rows) in use after n_packed positions: the first of them hold packed positions from
@@ -88,15 +94,15 @@ void load_side(Storage& c, Side& s, ByteReader& in, int n_past) {
       throw Error(what + " has " + std::to_string(n_used) + " tiles in use in " + at +
                   ", its positions need " + std::to_string(tiles_in_use(l, n_packed)));
     const size_t n_bytes = size_t(n_used) * nkv * l.tile_bytes;
-    std::memcpy(s.packed.get() + s.packed_offset[layer], in.take(n_bytes, "tiles"), n_bytes);
+    copy_in(s.packed.get() + s.packed_offset[layer], in.take(n_bytes, "tiles"), n_bytes);
     const size_t ring = size_t(l.window) * nkv * hd, sinks = c.layout.sink_floats();
     if (in.get<uint64_t>("window size") != ring)
       throw Error(what + " has an FP32 window of another size in " + at);
-    std::memcpy(s.ring.data() + s.ring_offset[layer], in.take(ring * sizeof(float), "FP32 window"),
+    copy_in(s.ring.data() + s.ring_offset[layer], in.take(ring * sizeof(float), "FP32 window"),
                 ring * sizeof(float));
     if (in.get<uint64_t>("sink size") != sinks)
       throw Error(what + " has another number of sink rows in " + at);
-    std::memcpy(s.sinks.data() + size_t(layer) * sinks, in.take(sinks * sizeof(float), "sink rows"),
+    copy_in(s.sinks.data() + size_t(layer) * sinks, in.take(sinks * sizeof(float), "sink rows"),
                 sinks * sizeof(float));
     s.n_packed[layer] = n_packed;
   }
