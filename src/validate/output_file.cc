@@ -73,18 +73,6 @@ void remove_stale_temps(const fs::path& target) {
   }
 }
 
-// Writes all of `text` to `fd` and syncs it; false (errno set) on any failure.
-bool write_all(int fd, const std::string& text) {
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return false;
-    done += size_t(n);
-  }
-  return ::fsync(fd) == 0;
-}
-
 // Puts the complete `text` in a file named `tmp`: written unnamed (O_TMPFILE) and linked when
 // the filesystem allows it, else written under its name. Throws naming `path`.
 void write_temp(const fs::path& dir, const std::string& tmp, const std::string& text, const std::string& path,
@@ -183,5 +171,16 @@ void check_lock_path(const std::string& path, const std::string& what) {
 }
 
 OutputLock::~OutputLock() { ::close(fd_); }
+
+bool write_all(int fd, const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    done += size_t(n);
+  }
+  return ::fsync(fd) == 0;
+}
 
 }  // namespace kvrt::validate

@@ -28,6 +28,10 @@ void check_output_path(const std::string& path, const std::string& what);
 // (e.g. "File too large", "No space left on device").
 void write_file_atomic(const std::string& path, const std::string& text, const std::string& what);
 
+// Writes all of `text` to `fd` (retrying short and interrupted writes) and syncs it; false (errno
+// set) on any failure.
+bool write_all(int fd, const std::string& text);
+
 // An exclusive lock (flock) on "<target>.lock" beside an output's target, held while it lives, so
 // that processes that read, merge and replace one file (validation records) do so in turn. The
 // lock file stays beside the target; it is empty.

@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "common/regular_file.h"
 #include "common/sha256.h"
+#include "validate/output_file.h"
 
 namespace kvrt::validate {
 namespace {
@@ -66,20 +67,11 @@ void create_file(const std::string& path, const std::string& text, mode_t mode) 
     throw Error("cannot write key file '" + path + "': " + std::strerror(err),
                 err == EEXIST ? ErrorKind::kUsage : ErrorKind::kInput);
   };
-  auto write_all = [&](int fd) {
-    size_t done = 0;
-    while (done < text.size()) {
-      const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return false;
-      done += size_t(n);
-    }
-    return ::fchmod(fd, mode) == 0 && ::fsync(fd) == 0;
-  };
+  auto write_key = [&](int fd) { return ::fchmod(fd, mode) == 0 && write_all(fd, text); };
   {
     const FileHandle f(::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, mode));
     if (f.fd() >= 0) {
-      if (!write_all(f.fd())) fail(errno);
+      if (!write_key(f.fd())) fail(errno);
       const std::string proc = "/proc/self/fd/" + std::to_string(f.fd());
       if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) != 0) fail(errno);
       return;
@@ -87,7 +79,7 @@ void create_file(const std::string& path, const std::string& text, mode_t mode) 
   }
   const FileHandle f(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
   if (f.fd() < 0) fail(errno);
-  if (!write_all(f.fd())) {
+  if (!write_key(f.fd())) {
     const int err = errno;
     ::unlink(path.c_str());
     fail(err);
