@@ -30,9 +30,14 @@ std::string quote(const std::string& s) { return "'" + s + "'"; }
 
 void write_bytes(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
 
-std::string kvrt_exe() {
+// $KVRT_EXE is a command line (cross builds prefix the emulator), so the probes run it through a
+// script: "$K" is then one word for every build.
+std::string kvrt_script(const TempDir& tmp) {
   const char* exe = std::getenv("KVRT_EXE");
-  return exe && *exe ? exe : "kvrt";
+  const std::string path = tmp / "kvrt.sh";
+  write_bytes(path, std::string("#!/bin/sh\nexec ") + (exe && *exe ? exe : "kvrt") + " \"$@\"\n");
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  return path;
 }
 
 struct Shell {
@@ -46,7 +51,7 @@ struct Shell {
 Shell shell(const std::string& command, const TempDir& tmp, int seconds = 60) {
   const std::string script = tmp / "probe.sh";
   const std::string limit = kvrt::test::kSanitizedBuild ? "" : "ulimit -v 4000000\n";
-  write_bytes(script, "K=\"" + kvrt_exe() + "\"\nM=" + quote(kvrt::test::stories_path()) + "\n" + limit + command + "\n");
+  write_bytes(script, "K=" + quote(kvrt_script(tmp)) + "\nM=" + quote(kvrt::test::stories_path()) + "\n" + limit + command + "\n");
   const std::string cmd = "timeout -k 5 " + std::to_string(seconds) + " sh " + quote(script) + " 2>" + quote(tmp / "err");
   const int status = std::system(cmd.c_str());
   Shell r;
