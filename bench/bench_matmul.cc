@@ -14,7 +14,7 @@
 
 #include "ops/matmul.h"
 #include "simd/dispatch.h"
-#include "simd/weight_types.h"
+#include "simd/weights/types.h"
 
 namespace {
 

@@ -1,7 +1,7 @@
 // The eleven block-quantized GGUF weight types kvrt runs, for the tests that go over each.
 #pragma once
 
-#include "simd/weight_types.h"
+#include "simd/weights/types.h"
 
 namespace kvrt::test {
 

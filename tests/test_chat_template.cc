@@ -13,7 +13,7 @@
 #include "common/error.h"
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
-#include "model/chat_template.h"
+#include "text/chat_template.h"
 #include "test_util.h"
 
 using kvrt::model::ChatMessage;

@@ -15,7 +15,7 @@
 #include "common/sha256.h"
 #include "io/gguf.h"
 #include "kvrt_config.h"
-#include "model/tokenizer.h"
+#include "text/tokenizer.h"
 #include "simd/kernels.h"
 #include "test_util.h"
 #include "validate/case_set.h"

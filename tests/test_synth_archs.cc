@@ -18,7 +18,7 @@
 #include "kv/kv_config.h"
 #include "model/model.h"
 #include "model/session.h"
-#include "simd/weight_types.h"
+#include "simd/weights/types.h"
 #include "test_util.h"
 #include "tools/synth_model/recipe.h"
 #include "tools/synth_model/synth.h"

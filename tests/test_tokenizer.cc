@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "common/error.h"
-#include "model/tokenizer.h"
-#include "model/tokenizer_impl.h"
-#include "model/unicode.h"
+#include "text/tokenizer.h"
+#include "text/tokenizer_impl.h"
+#include "text/unicode.h"
 #include "test_util.h"
 #include "vocab_copy.h"
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "io/gguf.h"
-#include "model/tokenizer.h"
+#include "text/tokenizer.h"
 #include "test_util.h"
 
 using namespace kvrt;

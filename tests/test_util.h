@@ -48,7 +48,7 @@ inline std::string fixtures_dir() {
   if (std::filesystem::is_directory(dir)) return dir;
   std::fprintf(stderr,
                "SKIP: the large test fixtures are not at %s; put ../shared/fixtures beside the "
-               "checkout or set KVRT_FIXTURES_DIR (see README, Tests and CI)\n",
+               "checkout or set KVRT_FIXTURES_DIR (see docs/building-and-testing.md)\n",
                dir.c_str());
   std::exit(77);
 }

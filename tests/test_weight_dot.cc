@@ -1,4 +1,4 @@
-// The decode products on packed weight blocks (simd/weight_dot.h): each type's scalar twin equals
+// The decode products on packed weight blocks (simd/weights/decode.h): each type's scalar twin equals
 // the dot product of the decoded weights and decoded activation blocks. Every rung's kernels
 // against the twins, and its activation quantizers: tests/checkasm.
 #include <doctest/doctest.h>

@@ -16,8 +16,8 @@
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
 #include "quant_types.h"
-#include "simd/weight_blocks.h"
-#include "simd/weight_types.h"
+#include "simd/weights/blocks.h"
+#include "simd/weights/types.h"
 #include "test_util.h"
 
 using namespace kvrt;

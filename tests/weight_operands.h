@@ -12,8 +12,8 @@
 
 #include "common/half.h"
 #include "simd/kernels.h"
-#include "simd/weight_blocks.h"
-#include "simd/weight_codecs.h"
+#include "simd/weights/blocks.h"
+#include "simd/weights/codecs.h"
 
 namespace kvrt::test {
 
@@ -21,7 +21,7 @@ constexpr int kRows = 7;
 constexpr int kMaxM = 4;
 constexpr int64_t kRowLengths[] = {256, 2816};
 // Also for the 32-value types: rows of 1 and 15 blocks, not whole groups of 8 or 4 (the Q4_0
-// kernels' groups, simd/weight_dot_q4_0_x86.inc and weight_dot_q4_0_neon.inc).
+// kernels' groups, simd/weights/decode_q4_0_x86-inl.h and weights/decode_q4_0_neon-inl.h).
 constexpr int64_t kShortRowLengths[] = {32, 480};
 
 inline std::vector<int64_t> row_lengths(simd::WeightType type) {

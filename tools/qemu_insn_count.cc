@@ -1,7 +1,7 @@
 // A qemu-user TCG plugin (Debian 12's qemu 7.2, plugin API version 1; the declarations below are
 // the few API calls it uses): counts executed guest instructions, in total and per symbol of the
 // first instruction of each translation block, and prints them at exit (symbols with at least
-// 0.1% of the total). Used for the instruction-count estimates of the ARM rungs (README):
+// 0.1% of the total). Used for the instruction-count estimates of the ARM rungs (docs/arm.md):
 //   g++ -O2 -shared -fPIC -o /tmp/libinsn.so tools/qemu_insn_count.cc
 //   KVRT_ISA=neon-dotprod qemu-aarch64 -L / -plugin /tmp/libinsn.so -d plugin build-aarch64/tools/kvrt/kvrt run ...
 #include <cstdint>

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Cross-builds kvrt for 64-bit ARM (NEON) in build-aarch64/ and runs the test suite under
 # qemu-user (all of it but the suites 'slow' and 'flow'). Installs what it needs from Debian on first use (cross g++, qemu-user, arm64 toml++ and runtime).
-# oneDNN is disabled there: kvrt's blocked GEMM does the matrix products (see README).
+# oneDNN is disabled there: kvrt's blocked GEMM does the matrix products (docs/arm.md).
 # Extra arguments go to `meson test`, e.g. tools/test_arm.sh matmul
 # KVRT_QEMU_CPU: the qemu CPU models to run them on, in turn (default "max", which has every
 # extension: the neon-dotprod and neon-i8mm rungs run; "cortex-a72" is plain ARMv8.0 NEON), e.g.

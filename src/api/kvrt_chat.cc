@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "api/handles.h"
-#include "model/chat_template.h"
+#include "text/chat_template.h"
 
 namespace kvrt::api {
 namespace {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "io/mmap_file.h"
-#include "simd/weight_types.h"
+#include "simd/weights/types.h"
 
 namespace kvrt::io {
 
@@ -36,7 +36,7 @@ struct GgufValue {
 struct GgufTensor {
   std::string name;
   std::vector<int64_t> dims;  // ggml order: dims[0] is the contiguous (row) dimension
-  simd::WeightType type = simd::WeightType::kF32;  // a row of simd/weight_types.h
+  simd::WeightType type = simd::WeightType::kF32;  // a row of simd/weights/types.h
   uint64_t file_offset = 0;   // absolute byte offset of the data in the file
   uint64_t n_bytes = 0;
   int64_t n_elements = 0;

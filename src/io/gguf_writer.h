@@ -1,5 +1,5 @@
 // A small GGUF v3 writer: metadata of every value type, and tensors converted from f32 data to
-// any weight type with a reference codec (simd/weight_types.h: F32, F16, BF16, Q8_0). Tensor
+// any weight type with a reference codec (simd/weights/types.h: F32, F16, BF16, Q8_0). Tensor
 // data is produced chunk by chunk while writing, so a model larger than memory can be written one
 // tensor at a time.
 #pragma once

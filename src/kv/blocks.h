@@ -10,9 +10,9 @@
 //                        magnitude (llama.cpp's q4_0): e is exact at -8, values of its sign within
 //                        |d|/2, values of the other sign clamp at 7, within |d|
 //   asymmetric (q4, q2): x = m + d * q, q in [0, 2^bits - 1], d = (max - min) / (2^bits - 1)
-// q4s takes the whole 4-bit range: `kvrt validate`'s mean KL was 15-21 % below that of [-7, 7]
-// with d = max|x| / 7, on stories260K (both sides; values alone) and on the Qwen2-style fixture
-// (both sides; values alone; keys alone), see README.
+// q4s takes the whole 4-bit range: `kvrt validate`'s mean KL was below that of [-7, 7] with
+// d = max|x| / 7 on stories260K and on the Qwen2-style fixture, both sides, values alone and keys
+// alone (docs/kv-formats.md).
 // Symmetric codes narrower than a byte are stored offset by kCodeBias = 2^(bits - 1) (q4s: q + 8
 // in 0..15), so they unpack like the asymmetric formats' and every stored code is unsigned;
 // get_code/set_code and the kernels take the bias off (int8 codes are stored as they are).

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "model/chat_template.h"
+#include "text/chat_template.h"
 #include "model/sampler.h"
 #include "model/session.h"
 

@@ -7,7 +7,7 @@
 
 #include "io/gguf.h"
 #include "model/config.h"
-#include "model/tokenizer.h"
+#include "text/tokenizer.h"
 #include "model/weights.h"
 
 namespace kvrt::model {

@@ -54,9 +54,8 @@ void v_accumulate(const kv::HeadView& v, const float* p, int n_q, int j0, int j1
 // Reads ahead into L2 (prefetcht1) every cache line of the packed tiles (or rows) holding
 // positions [j0, j1) of one side. The decode path calls it for the next chunk while it computes
 // this one: a kv head's tiles are interleaved with the other heads' (kv/kv_cache.cc), runs of
-// 1-2 KB every few KB, which the hardware prefetchers follow too late once the cache is in DRAM.
-// AMD Zen 4, 8k context, one thread: 1.2-1.6x (q8, q4) to 2x (f32) faster; into L1 (prefetcht0)
-// or two chunks ahead were no faster.
+// 1-2 KB every few KB, which the hardware prefetchers follow too late once the cache is in DRAM
+// (bench_attention at 8k shows the gain); into L1 (prefetcht0) or two chunks ahead were no faster.
 void prefetch_packed(const kv::SideView& s, int j0, int j1);
 // rows j0..j1 of one side as FP32 (dequantized a tile at a time for prefill); x [j1 - j0][head_dim]
 void load_rows(const kv::HeadView& v, const kv::SideView& s, int j0, int j1, float* x);

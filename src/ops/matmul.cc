@@ -9,8 +9,8 @@
 //
 // W is rounded per call rather than once at load: a bf16 copy of the weights would cost 2 bytes
 // per parameter for the life of the model (for an F16 model, as much again as the file; for a
-// 4-bit one, 3.5 times the file), while rounding costs about 8% of bf16 prefill on the realistic
-// F16 shape (README: "Matrix-product precision").
+// 4-bit one, 3.5 times the file), while rounding per call is a small part of a prefill product
+// (docs/performance.md measures it).
 #include <omp.h>
 
 #include <algorithm>

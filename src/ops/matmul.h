@@ -16,11 +16,12 @@
 #include <vector>
 
 #include "simd/dispatch.h"
-#include "simd/weight_types.h"
+#include "simd/weights/types.h"
 
 namespace kvrt::ops {
 
-// The arithmetic of prefill-sized products; decode-sized ones always run the blocked f32 tiles.
+// The arithmetic of prefill-sized products; decode-sized ones never round to bf16 (they run the
+// packed integer products or the blocked f32 tiles).
 //   f32:  the baseline.
 //   bf16: x and W rounded to bfloat16 (nearest, ties to even; relative error <= 2^-8 each), the
 //         products summed in f32, through oneDNN on CPUs with AVX512-BF16. It changes

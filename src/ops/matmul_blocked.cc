@@ -7,8 +7,8 @@
 // the block stays in L2 while every W tile of the thread passes over it; a W tile (nr rows) is
 // reused by all row tiles of the block. F16 weights run through f16 tiles, which widen W in
 // registers (the same sums as the f32 tiles on the widened rows, bit for bit), and the next
-// tile's rows are read ahead: widened into scratch without read-ahead, F16 decode streamed W at
-// 40% of a plain read (in-register widening alone gained 1.1-1.4x, reading ahead the rest).
+// tile's rows are read ahead: widened into scratch without read-ahead, F16 decode streamed W far
+// below the rate of a plain read (bench_matmul shows both).
 // Other weights are widened one W tile at a time into a per-thread scratch (L1-resident) by the
 // weight type's to_float kernel, then run through the f32 tiles. Either way W is read from memory
 // once, in its stored size.
@@ -60,7 +60,7 @@ void BlockedMatmul::columns(const float* x, int64_t m, const WeightMatrix& w, fl
                                         size_t(n_out), n_in, i == i0 ? next : nullptr});
         }
       };
-      if (w.type == simd::WeightType::kF16) {  // read ahead: decode 1.4-1.9x; F32 gains nothing from it
+      if (w.type == simd::WeightType::kF16) {  // read ahead; F32 gains nothing from it
         row_tiles(static_cast<const uint16_t*>(w.data) + j * n_in, tiles.f16, true);
       } else if (to_float) {
         to_float(static_cast<const uint8_t*>(w.data) + size_t(j) * row_bytes, nr_here * n_in, widened);

@@ -1,4 +1,4 @@
-// Decode products on packed weight blocks (simd/weight_dot.h) for matmul.cc: the rows of x are
+// Decode products on packed weight blocks (simd/weights/decode.h) for matmul.cc: the rows of x are
 // quantized once per product into the weight type's activation blocks (Q8_0, Q8_1 or Q8_K, by the
 // from_float slot of that format), then threads split the rows of W, each running the type's
 // decode kernel over a contiguous range: W is read once, packed, straight from the map.

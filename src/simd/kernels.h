@@ -1,7 +1,7 @@
 // The kernel table: every SIMD kernel of kvrt behind one set of named function-pointer slots
 // (quantize, attention and matrix products). simd/dispatch.cc fills one table per ISA rung:
 // the scalar twins first, then each rung the CPU runs overwrites the slots it has kernels for.
-// Kernels see raw pointers and the layouts of kv/blocks.h, kv/tiles.h and simd/weight_types.h
+// Kernels see raw pointers and the layouts of kv/blocks.h, kv/tiles.h and simd/weights/types.h
 // only (all dependency-free).
 #pragma once
 
@@ -11,7 +11,7 @@
 
 #include "kv/blocks.h"
 #include "kv/tiles.h"
-#include "simd/weight_types.h"
+#include "simd/weights/types.h"
 
 namespace kvrt::simd {
 
@@ -150,7 +150,7 @@ struct TileArgs {
   int64_t n_in;
   // The W rows of the tile that comes next, [nr][w_stride], read ahead as this one runs (a line
   // of each row per step of k), or null. Without it F16 decode, which reads each W row once,
-  // streamed W from memory at 40% of the rate of a plain read.
+  // streamed W from memory well below the rate of a plain read.
   const W* next = nullptr;
 };
 using MatmulTileArgs = TileArgs<float>;

@@ -1,4 +1,4 @@
-// Kernels for avx2: kernels_body.inc compiled with this file's -m flags (src/simd/meson.build).
+// Kernels for avx2: kv/row_kernels-inl.h compiled with this file's -m flags (src/simd/meson.build).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -15,15 +15,15 @@
 
 namespace kvrt::simd::avx2 {
 
-#include "simd/kernels_body_decl.inc"
-#include "simd/kernels_x86.inc"
-#include "simd/kernels_body.inc"
-#include "simd/prefill_tiles.inc"
-#include "simd/kernels_table.inc"
-#include "simd/matmul_tiles.inc"
+#include "simd/batch-inl.h"
+#include "simd/kv/row_codes_x86-inl.h"
+#include "simd/kv/row_kernels-inl.h"
+#include "simd/matmul/prefill_tiles-inl.h"
+#include "simd/kv/row_slots-inl.h"
+#include "simd/matmul/gemm_tiles-inl.h"
 
-// The avx2 rung: the row kernels, the tile kernels of every quantized format (kernels_avx2_int.cc), the decode
-// products of the weight types (weight_dot_avx2.cc), their widening to FP32 (weight_codecs_avx2.cc) and the matmul tiles (16 registers: 12 accumulators, 3 rows of
+// The avx2 rung: the row kernels, the tile kernels of every quantized format (kv/tiles_avx2.cc), the decode
+// products of the weight types (weights/decode_avx2.cc), their widening to FP32 (weights/to_float_avx2.cc) and the matmul tiles (16 registers: 12 accumulators, 3 rows of
 // x, W from memory operands).
 void install(Kernels& t) {
   install_rows<xsimd::fma3<xsimd::avx2>, xsimd::sse4_2>(t);

@@ -7,18 +7,18 @@
 
 namespace kvrt::simd {
 namespace avx2 { void install(Kernels& table); }
-namespace avx2::tiles { void install(Kernels& table); }  // tile kernels of every quantized format, kernels_avx2_int.cc
-namespace avx2::weights { void install(Kernels& table); }  // decode products of the weight types, weight_dot_avx2.cc
-namespace avx2::codecs { void install(Kernels& table); }  // to_float of the quantized weight types, weight_codecs_avx2.cc
+namespace avx2::tiles { void install(Kernels& table); }  // tile kernels of every quantized format, kv/tiles_avx2.cc
+namespace avx2::weights { void install(Kernels& table); }  // decode products of the weight types, weights/decode_avx2.cc
+namespace avx2::codecs { void install(Kernels& table); }  // to_float of the quantized weight types, weights/to_float_avx2.cc
 namespace avx512 { void install(Kernels& table); }
-namespace avx512::codecs { void install(Kernels& table); }  // the same on zmm, weight_codecs_avx512.cc
+namespace avx512::codecs { void install(Kernels& table); }  // the same on zmm, weights/to_float_avx512.cc
 namespace avx512vnni { void install(Kernels& table); }  // sets dot and acc of every quantized format
-namespace avx512vnni::weights { void install(Kernels& table); }  // decode products of the weight types, weight_dot_vnni.cc
-namespace avx512bf16 { void install(Kernels& table); }  // bf16 prefill tiles, prefill_bf16_avx512.cc
+namespace avx512vnni::weights { void install(Kernels& table); }  // decode products of the weight types, weights/decode_vnni.cc
+namespace avx512bf16 { void install(Kernels& table); }  // bf16 prefill tiles, matmul/prefill_bf16_avx512.cc
 namespace neon { void install(Kernels& table); }
-namespace neon::tiles { void install(Kernels& table); }  // tile kernels of every quantized format, kernels_neon_int.cc
-namespace neon::weights { void install(Kernels& table); }  // decode products of the weight types, weight_dot_neon.cc
+namespace neon::tiles { void install(Kernels& table); }  // tile kernels of every quantized format, kv/tiles_neon.cc
+namespace neon::weights { void install(Kernels& table); }  // decode products of the weight types, weights/decode_neon.cc
 namespace neon_dotprod { void install(Kernels& table); }  // sets dot of every quantized format (sdot)
-namespace neon_dotprod::weights { void install(Kernels& table); }  // decode products with sdot, weight_dot_neon_dotprod.cc
+namespace neon_dotprod::weights { void install(Kernels& table); }  // decode products with sdot, weights/decode_neon_dotprod.cc
 namespace neon_i8mm { void install(Kernels& table); }  // sets dot of every quantized format (smmla)
 }  // namespace kvrt::simd

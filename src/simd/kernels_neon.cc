@@ -1,4 +1,4 @@
-// Kernels for aarch64 NEON: kernels_body.inc over xsimd::neon64 (4 float lanes).
+// Kernels for aarch64 NEON: kv/row_kernels-inl.h over xsimd::neon64 (4 float lanes).
 #include <arm_neon.h>
 
 #include <algorithm>
@@ -15,7 +15,7 @@
 
 namespace kvrt::simd::neon {
 
-#include "simd/kernels_body_decl.inc"
+#include "simd/batch-inl.h"
 
 // 4 int8 codes, or 4 codes of Bits bits at bit `shift` of 4 bytes, to 4 floats.
 template <class A>
@@ -35,7 +35,7 @@ inline Vec<A> cvt_codes(const uint8_t* p, int shift) {
 }
 
 // 4 FP16 values (kv::Scale) to 4 floats, exactly (fcvtl, base ARMv8.0; as load_scales of
-// kernels_neon_dot.inc and the F16 rows of matmul_tiles.inc).
+// kv/qk_tiles_neon-inl.h and the F16 rows of matmul/gemm_tiles-inl.h).
 template <class A>
 inline Vec<A> cvt_f16(const uint8_t* p) {
   return Vec<A>(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const uint16_t*>(p)))));
@@ -47,13 +47,13 @@ inline void lane_sums(const Vec<A>* v, float* out) {
   xsimd::haddp(v).store_unaligned(out);
 }
 
-#include "simd/kernels_body.inc"
-#include "simd/prefill_tiles.inc"
-#include "simd/kernels_table.inc"
-#include "simd/matmul_tiles.inc"
+#include "simd/kv/row_kernels-inl.h"
+#include "simd/matmul/prefill_tiles-inl.h"
+#include "simd/kv/row_slots-inl.h"
+#include "simd/matmul/gemm_tiles-inl.h"
 
-// The neon rung: the row kernels, the tile kernels of every quantized format (kernels_neon_int.cc), the decode
-// products of the weight types (weight_dot_neon.cc) and the matmul tiles (32 registers: 16 accumulators plus the
+// The neon rung: the row kernels, the tile kernels of every quantized format (kv/tiles_neon.cc), the decode
+// products of the weight types (weights/decode_neon.cc) and the matmul tiles (32 registers: 16 accumulators plus the
 // loaded rows).
 void install(Kernels& t) {
   install_rows<xsimd::neon64>(t);

@@ -81,8 +81,8 @@ void gemm(const GemmArgs& g);
 void softmax(const SoftmaxArgs& a);
 void gemm_bf16(const GemmBf16Args& g);
 void bf16_pairs(const float* x0, const float* x1, int step, int n, uint32_t* dst);
-void install(Kernels& k);          // the attention and quantize slots (kernels_scalar.cc)
-void install_matmul(Kernels& k);   // the matmul and weight slots (matmul_scalar.cc)
+void install(Kernels& k);          // the attention and quantize slots (kv/scalar.cc)
+void install_matmul(Kernels& k);   // the matmul and weight slots (matmul/scalar.cc)
 
 // A row of n values (n a multiple of group) as blocks of format F.
 template <class F>

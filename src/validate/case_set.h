@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "model/chat_template.h"
-#include "model/tokenizer.h"
+#include "text/chat_template.h"
+#include "text/tokenizer.h"
 #include "validate/task_check.h"
 
 namespace kvrt::validate {

@@ -43,8 +43,8 @@ struct RunOptions {
   int n_batch = 256;        // prefill chunk
   int noise_threads = 0;    // the noise-floor lane: FP32 with this thread count ...
   // ... and another prefill chunk (so other GEMM shapes, chunk boundaries and summation order). Not
-  // a small one: chunks of 7 made the lane prefill 4.3x slower than one of 256 on the realistic
-  // synthetic shape in F16 (every call widens all of W), chunks of 100 1.1-1.2x.
+  // a small one: every call widens all of W, so small chunks make the lane's prefill many times
+  // slower.
   int noise_batch = 100;
   int kl_bins = 32;         // bins of the KL-by-position curve over [0, max_len)
   int max_len = 512;

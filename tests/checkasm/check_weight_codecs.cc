@@ -13,7 +13,7 @@
 
 #include "checkasm.h"
 #include "common/half.h"
-#include "simd/weight_types.h"
+#include "simd/weights/types.h"
 #include "weight_operands.h"
 
 namespace kvrt::checkasm {

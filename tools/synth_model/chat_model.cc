@@ -6,7 +6,7 @@
 #include "common/error.h"
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
-#include "model/chat_template.h"
+#include "text/chat_template.h"
 
 namespace kvrt::synth {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "simd/weight_types.h"
+#include "simd/weights/types.h"
 
 namespace kvrt::synth {
 

@@ -1,0 +1,17 @@
+// Decode products on packed weight blocks for the avx2 rung: weights/decode_x86-inl.h with vpmaddubsw.
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "common/half.h"
+#include "simd/kernels_isa.h"
+#include "simd/weights/blocks.h"
+#include "simd/weights/decode.h"
+
+namespace kvrt::simd::avx2::weights {
+
+#include "simd/weights/decode_x86-inl.h"
+
+}  // namespace kvrt::simd::avx2::weights

@@ -1,0 +1,18 @@
+// Decode products on packed weight blocks for the avx512-vnni rung: weights/decode_x86-inl.h with
+// vpdpbusd and vpdpwssd on ymm (AVX512-VL).
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "common/half.h"
+#include "simd/kernels_isa.h"
+#include "simd/weights/blocks.h"
+#include "simd/weights/decode.h"
+
+namespace kvrt::simd::avx512vnni::weights {
+
+#include "simd/weights/decode_x86-inl.h"
+
+}  // namespace kvrt::simd::avx512vnni::weights

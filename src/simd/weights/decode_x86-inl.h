@@ -1,0 +1,248 @@
+// The decode products of every quantized weight type on x86 (simd/weights/decode.h), 32 values per
+// ymm: included by weights/decode_avx2.cc and weights/decode_vnni.cc inside their namespaces, so each gets
+// its file's -m flags. The one difference is how int8 products are summed into int32 lanes:
+//   avx2:        vpmaddubsw (u8 x s8, pairs to int16) then vpmaddwd by ones (or by the sub-block
+//                scales): exact, as no pair can saturate int16 (|u| <= 128, |s| <= 127 for the
+//                symmetric types by the sign trick; u <= 63 for the K types: 2 * 63 * 128 < 2^15);
+//   avx512-vnni: vpdpbusd (u8 x s8, 4 products into each int32 lane) and vpdpwssd.
+// Per block the integer sums are those of the scalar twins (weights/decode_scalar.cc); the float
+// sums run per lane, then one horizontal sum per row. The activations' quantizers are in
+// weights/act_quantize_x86-inl.h; the weight codes as bytes in weights/block_codes_x86-inl.h; Q4_0's product,
+// which does without the sign trick, in weights/decode_q4_0_x86-inl.h.
+
+#include "simd/weights/block_codes_x86-inl.h"
+
+namespace {
+
+// acc + Σ of 4 u8 x s8 products per int32 lane.
+inline __m256i dot_us8(__m256i acc, __m256i u, __m256i s) {
+#if defined(__AVX512VNNI__)
+  return _mm256_dpbusd_epi32(acc, u, s);
+#else
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+#endif
+}
+
+// acc + Σ of 2 s16 x s16 products per int32 lane.
+inline __m256i dot_s16(__m256i acc, __m256i a, __m256i b) {
+#if defined(__AVX512VNNI__)
+  return _mm256_dpwssd_epi32(acc, a, b);
+#else
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
+#endif
+}
+
+// Σ x y over signed bytes as int32 lanes: |x| times y with x's sign.
+inline __m256i dot_s8(__m256i x, __m256i y) {
+  return dot_us8(_mm256_setzero_si256(), _mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
+}
+
+inline float f16(uint16_t bits) { return _cvtsh_ss(bits); }
+
+inline float hsum(__m256 x) {
+  __m128 m = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+  m = _mm_add_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_add_ss(m, _mm_shuffle_ps(m, m, 1)));
+}
+
+inline int32_t hsum_i32(__m256i x) {
+  __m128i m = _mm_add_epi32(_mm256_castsi256_si128(x), _mm256_extracti128_si256(x, 1));
+  m = _mm_add_epi32(m, _mm_unpackhi_epi64(m, m));
+  return _mm_cvtsi128_si32(_mm_add_epi32(m, _mm_shuffle_epi32(m, 1)));
+}
+
+// Symmetric types against Q8_0 activations, two blocks per step on two accumulators.
+template <class Block>
+float dot_symmetric(const uint8_t* w, const uint8_t* act, int64_t n) {
+  const Block* x = reinterpret_cast<const Block*>(w);
+  const BlockQ8_0* y = reinterpret_cast<const BlockQ8_0*>(act);
+  const auto step = [&](int64_t b, __m256 acc) {
+    const __m256 d = _mm256_set1_ps(f16(x[b].d) * f16(y[b].d));
+    return _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_s8(codes(x[b]), load256(y[b].qs))), acc);
+  };
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  const int64_t nb = n / kQK;
+  int64_t b = 0;
+  for (; b + 1 < nb; b += 2) {
+    acc0 = step(b, acc0);
+    acc1 = step(b + 1, acc1);
+  }
+  if (b < nb) acc0 = step(b, acc0);
+  return hsum(_mm256_add_ps(acc0, acc1));
+}
+
+// Affine types against Q8_1 activations: d_w d_a Σ q_w q_a per lane, Σ m_w s_a aside.
+template <class Block>
+float dot_affine(const uint8_t* w, const uint8_t* act, int64_t n) {
+  const Block* x = reinterpret_cast<const Block*>(w);
+  const BlockQ8_1* y = reinterpret_cast<const BlockQ8_1*>(act);
+  __m256 acc = _mm256_setzero_ps();
+  float mins = 0.0f;
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    const __m256 d = _mm256_set1_ps(f16(x[b].d) * f16(y[b].d));
+    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_us8(_mm256_setzero_si256(), codes(x[b]), load256(y[b].qs))), acc);
+    mins += f16(x[b].m) * f16(y[b].s);
+  }
+  return hsum(acc) + mins;
+}
+
+// 16 int16 lanes: the first 8 s0, the last 8 s1 (the scales of two 16-value sub-blocks).
+inline __m256i scale_pair(int s0, int s1) { return _mm256_set_m128i(_mm_set1_epi16(short(s1)), _mm_set1_epi16(short(s0))); }
+
+// Σ_s c_s bsums[s] over the 16 sub-block sums of a Q8_K block, c 16 int16 lanes.
+inline int32_t bsum_dot(__m256i c, const BlockQ8_K& y) { return hsum_i32(_mm256_madd_epi16(c, load256(y.bsums))); }
+
+// Q2_K and Q3_K (16-value sub-blocks): Σ_s scale_s Σ q a over the 8 runs of 32 values of a block,
+// run (n, j) from bits 2j of qs[32n ..]; Q3_K's high bits from bit 4n + j of hmask.
+template <bool kHighBit>
+__m256i k2_runs(const uint8_t* qs, const uint8_t* hmask, const int8_t* a, const int* scale) {
+  const __m256i three = _mm256_set1_epi8(3);
+  const __m256i hb = kHighBit ? load256(hmask) : _mm256_setzero_si256();
+  __m256i sum = _mm256_setzero_si256();
+  for (int n2 = 0; n2 < 2; ++n2) {
+    const __m256i q2 = load256(qs + 32 * n2);
+    for (int j = 0; j < 4; ++j) {
+      __m256i q = _mm256_and_si256(_mm256_srli_epi16(q2, 2 * j), three);
+      if constexpr (kHighBit) {
+        const __m256i h = _mm256_and_si256(_mm256_srli_epi16(hb, 4 * n2 + j), _mm256_set1_epi8(1));
+        q = _mm256_or_si256(q, _mm256_slli_epi16(h, 2));
+      }
+      const int s = 8 * n2 + 2 * j;
+      const __m256i p = _mm256_maddubs_epi16(q, load256(a + 128 * n2 + 32 * j));
+      sum = dot_s16(sum, scale_pair(scale[s], scale[s + 1]), p);
+    }
+  }
+  return sum;
+}
+
+float dot_q2_k(const uint8_t* w, const uint8_t* act, int64_t n) {
+  const BlockQ2_K* x = reinterpret_cast<const BlockQ2_K*>(w);
+  const BlockQ8_K* y = reinterpret_cast<const BlockQ8_K*>(act);
+  __m256 acc = _mm256_setzero_ps();
+  float mins = 0.0f;
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    int scale[16];
+    for (int s = 0; s < 16; ++s) scale[s] = x[b].scales[s] & 0xF;
+    const __m256i mins16 = _mm256_srli_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[b].scales))), 4);
+    const __m256i sum = k2_runs<false>(x[b].qs, nullptr, y[b].qs, scale);
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(y[b].d * f16(x[b].d)), _mm256_cvtepi32_ps(sum), acc);
+    mins += y[b].d * f16(x[b].dmin) * float(bsum_dot(mins16, y[b]));
+  }
+  return hsum(acc) - mins;
+}
+
+// Q3_K: codes low + 4 high - 4, summed as (low + 4 high) a, less 4 Σ_s scale_s bsums[s].
+float dot_q3_k(const uint8_t* w, const uint8_t* act, int64_t n) {
+  const BlockQ3_K* x = reinterpret_cast<const BlockQ3_K*>(w);
+  const BlockQ8_K* y = reinterpret_cast<const BlockQ8_K*>(act);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    int scale[16];
+    alignas(32) int16_t scale16[16];
+    for (int s = 0; s < 16; ++s) scale16[s] = int16_t(scale[s] = q3_k_scale(s, x[b].scales) - 32);
+    const __m256i sum = k2_runs<true>(x[b].qs, x[b].hmask, y[b].qs, scale);
+    const int32_t bias = 4 * bsum_dot(_mm256_load_si256(reinterpret_cast<const __m256i*>(scale16)), y[b]);
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(y[b].d * f16(x[b].d)), _mm256_cvtepi32_ps(_mm256_sub_epi32(sum, _mm256_setr_epi32(bias, 0, 0, 0, 0, 0, 0, 0))), acc);
+  }
+  return hsum(acc);
+}
+
+// The 8 scales (bytes 0..7) and 8 mins (bytes 8..15) of a Q4_K / Q5_K block, 6 bits each
+// (k_scale_min of simd/weights/blocks.h for all 8 sub-blocks at once, as ggml's utmp).
+inline void k_scales_mins(const uint8_t* packed, uint32_t out[4]) {
+  constexpr uint32_t kLow6 = 0x3f3f3f3f, kLow4 = 0x0f0f0f0f, kLow2 = 0x03030303;
+  uint32_t u[3];
+  std::memcpy(u, packed, sizeof u);
+  out[0] = u[0] & kLow6;
+  out[1] = (u[2] & kLow4) | (((u[0] >> 6) & kLow2) << 4);
+  out[2] = u[1] & kLow6;
+  out[3] = ((u[2] >> 4) & kLow4) | (((u[1] >> 6) & kLow2) << 4);
+}
+
+// Q4_K and Q5_K: sub-block 2k + h (32 values) is nibble h of qs[32k ..] (Q5_K: plus bit 2k + h of
+// qh[l] as the fifth bit); the min term from the pairs of bsums.
+template <class Block, bool kFifthBit>
+float dot_k_affine(const uint8_t* w, const uint8_t* act, int64_t n) {
+  const Block* x = reinterpret_cast<const Block*>(w);
+  const BlockQ8_K* y = reinterpret_cast<const BlockQ8_K*>(act);
+  const __m256i low4 = _mm256_set1_epi8(0xF);
+  __m256 acc = _mm256_setzero_ps();
+  float mins = 0.0f;
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    uint32_t sm[4];
+    k_scales_mins(x[b].scales, sm);
+    const uint8_t* sc = reinterpret_cast<const uint8_t*>(sm);
+    // each min twice: it multiplies both 16-value sums of its sub-block
+    const __m128i m8 = _mm_cvtsi64_si128(int64_t(uint64_t(sm[2]) | uint64_t(sm[3]) << 32));
+    const __m256i m16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
+    __m256i hb = _mm256_setzero_si256();
+    if constexpr (kFifthBit) hb = load256(x[b].qh);
+    __m256i sum = _mm256_setzero_si256();
+    for (int k = 0; k < 4; ++k) {
+      const __m256i q4 = load256(x[b].qs + 32 * k);
+      __m256i lo = _mm256_and_si256(q4, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), low4);
+      if constexpr (kFifthBit) {
+        const __m256i one = _mm256_set1_epi8(1);
+        lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * k), one), 4));
+        hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * k + 1), one), 4));
+      }
+      sum = dot_s16(sum, _mm256_set1_epi16(sc[2 * k]), _mm256_maddubs_epi16(lo, load256(y[b].qs + 64 * k)));
+      sum = dot_s16(sum, _mm256_set1_epi16(sc[2 * k + 1]), _mm256_maddubs_epi16(hi, load256(y[b].qs + 64 * k + 32)));
+    }
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(y[b].d * f16(x[b].d)), _mm256_cvtepi32_ps(sum), acc);
+    mins += y[b].d * f16(x[b].dmin) * float(bsum_dot(m16, y[b]));
+  }
+  return hsum(acc) - mins;
+}
+
+// Q6_K: run (n, k) of 32 values from ql[64n + 32(k % 2) ..] (nibble k / 2) and bits 2k of
+// qh[32n ..]; codes 0..63 times a, less 32 Σ_s scale_s bsums[s].
+float dot_q6_k(const uint8_t* w, const uint8_t* act, int64_t n) {
+  const BlockQ6_K* x = reinterpret_cast<const BlockQ6_K*>(w);
+  const BlockQ8_K* y = reinterpret_cast<const BlockQ8_K*>(act);
+  const __m256i low4 = _mm256_set1_epi8(0xF), low2 = _mm256_set1_epi8(3);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    const int8_t* sc = x[b].scales;
+    __m256i sum = _mm256_setzero_si256();
+    for (int n2 = 0; n2 < 2; ++n2) {
+      const __m256i l0 = load256(x[b].ql + 64 * n2), l1 = load256(x[b].ql + 64 * n2 + 32);
+      const __m256i hb = load256(x[b].qh + 32 * n2);
+      const __m256i low[4] = {_mm256_and_si256(l0, low4), _mm256_and_si256(l1, low4),
+                              _mm256_and_si256(_mm256_srli_epi16(l0, 4), low4),
+                              _mm256_and_si256(_mm256_srli_epi16(l1, 4), low4)};
+      for (int k = 0; k < 4; ++k) {
+        const __m256i high = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * k), low2), 4);
+        const __m256i p = _mm256_maddubs_epi16(_mm256_or_si256(low[k], high), load256(y[b].qs + 128 * n2 + 32 * k));
+        const int s = 8 * n2 + 2 * k;
+        sum = dot_s16(sum, scale_pair(sc[s], sc[s + 1]), p);
+      }
+    }
+    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
+    const int32_t bias = 32 * bsum_dot(sc16, y[b]);
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(y[b].d * f16(x[b].d)), _mm256_cvtepi32_ps(_mm256_sub_epi32(sum, _mm256_setr_epi32(bias, 0, 0, 0, 0, 0, 0, 0))), acc);
+  }
+  return hsum(acc);
+}
+
+}  // namespace
+
+#include "simd/weights/act_quantize_x86-inl.h"
+#include "simd/weights/decode_q4_0_x86-inl.h"
+
+void install(Kernels& k) {
+  using W = WeightType;
+  k.weight[weight_index(W::kQ8_0)].from_float = q8_0_from_float;
+  k.weight[weight_index(W::kQ8_K)].from_float = q8_k_from_float;
+  k.weight[weight_index(W::kQ8_0)].decode = decode_rows<dot_symmetric<BlockQ8_0>>;
+  k.weight[weight_index(W::kQ4_0)].decode = decode_q4_0;
+  k.weight[weight_index(W::kQ5_0)].decode = decode_rows<dot_symmetric<BlockQ5_0>>;
+  k.weight[weight_index(W::kIQ4_NL)].decode = decode_rows<dot_symmetric<BlockIQ4_NL>>;
+  k.weight[weight_index(W::kQ4_1)].decode = decode_rows<dot_affine<BlockQ4_1>>;
+  k.weight[weight_index(W::kQ5_1)].decode = decode_rows<dot_affine<BlockQ5_1>>;
+  k.weight[weight_index(W::kQ2_K)].decode = decode_rows<dot_q2_k>;
+  k.weight[weight_index(W::kQ3_K)].decode = decode_rows<dot_q3_k>;
+  k.weight[weight_index(W::kQ4_K)].decode = decode_rows<dot_k_affine<BlockQ4_K, false>>;
+  k.weight[weight_index(W::kQ5_K)].decode = decode_rows<dot_k_affine<BlockQ5_K, true>>;
+  k.weight[weight_index(W::kQ6_K)].decode = decode_rows<dot_q6_k>;
+}

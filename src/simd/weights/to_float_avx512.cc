@@ -1,0 +1,14 @@
+// The to_float slots of the quantized weight types for the avx512 rung: weights/to_float_x86-inl.h on
+// zmm: 16 floats per conversion.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "simd/kernels_isa.h"
+#include "simd/weights/blocks.h"
+
+namespace kvrt::simd::avx512::codecs {
+
+#include "simd/weights/to_float_x86-inl.h"
+
+}  // namespace kvrt::simd::avx512::codecs
