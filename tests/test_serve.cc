@@ -128,9 +128,7 @@ double metric(int port, const std::string& name) {
 
 }  // namespace
 
-TEST_CASE(
-    "greedy completions equal kvrt run: one at a time, streamed, again from the prompt cache, four "
-    "at once") {
+TEST_CASE("greedy completions equal kvrt run: alone, streamed, from the cache, four at once") {
   test::TempDir tmp;
   std::vector<std::string> expected;
   for (const char* p : kPrompts) expected.push_back(run_output(p, tmp));
@@ -167,9 +165,7 @@ TEST_CASE(
   CHECK(server.stop() == 0);
 }
 
-TEST_CASE(
-    "chat completions equal kvrt chat's first reply; the format's markers written in a message "
-    "stay text") {
+TEST_CASE("chat completions equal kvrt chat; markers written in a message stay text") {
   test::TempDir tmp;
   const std::string model = tmp / "chat.gguf";
   synth::write_chat_model({test::stories_path(), "chatml"}, model);
@@ -200,36 +196,52 @@ TEST_CASE(
         json::parse(res_empty->body)["usage"]["prompt_tokens"].get<int>() + 2);
 }
 
-TEST_CASE(
-    "the gate: a compressed setting without a PASS record is refused at start-up; /v1/models names "
-    "the setting") {
+// The served model as /v1/models describes it.
+json served_model(int port) {
+  httplib::Client cli("127.0.0.1", port);
+  const auto models = cli.Get("/v1/models");
+  REQUIRE(models);
+  REQUIRE(models->status == 200);
+  return json::parse(models->body)["data"][0];
+}
+
+TEST_CASE("the gate: --kv q8 serves only with a PASS record at -c; responses name the setting") {
   test::TempDir tmp;
-  setenv("KVRT_STATE_DIR", tmp.path().c_str(), 1);  // no record there
-  ServeProcess refused("-c 256 -t 1 --kv q8", tmp);
-  CHECK(refused.port() == 0);
-  CHECK(refused.stop() == 3);
-  CHECK(refused.err().find("kvrt validate") != std::string::npos);
+  setenv("KVRT_STATE_DIR", tmp.path().c_str(), 1);  // the records of this test only
+  ServeProcess none("-c 64 -t 1 --kv q8", tmp);
+  CHECK(none.port() == 0);
+  CHECK(none.stop() == 3);
+  CHECK(none.err().find("kvrt validate") != std::string::npos);
+
+  REQUIRE(test::run_kvrt("validate --kv q8 -c 64 --max-len 64 -t 1", tmp).exit_code == 0);
+  ServeProcess longer("-c 128 -t 1 --kv q8", tmp);  // the record covers 64 positions
+  CHECK(longer.port() == 0);
+  CHECK(longer.stop() == 3);
+
+  ServeProcess validated("-c 64 -t 1 --kv q8", tmp);
+  REQUIRE_MESSAGE(validated.port() > 0, validated.err());
+  const json m = served_model(validated.port());
+  CHECK(m["id"] == "stories260K");
+  CHECK(m["kvrt"]["gate"] == "record");
+  CHECK(m["kvrt"]["validated_ctx"] == 64);
+  CHECK(m["kvrt"]["matmul"] == "f32");
+  CHECK(m["kvrt"]["kv_setting"].get<std::string>().find("k=q8,v=q8") != std::string::npos);
+  const std::string fingerprint = m["system_fingerprint"];
+  CHECK(fingerprint.find("| matmul f32 | validated ctx 64") != std::string::npos);
+  const auto res =
+      post(validated.port(), "/v1/completions", completion_request("Once upon a time").dump());
+  REQUIRE(res);
+  CHECK(json::parse(res->body)["system_fingerprint"] == fingerprint);
 
   ServeProcess unvalidated("-c 256 -t 1 --kv q8 --allow-unvalidated", tmp);
   REQUIRE_MESSAGE(unvalidated.port() > 0, unvalidated.err());
-  httplib::Client cli("127.0.0.1", unvalidated.port());
-  const auto models = cli.Get("/v1/models");
-  REQUIRE(models);
-  const json m = json::parse(models->body)["data"][0];
-  CHECK(m["id"] == "stories260K");
-  CHECK(m["kvrt"]["gate"] == "unvalidated");
-  CHECK(m["kvrt"]["kv_setting"].get<std::string>().find("k=q8") != std::string::npos);
-  CHECK(m["system_fingerprint"].get<std::string>().find("UNVALIDATED") != std::string::npos);
-  const auto res =
-      post(unvalidated.port(), "/v1/completions", completion_request("Once upon a time").dump());
-  REQUIRE(res);
-  CHECK(json::parse(res->body)["system_fingerprint"] == m["system_fingerprint"]);
+  const json u = served_model(unvalidated.port());
+  CHECK(u["kvrt"]["gate"] == "unvalidated");
+  CHECK(u["system_fingerprint"].get<std::string>().find("UNVALIDATED") != std::string::npos);
   unsetenv("KVRT_STATE_DIR");
 }
 
-TEST_CASE(
-    "the bad-input catalogue: an error object with its status each, while another slot keeps "
-    "generating") {
+TEST_CASE("the bad-input catalogue: an error object each, while another slot generates") {
   test::TempDir tmp;
   const std::string expected = run_output(kPrompts[0], tmp);
   ServeProcess server(

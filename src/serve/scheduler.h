@@ -47,7 +47,6 @@ class Scheduler {
   // Stops the thread (from any thread, more than once): jobs queued or running fail.
   void shutdown();
   int n_ctx() const { return n_ctx_; }
-  const model::Session& slot_session(int i) const { return *slots_[size_t(i)].session; }
 
  private:
   enum class Phase { kFree, kPrefill, kDecode };
