@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "serve/text_output.h"
 #include "serve_process.h"
 #include "test_util.h"
 #include "tools/synth_model/chat_model.h"
@@ -95,6 +96,13 @@ void check_error(const httplib::Result& res, int status, const std::string& para
   if (!param.empty()) CHECK(j["error"]["param"] == param);
 }
 
+// The part of `expected` (kvrt run's output) that a completion of `prompt` stopped at `stop` gives.
+std::string before(const std::string& expected, const std::string& prompt,
+                   const std::string& stop) {
+  const std::string text = expected.substr(prompt.size());
+  return text.substr(0, text.find(stop));
+}
+
 // A connected socket to the server, for what an HTTP client library will not send.
 int raw_connection(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -128,6 +136,36 @@ double metric(int port, const std::string& name) {
 
 }  // namespace
 
+TEST_CASE("a reply's text: stop strings across pieces, held-back prefixes, whole UTF-8 only") {
+  serve::TextOutput out({"END", "xy"});
+  CHECK(!out.add("abc E"));
+  CHECK(out.take_ready() == "abc ");  // "E" may start "END"
+  CHECK(!out.add("Nx"));
+  CHECK(out.take_ready() == "EN");  // "ENx" cannot start "END"; "x" may start "xy"
+  CHECK(!out.add("z..EN"));
+  CHECK(out.take_ready() == "xz..");
+  CHECK(out.add("D and more"));  // "END" across two pieces
+  CHECK(out.stopped());
+  CHECK(out.take_ready().empty());
+  CHECK(out.take_rest().empty());  // everything before "END" was sent
+
+  serve::TextOutput cut({"END"});
+  CHECK(!cut.add("xE"));
+  CHECK(cut.take_ready() == "x");
+  CHECK(cut.take_rest() == "E");  // the reply ended without the stop string: the rest is text
+
+  serve::TextOutput utf8({});
+  utf8.add("caf\xC3");
+  CHECK(utf8.take_ready() == "caf");
+  utf8.add("\xA9 \xF0\x9F");
+  CHECK(utf8.take_ready() == "\xC3\xA9 ");
+  utf8.add("\x98\x80");
+  CHECK(utf8.take_ready() == "\xF0\x9F\x98\x80");
+  CHECK(serve::incomplete_utf8_tail("\xE2\x82") == 2);
+  CHECK(serve::incomplete_utf8_tail("\xE2\x82\xAC") == 0);
+  CHECK(serve::incomplete_utf8_tail("abc") == 0);
+}
+
 TEST_CASE("greedy completions equal kvrt run: alone, streamed, from the cache, four at once") {
   test::TempDir tmp;
   std::vector<std::string> expected;
@@ -147,6 +185,16 @@ TEST_CASE("greedy completions equal kvrt run: alone, streamed, from the cache, f
     }
   }
   CHECK(metric(server.port(), "kvrt_prompt_tokens_cached_total") > 0);
+
+  // Stop strings: the reply ends before the first, whole or streamed, finish reason "stop".
+  json stopped = completion_request(kPrompts[0]);
+  stopped["stop"] = {"girl", "zebra"};
+  const auto res = post(server.port(), "/v1/completions", stopped.dump());
+  CHECK(completion_text(res, false) == before(expected[0], kPrompts[0], "girl"));
+  CHECK(json::parse(res->body)["choices"][0]["finish_reason"] == "stop");
+  stopped["stream"] = true;
+  CHECK(completion_text(post(server.port(), "/v1/completions", stopped.dump()), false) ==
+        before(expected[0], kPrompts[0], "girl"));
 
   std::vector<std::string> texts(std::size(kPrompts));
   std::vector<std::thread> clients;

@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -135,6 +136,8 @@ int cmd_serve(int argc, char** argv) {
                      probe.n_ctx(), model->config().n_ctx_train);
     served = served_model(o.model.resolved_path(), probe, gate);
   }
+  // A client that goes away must not end the server: writes to it fail instead.
+  std::signal(SIGPIPE, SIG_IGN);
   const sigset_t stop_signals = block_stop_signals();
   serve::Server server(*model, chat, served, o.server, o.scheduler);
   const int port = server.bind();
