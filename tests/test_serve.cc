@@ -322,6 +322,10 @@ TEST_CASE("the bad-input catalogue: an error object each, while another slot gen
   check_error(chat({{"messages", {{{"role", "wizard"}, {"content", "hi"}}}}}), 400,
               "messages[0].role");                                                   // unknown role
   check_error(chat({{"messages", json::array()}}), 400, "messages");                 // empty list
+  check_error(chat({{"messages", {{{"role", "user"}}}}}), 400, "messages[0].content");
+  check_error(cmpl({{"prompt", "x"}, {"n", 2}}), 400, "n");
+  check_error(cmpl({{"prompt", "x"}, {"top_p", 0}}), 400, "top_p");
+  check_error(cmpl({{"prompt", "x"}, {"stop", {"a", "b", "c", "d", "e"}}}), 400, "stop");
   check_error(chat({{"messages", {user}}, {"max_tokens", -1}}), 400, "max_tokens");  // negative
   check_error(chat({{"messages", {user}}, {"max_tokens", 0}}), 400, "max_tokens");
   check_error(chat({{"messages", {user}}, {"max_tokens", 101}}), 400,
