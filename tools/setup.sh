@@ -7,8 +7,9 @@ build="${KVRT_BUILD:-$root/build}"
 
 # libdnnl-dev's CMake config calls find_package(OpenCL): ocl-icd-opencl-dev is only its Recommends.
 # libsodium-dev: Ed25519 signatures of validation records (kvrt validate --sign, run --trust).
+# libcpp-httplib-dev, nlohmann-json3-dev: kvrt serve's HTTP server and JSON (docs/serve.md).
 packages=(g++ meson ninja-build pkg-config cmake libdnnl-dev ocl-icd-opencl-dev libxsimd-dev libtomlplusplus-dev
-          doctest-dev libsodium-dev)
+          doctest-dev libsodium-dev libcpp-httplib-dev nlohmann-json3-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -24,3 +25,5 @@ if [ ! -f "$build/build.ninja" ]; then
   meson setup "$build" "$root" --buildtype=release >&2
 fi
 ninja -C "$build" >&2
+# The npm packages of the tests (the openai client against kvrt serve); a no-op without npm.
+"$root/tools/node_setup.sh"

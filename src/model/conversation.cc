@@ -23,11 +23,15 @@ Conversation::Conversation(Session& session, const ChatTemplate& format, std::st
   if (!system.empty()) messages_.push_back({"system", std::move(system)});
 }
 
-// Template text with its control tokens, the messages as plain text (unless parse_special_); BOS
-// first when it starts the session and the model wants one.
+std::vector<int32_t> chat_tokens(const Tokenizer& tok, const ChatText& text, bool at_start,
+                                 bool parse_special) {
+  const bool bos = at_start && tok.adds_bos();
+  return tok.encode_template(text.text, bos,
+                             parse_special ? std::span<const TextSpan>() : text.contents);
+}
+
 std::vector<int32_t> Conversation::tokens_of(const ChatText& text, bool at_start) const {
-  const bool bos = at_start && tok_.adds_bos();
-  return tok_.encode_template(text.text, bos, parse_special_ ? std::span<const TextSpan>() : text.contents);
+  return chat_tokens(tok_, text, at_start, parse_special_);
 }
 
 // Tokens for the new message: the end of the last reply and what the message adds, or the whole

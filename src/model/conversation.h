@@ -36,6 +36,12 @@ struct TurnResult {
   bool context_full = false;          // the reply was cut because every position is used
 };
 
+// The tokens of a rendered chat: the format's markup with its control tokens, the messages'
+// contents as plain text (unless parse_special); BOS first when `at_start` and the model wants one.
+// kvrt chat (Conversation) and kvrt serve tokenize a rendering this one way.
+std::vector<int32_t> chat_tokens(const Tokenizer& tok, const ChatText& text, bool at_start,
+                                 bool parse_special = false);
+
 // Receives each piece of the reply as it is generated.
 using PieceCallback = std::function<void(std::string_view piece)>;
 

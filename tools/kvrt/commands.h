@@ -19,5 +19,6 @@ int cmd_bench(int argc, char** argv);
 int cmd_validate(int argc, char** argv);
 int cmd_tune(int argc, char** argv);
 int cmd_keygen(int argc, char** argv);
+int cmd_serve(int argc, char** argv);  // only in a build with the feature `serve`
 
 }  // namespace kvrt::cli

@@ -23,20 +23,20 @@ void GateOptions::add_to(CommandLine& cl) {
          &trust);
 }
 
-void GateOptions::check(const std::string& model_path, const kv::KvConfig& kv, ops::MatmulPrecision matmul,
-                        int n_ctx, int model_context) const {
+GateResult GateOptions::check(const std::string& model_path, const kv::KvConfig& kv,
+                              ops::MatmulPrecision matmul, int n_ctx, int model_context) const {
   if (allow_unvalidated && !trust.empty())
     throw Error("--trust accepts only signed records and --allow-unvalidated skips the record: give one of them",
                 ErrorKind::kUsage);
   std::optional<validate::PublicKey> trusted;
   if (!trust.empty()) trusted = validate::read_public_key(trust);
-  if (kv.is_f32() && matmul == ops::MatmulPrecision::kF32) return;
+  if (kv.is_f32() && matmul == ops::MatmulPrecision::kF32) return {GateResult::Kind::kBaseline, ""};
   const std::string products = matmul == ops::MatmulPrecision::kF32 ? "" : std::string(" with ") + ops::matmul_precision_name(matmul) + " products";
   if (allow_unvalidated) {
     std::fprintf(stderr, "kvrt: warning: KV setting %s%s is not checked against a validation record "
                  "(--allow-unvalidated); its output may differ from the FP32 baseline by an unmeasured amount\n",
                  kv.name().c_str(), products.c_str());
-    return;
+    return {GateResult::Kind::kUnvalidated, ""};
   }
   const validate::GateQuery q{model_path, kv.name(), matmul, record, simd::isa_name(), KVRT_VERSION, n_ctx,
                               model_context, trusted};
@@ -47,6 +47,7 @@ void GateOptions::check(const std::string& model_path, const kv::KvConfig& kv, o
   if (!pass.bundled_thresholds)
     std::fprintf(stderr, "kvrt: note: that record was made with the thresholds of %s, not the bundled ones\n",
                  pass.thresholds_path.c_str());
+  return {GateResult::Kind::kRecord, pass.record_path};
 }
 
 ChosenSetting GateOptions::setting(const KvOptions& kv, const std::string& model_path) const {

@@ -18,6 +18,13 @@ struct ChosenSetting {
   ops::MatmulPrecision matmul = ops::MatmulPrecision::kF32;
 };
 
+// What let a setting through check(): the FP32 baseline needs no record; --allow-unvalidated
+// skipped it; or a PASS record (its path).
+struct GateResult {
+  enum class Kind { kBaseline, kUnvalidated, kRecord } kind = Kind::kBaseline;
+  std::string record_path;
+};
+
 struct GateOptions {
   bool allow_unvalidated = false;
   std::string record;  // empty = the one kvrt validate writes for the model
@@ -28,8 +35,8 @@ struct GateOptions {
   // context of n_ctx positions (printing which record allowed it, who signed it, a note when it was
   // made with other thresholds than the bundled ones, or a warning); throws kvrt::Error(kRefused)
   // otherwise. model_context: the model's trained context, the longest a record can extend to.
-  void check(const std::string& model_path, const kv::KvConfig& kv, ops::MatmulPrecision matmul, int n_ctx,
-             int model_context) const;
+  GateResult check(const std::string& model_path, const kv::KvConfig& kv,
+                   ops::MatmulPrecision matmul, int n_ctx, int model_context) const;
   // The setting of the KV and --matmul flags, or for `--kv NAME` the one named NAME in the record
   // (--record, or the model's default; `kvrt tune` writes it), which check() then gates as any
   // other. A name with other KV or --matmul flags is a kvrt::Error(kUsage); a record without it,

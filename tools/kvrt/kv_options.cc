@@ -9,10 +9,13 @@ namespace kvrt::cli {
 
 void KvOptions::add_to(CommandLine& cl) {
   cl.add("--kv", "SETTING",
-         std::string("KV cache setting: a format for keys and values (f32 default, ") + kv::format_names() +
-             "), then fields k=, v=, g=, axis=, r=, rot=, sinks= and per-layer formats layers[LIST]=, k[LIST]=, v[LIST]= "
-             "(negative indices count from the last layer); e.g. q8, k=q8,v=q4, q4,axis=channel,r=32 or q4,sinks=4,layers[0,-1]=q8; "
-             "run and chat also take a name kvrt tune wrote into the record (tuned)",
+         std::string("KV cache setting: a format for keys and values (f32 default, ") +
+             kv::format_names() +
+             "), then fields k=, v=, g=, axis=, r=, rot=, sinks= and per-layer formats "
+             "layers[LIST]=, k[LIST]=, v[LIST]= "
+             "(negative indices count from the last layer); e.g. q8, k=q8,v=q4, "
+             "q4,axis=channel,r=32 or q4,sinks=4,layers[0,-1]=q8; "
+             "run, chat and serve also take a name kvrt tune wrote into the record (tuned)",
          &setting);
   cl.add("--kv-k", "FMT", "format of keys (the k= field)", &k);
   cl.add("--kv-v", "FMT", "format of values (the v= field)", &v);

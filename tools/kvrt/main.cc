@@ -29,6 +29,10 @@ constexpr Subcommand kSubcommands[] = {
     {"validate", kvrt::cli::cmd_validate, "check KV settings against the FP32 cache; write the record run needs"},
     {"tune", kvrt::cli::cmd_tune, "find the smallest per-layer KV setting that passes validation; record it by name"},
     {"keygen", kvrt::cli::cmd_keygen, "make an Ed25519 key pair to sign validation records (validate --sign, run --trust)"},
+#if KVRT_HAVE_SERVE
+    {"serve", kvrt::cli::cmd_serve,
+     "serve the model over an OpenAI-compatible HTTP API, only at a validated setting"},
+#endif
 };
 
 void print_usage(std::FILE* out) {
