@@ -4,7 +4,7 @@
 // other inputs. A prompt that leaves no room to generate is an ApiError(400).
 #pragma once
 
-#include "model/chat_template.h"
+#include "text/chat_template.h"
 #include "model/model.h"
 #include "serve/job.h"
 #include "serve/request.h"

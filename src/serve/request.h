@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "model/chat_template.h"
+#include "text/chat_template.h"
 #include "model/sampler.h"
 
 namespace kvrt::serve {

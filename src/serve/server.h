@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-#include "model/chat_template.h"
+#include "text/chat_template.h"
 #include "model/model.h"
 #include "serve/metrics.h"
 #include "serve/scheduler.h"

@@ -18,7 +18,7 @@
 #include "flag_numbers.h"
 #include "gate_options.h"
 #include "kv_options.h"
-#include "model/chat_template.h"
+#include "text/chat_template.h"
 #include "model/session.h"
 #include "model_options.h"
 #include "ops/matmul.h"
