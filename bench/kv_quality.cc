@@ -36,9 +36,10 @@ constexpr const char* kUsage =
     "writes the chunks' token ids (one chunk a line) for a peer to run the same tokens. Peer rows\n"
     "read float32 logits files [chunks * N][n_vocab] and compare them with --peer-ref's.\n";
 
+// Each setting without and with rotation (the default of a quantized setting).
 constexpr const char* kDefaultSettings =
-    "q8;q8,rot=1;k=q8,v=q4s;q4;q4,rot=1;q4s;q4s,rot=1;q4,axis=channel,r=32;q4,axis=channel,r=32,rot=1;"
-    "q4s,axis=channel,rot=1;q2,axis=channel,r=128;q2,axis=channel,r=128,rot=1";
+    "q8,rot=0;q8;k=q8,v=q4s,rot=0;k=q8,v=q4s;q4,rot=0;q4;q4s,rot=0;q4s;q4,axis=channel,r=32,rot=0;q4,axis=channel,r=32;"
+    "q4s,axis=channel,rot=0;q4s,axis=channel;q2,axis=channel,r=128,rot=0;q2,axis=channel,r=128";
 
 struct Peer {
   std::string label;
