@@ -186,7 +186,7 @@ typedef struct kvrt_kv_config {
   int32_t group_size;      /* values per quantization group, 1..128, dividing head_dim; 0 = the largest that fits, up to 32 */
   kvrt_key_axis k_axis;    /* channel = per-channel key groups along tokens (needs a residual window) */
   int32_t residual;        /* most recent tokens kept in FP32 */
-  int32_t rotate;          /* non-zero: Hadamard rotation before quantization (set it with the formats: 1 is what "q4" means) */
+  int32_t rotate;          /* non-zero: Hadamard rotation before quantization ("q4" parses to 1) */
   int32_t sinks;           /* first positions kept in FP32 (attention sinks), keys and values */
   int32_t n_layer_formats; /* entries of layer_formats in use, 0..KVRT_KV_MAX_LAYER_FORMATS */
   kvrt_kv_layer_format layer_formats[KVRT_KV_MAX_LAYER_FORMATS]; /* over k_format/v_format; later entries win */

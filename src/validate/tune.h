@@ -76,8 +76,9 @@ struct Tuning {
   std::vector<std::vector<double>> unit_kl;  // [unit][rung] mean KL over calibration cases, alone
   bool sinks_tried = false;                  // the bottom measured without and with req.sinks:
   double bottom_kl = 0, bottom_sinks_kl = 0; // every unit at the bottom rung, without and with the sinks
-  std::optional<std::pair<double, double>> rotation_kl;  // choose_rotation: every unit at the bottom
-                                             // rung without and with rotation (the base takes the less)
+  // choose_rotation: KL of every unit at the bottom rung without and with rotation (the base took
+  // the less).
+  std::optional<std::pair<double, double>> rotation_kl;
   std::vector<TuneStep> path;                // step 0: every unit at the bottom rung
   int found = -1;                            // the first checked step that PASSed; -1: none
   // After that PASS, the sinks toggled: the step without them when it has them, or the step before
