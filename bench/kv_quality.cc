@@ -22,6 +22,7 @@
 #include "model/model.h"
 #include "model/session.h"
 #include "validate/metrics.h"
+#include "validate/report.h"
 
 namespace {
 
@@ -187,17 +188,20 @@ double bits_per_value(const model::Model& m, const kv::KvConfig& kv, int n_ctx) 
   return s.kv_cache().bytes_per_token() * 8.0 / (2.0 * c.n_layers * c.n_kv_heads * c.head_dim);
 }
 
-void print(const std::vector<Row>& rows, const std::string& json_path) {
+// The table as JSON: the run (model, text, chunks, n) and one object per row (tools/results.sh
+// renders it).
+void print(const Args& a, const std::vector<Row>& rows, const std::string& json_path) {
   std::printf("%-36s %10s %12s %10s\n", "setting", "bits/value", "mean KL", "top-1");
   for (const Row& r : rows) std::printf("%-36s %10.2f %12.3g %10.4f\n", r.label.c_str(), r.bits, r.mean_kl, r.top1);
   if (json_path.empty()) return;
   std::ofstream out(json_path);
-  out << "[\n";
+  out << "{\"model\": " << validate::json_quote(a.model) << ", \"text\": " << validate::json_quote(a.text) << ", \"chunks\": " << a.chunks
+      << ", \"n\": " << a.n << ",\n \"rows\": [\n";
   for (size_t i = 0; i < rows.size(); ++i)
-    out << "  {\"setting\": \"" << rows[i].label << "\", \"bits_per_value\": " << rows[i].bits
+    out << "  {\"setting\": " << validate::json_quote(rows[i].label) << ", \"bits_per_value\": " << rows[i].bits
         << ", \"mean_kl\": " << rows[i].mean_kl << ", \"top1\": " << rows[i].top1 << "}" << (i + 1 < rows.size() ? "," : "")
         << "\n";
-  out << "]\n";
+  out << "]}\n";
   if (!out.flush()) throw Error("cannot write '" + json_path + "'");
 }
 
@@ -236,7 +240,7 @@ int run(const Args& a) {
   }
   std::printf("kv_quality: %s, %d chunks x %d tokens, a token at a time, KL to the FP32 cache\n", a.model.c_str(),
               a.chunks, a.n);
-  print(rows, a.json);
+  print(a, rows, a.json);
   return 0;
 }
 
