@@ -22,6 +22,7 @@
 #include "model/model.h"
 #include "model/session.h"
 #include "validate/metrics.h"
+#include "validate/report.h"
 
 namespace {
 
@@ -36,9 +37,13 @@ constexpr const char* kUsage =
     "writes the chunks' token ids (one chunk a line) for a peer to run the same tokens. Peer rows\n"
     "read float32 logits files [chunks * N][n_vocab] and compare them with --peer-ref's.\n";
 
+// Each setting without and with rotation (the default of a quantized setting), then two at 3.5
+// bits/value or less: q4 or q4s channel keys and q2 values in groups of 64, with the FP32 window.
 constexpr const char* kDefaultSettings =
-    "q8;q8,rot=1;k=q8,v=q4s;q4;q4,rot=1;q4s;q4s,rot=1;q4,axis=channel,r=32;q4,axis=channel,r=32,rot=1;"
-    "q4s,axis=channel,rot=1;q2,axis=channel,r=128;q2,axis=channel,r=128,rot=1";
+    "q8,rot=0;q8;k=q8,v=q4s,rot=0;k=q8,v=q4s;q4,rot=0;q4;q4s,rot=0;q4s;"
+    "q4,axis=channel,r=32,rot=0;q4,axis=channel,r=32;q4s,axis=channel,rot=0;q4s,axis=channel;"
+    "q2,axis=channel,r=128,rot=0;q2,axis=channel,r=128;"
+    "k=q4,v=q2,g=64,axis=channel,r=32;k=q4s,v=q2,g=64,axis=channel,r=32";
 
 struct Peer {
   std::string label;
@@ -186,17 +191,20 @@ double bits_per_value(const model::Model& m, const kv::KvConfig& kv, int n_ctx) 
   return s.kv_cache().bytes_per_token() * 8.0 / (2.0 * c.n_layers * c.n_kv_heads * c.head_dim);
 }
 
-void print(const std::vector<Row>& rows, const std::string& json_path) {
-  std::printf("%-36s %10s %12s %10s\n", "setting", "bits/value", "mean KL", "top-1");
-  for (const Row& r : rows) std::printf("%-36s %10.2f %12.3g %10.4f\n", r.label.c_str(), r.bits, r.mean_kl, r.top1);
+// The table as JSON: the run (model, text, chunks, n) and one object per row (tools/results.sh
+// renders it).
+void print(const Args& a, const std::vector<Row>& rows, const std::string& json_path) {
+  std::printf("%-40s %10s %12s %10s\n", "setting", "bits/value", "mean KL", "top-1");
+  for (const Row& r : rows) std::printf("%-40s %10.2f %12.3g %10.4f\n", r.label.c_str(), r.bits, r.mean_kl, r.top1);
   if (json_path.empty()) return;
   std::ofstream out(json_path);
-  out << "[\n";
+  out << "{\"model\": " << validate::json_quote(a.model) << ", \"text\": " << validate::json_quote(a.text) << ", \"chunks\": " << a.chunks
+      << ", \"n\": " << a.n << ",\n \"rows\": [\n";
   for (size_t i = 0; i < rows.size(); ++i)
-    out << "  {\"setting\": \"" << rows[i].label << "\", \"bits_per_value\": " << rows[i].bits
+    out << "  {\"setting\": " << validate::json_quote(rows[i].label) << ", \"bits_per_value\": " << rows[i].bits
         << ", \"mean_kl\": " << rows[i].mean_kl << ", \"top1\": " << rows[i].top1 << "}" << (i + 1 < rows.size() ? "," : "")
         << "\n";
-  out << "]\n";
+  out << "]}\n";
   if (!out.flush()) throw Error("cannot write '" + json_path + "'");
 }
 
@@ -212,7 +220,18 @@ int run(const Args& a) {
     }
     if (!out.flush()) throw Error("cannot write '" + a.dump_tokens + "'");
   }
-  const std::vector<kv::SettingText> settings = kv::parse_setting_list(a.settings);
+  // Settings this model cannot store (a group that does not divide its head_dim, ...) are left
+  // out with the reason, so the default list runs on any model.
+  std::vector<kv::SettingText> settings;
+  for (kv::SettingText& s : kv::parse_setting_list(a.settings)) {
+    try {
+      bits_per_value(m, s.config, a.n);
+      settings.push_back(std::move(s));
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kUsage) throw;
+      std::fprintf(stderr, "kv_quality: skipped %s: %s\n", s.text.c_str(), e.what());
+    }
+  }
   std::vector<validate::TokenSums> sums(settings.size());
   for (const auto& chunk : chunks) {
     const std::vector<float> ref = run_chunk(m, kv::KvConfig{}, chunk, a.threads);
@@ -235,7 +254,7 @@ int run(const Args& a) {
   }
   std::printf("kv_quality: %s, %d chunks x %d tokens, a token at a time, KL to the FP32 cache\n", a.model.c_str(),
               a.chunks, a.n);
-  print(rows, a.json);
+  print(a, rows, a.json);
   return 0;
 }
 

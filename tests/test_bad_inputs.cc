@@ -224,7 +224,7 @@ TEST_CASE("a validation record made for another model file is refused (exit 3)")
   r.thresholds_path = std::string(KVRT_SOURCE_DIR) + "/validation/thresholds.toml";
   r.thresholds_sha256 = kvrt::sha256_file(r.thresholds_path);
   r.max_len = 160;
-  r.settings.push_back({"k=q8,v=q8,g=32,axis=token,r=0,rot=0", "q8/q8", kvrt::validate::Verdict::kPass, 1});
+  r.settings.push_back({"k=q8,v=q8,g=32,axis=token,r=0,rot=1", "q8/q8", kvrt::validate::Verdict::kPass, 1});
   kvrt::validate::write_record(r, tmp / "other.toml");
   check_case({"record of another model",
               "run -m " + quote(kvrt::test::stories_path()) + " -p hi -n 4 --kv q8 --record " + quote(tmp / "other.toml"),
@@ -393,7 +393,7 @@ TEST_CASE("the gate's refusal names its cause") {
   r.thresholds_path = tmp / "gone.toml";
   r.thresholds_sha256 = "0";
   r.max_len = 64;
-  r.settings.push_back({"k=q8,v=q8,g=8,axis=token,r=0,rot=0", "q8/q8", kvrt::validate::Verdict::kPass, 1});
+  r.settings.push_back({"k=q8,v=q8,g=8,axis=token,r=0,rot=1", "q8/q8", kvrt::validate::Verdict::kPass, 1});
   kvrt::validate::write_record(r, tmp / "r1.toml");
   const std::string run = "run -m " + quote(model) + " -p hi -n 2 --kv q8 --record ";
   check_case({"thresholds file gone", run + quote(tmp / "r1.toml"), 3, "No such file or directory"}, tmp);

@@ -163,7 +163,7 @@ TEST_CASE("KV settings parse from names and the canonical form") {
 
 TEST_CASE("the memory cap is decided before allocation and matches the allocation") {
   ModelFixture f;
-  for (const char* kv : {"f32", "q8", "q4", "q4s", "k=q8,v=q4,g=8", "k=q4,v=q4,axis=channel,r=32", "q8,r=16", "q4,rot=1", "q2,axis=channel,r=128",
+  for (const char* kv : {"f32", "q8", "q4", "q4s", "k=q8,v=q4,g=8", "k=q4,v=q4,axis=channel,r=32", "q8,r=16", "q4,rot=0", "q2,axis=channel,r=128",
                          "q4,sinks=4,layers[0,-1]=q8", "q2,axis=channel,r=32,sinks=9,k[1,2]=q8,v[-2]=f32", "f32,sinks=300,layers[2]=q4"}) {
     CAPTURE(kv);
     kvrt_session_options o;

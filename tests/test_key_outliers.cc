@@ -59,7 +59,7 @@ std::vector<double> key_kl(const std::string& fixture, const std::vector<std::st
 }  // namespace
 
 TEST_CASE("a K-bias outlier costs per-token q4 keys several times the KL; channel-axis keys and rotation take it back") {
-  const std::vector<std::string> settings = {"k=q4,v=f32", "k=q4,v=f32,axis=channel", "k=q4,v=f32,rot=1"};
+  const std::vector<std::string> settings = {"k=q4,v=f32,rot=0", "k=q4,v=f32,axis=channel,rot=0", "k=q4,v=f32,rot=1"};
   const std::vector<double> qwen = key_kl("qwen2-hd64", settings);
   const std::vector<double> llama = key_kl("llama3-hd64", {settings[0]});
   MESSAGE("mean KL of q4 keys: qwen2-hd64 per-token " << qwen[0] << ", channel-axis " << qwen[1] << ", rotated "

@@ -134,8 +134,9 @@ TEST_CASE("protections that store the same numbers give the same logits, bit for
       {"q8", "q2,layers[0,1,-3,-2,-1]=q8"},         // the same, counted from the last layer
       {"k=q8,v=q4", "q4,k[0,1,2,3,4]=q8"},          // keys alone
       {"q4", "q4,sinks=0"},                         // no sinks
-      {"f32", "q4,sinks=100"},                      // sinks over the whole context: FP32 keys and values
-      {"f32", "q2,axis=channel,r=32,sinks=100,layers[1]=q8"},
+      {"f32", "q4,rot=0,sinks=100"},                // sinks over the whole context: FP32 keys and values
+      {"f32", "q2,axis=channel,r=32,rot=0,sinks=100,layers[1]=q8"},
+      {"f32,rot=1", "q4,sinks=100"},                // the same rows stored rotated
   };
   for (const auto& [a, b] : same) {
     CAPTURE(a);
@@ -149,6 +150,6 @@ TEST_CASE("protections that store the same numbers give the same logits, bit for
 
 TEST_CASE("a session names its setting with layer indices counted from the first layer") {
   const auto s = make_session(kv::parse_setting("q4,sinks=4,layers[0,-1]=q8,v[-2]=f32"), 64);
-  CHECK(s.kv_cache().config().name() == "k=q4,v=q4,g=8,axis=token,r=0,rot=0,sinks=4,v[3]=f32,layers[0,4]=q8");
+  CHECK(s.kv_cache().config().name() == "k=q4,v=q4,g=8,axis=token,r=0,rot=1,sinks=4,v[3]=f32,layers[0,4]=q8");
   CHECK_THROWS_AS(make_session(kv::parse_setting("q4,layers[5]=q8"), 64), Error);
 }

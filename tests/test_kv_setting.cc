@@ -55,6 +55,29 @@ TEST_CASE("a setting is a format, then fields applied left to right; the canonic
   CHECK(same(kv::parse_setting(sym.name()), sym));
 }
 
+TEST_CASE("rotation is on by default for a setting that quantizes anything, and a name keeps its own") {
+  CHECK(kv::parse_setting("q4").rotate);
+  CHECK(kv::parse_setting("k=q8").rotate);                 // values stay f32; the keys are quantized
+  CHECK(kv::parse_setting("f32,layers[1]=q8").rotate);
+  CHECK_FALSE(kv::parse_setting("f32").rotate);
+  CHECK_FALSE(kv::parse_setting("q8,layers[0,-1]=f32,k=f32,v=f32").rotate);  // stores only f32
+  CHECK_FALSE(kv::parse_setting("q4,rot=0").rotate);
+  // rot=0 given before the formats still counts: the default only fills a field never given.
+  CHECK_FALSE(kv::parse_setting("rot=0,k=q4,v=q4").rotate);
+  CHECK(kv::parse_setting("q4").name() == "k=q4,v=q4,g=0,axis=token,r=0,rot=1");
+  // A canonical name written before rotation became the default (records, state files) spells
+  // rot=0 and reads back unrotated.
+  CHECK_FALSE(kv::parse_setting("k=q4,v=q4,g=32,axis=token,r=0,rot=0").rotate);
+  // Read in pieces, as the CLI's single-field flags and a settings file's keys are.
+  kv::SettingReader r;
+  r.field("k", "q8");
+  CHECK_FALSE(r.rotation_given());
+  CHECK(r.finish().rotate);
+  r.field("rotate", "false");
+  CHECK(r.rotation_given());
+  CHECK_FALSE(r.finish().rotate);
+}
+
 TEST_CASE("bad settings are usage errors that name the field") {
   CHECK(error_of("").find("empty") != std::string::npos);
   CHECK(error_of("q3").find("q3") != std::string::npos);
@@ -72,11 +95,11 @@ TEST_CASE("bad settings are usage errors that name the field") {
 TEST_CASE("per-layer formats and sinks: the canonical name groups them and reads back") {
   const KvConfig c = kv::parse_setting("k=q4,v=q4,layers[0,1,-2,-1]=q8");
   REQUIRE(c.layers.size() == 8);  // one entry per layer and side
-  CHECK(c.name() == "k=q4,v=q4,g=0,axis=token,r=0,rot=0,layers[-2,-1,0,1]=q8");
+  CHECK(c.name() == "k=q4,v=q4,g=0,axis=token,r=0,rot=1,layers[-2,-1,0,1]=q8");
   CHECK(same(kv::parse_setting(c.name()), c));
   // Resolved for a 6-layer model: indices from the last become absolute; the name reads back.
   const KvConfig r = kv::resolve_layers(c, 6);
-  CHECK(r.name() == "k=q4,v=q4,g=0,axis=token,r=0,rot=0,layers[0,1,4,5]=q8");
+  CHECK(r.name() == "k=q4,v=q4,g=0,axis=token,r=0,rot=1,layers[0,1,4,5]=q8");
   CHECK(kv::resolve_layers(kv::parse_setting(r.name()), 6).name() == r.name());
   CHECK(r.format(kv::TileRole::kKey, 4) == Format::kQ8);
   CHECK(r.format(kv::TileRole::kValue, 2) == Format::kQ4);
@@ -85,16 +108,16 @@ TEST_CASE("per-layer formats and sinks: the canonical name groups them and reads
   const KvConfig m = kv::parse_setting("layers[2]=q8,k=q8,v=q8,sinks=4,k[0]=f32,v[-1]=q4,layers[3]=q2,k[3]=q8");
   CHECK(m.sinks == 4);
   // layers[2]=q8 and k[3]=q8 are the setting's own format; k[3] replaced layers[3]'s key.
-  CHECK(m.name() == "k=q8,v=q8,g=0,axis=token,r=0,rot=0,sinks=4,k[0]=f32,v[-1]=q4,v[3]=q2");
+  CHECK(m.name() == "k=q8,v=q8,g=0,axis=token,r=0,rot=1,sinks=4,k[0]=f32,v[-1]=q4,v[3]=q2");
   CHECK(same(kv::parse_setting(m.name()), m));
   const KvConfig first = kv::parse_setting("layers[0]=q8,k=q4,v=q4");
   CHECK(kv::resolve_layers(first, 2).format(kv::TileRole::kKey, 0) == Format::kQ8);
   CHECK(kv::resolve_layers(first, 2).format(kv::TileRole::kKey, 1) == Format::kQ4);
   // Two spellings of one layer (0 and -2 of 2 layers): the later wins once resolved.
   CHECK(kv::resolve_layers(kv::parse_setting("q4,layers[0]=q8,layers[-2]=q2"), 2).name() ==
-        "k=q4,v=q4,g=0,axis=token,r=0,rot=0,layers[0]=q2");
+        "k=q4,v=q4,g=0,axis=token,r=0,rot=1,layers[0]=q2");
   // Without protections the name is the one records of earlier versions carry.
-  CHECK(kv::parse_setting("q8,sinks=0").name() == "k=q8,v=q8,g=0,axis=token,r=0,rot=0");
+  CHECK(kv::parse_setting("q8,rot=0,sinks=0").name() == "k=q8,v=q8,g=0,axis=token,r=0,rot=0");
   CHECK_FALSE(kv::parse_setting("f32,layers[1]=q8").is_f32());
   CHECK(kv::parse_setting("f32,sinks=8,layers[1]=f32").is_f32());
 }

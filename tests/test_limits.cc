@@ -84,7 +84,7 @@ std::string record_body(const std::string& n_ctx) {
   r.thresholds_sha256 = kvrt::sha256_file(r.thresholds_path);
   r.acceptance_sha256 = kvrt::validate::load_case_set({}).sha256;
   r.max_len = 64;
-  r.settings.push_back({"k=q8,v=q8,g=8,axis=token,r=0,rot=0", "q8/q8", kvrt::validate::Verdict::kPass, 1, 64});
+  r.settings.push_back({"k=q8,v=q8,g=8,axis=token,r=0,rot=1", "q8/q8", kvrt::validate::Verdict::kPass, 1, 64});
   std::string text = kvrt::validate::record_text(r);
   text = text.substr(text.find("\nformat = ") + 1);
   const size_t at = text.find("n_ctx = 64");

@@ -62,6 +62,10 @@ TEST_CASE("tune finds a PASS below FP32 on disjoint slices, records it by name, 
   // The record holds the setting found, named, with its PASS at this context and its bytes/token.
   const std::string found = rest_of_line(t.out, "found: tuned = ");
   REQUIRE(!found.empty());
+  // The base gives no rot: tune measured the bottom without and with rotation and kept the better.
+  const std::string rot = rest_of_line(t.out, "rotation: every unit at q4: KL ");
+  REQUIRE(!rot.empty());
+  CHECK(found.find(rot.find("runs with (rot=1)") != std::string::npos ? ",rot=1" : ",rot=0") != std::string::npos);
   // One FP32 position costs less than raising a unit, so the first PASS is checked with the sinks
   // toggled (taken out, or added to the step before it). The result is the check's setting when it
   // PASSed, else the path's: it holds the sinks exactly when the check added them and PASSed or
@@ -121,10 +125,11 @@ TEST_CASE("tune and run --kv NAME refuse bad input before any work") {
 TEST_CASE("tune protects a damaged layer in FP32 and no other") {
   TempDir tmp;
   setenv("KVRT_STATE_DIR", (tmp / "state").c_str(), 1);
-  const auto t = run_kvrt("tune " + model_arg() + " -c 160 --formats q4,q8,f32 --debug-damage-layer 2:0.5", tmp);
+  const auto t = run_kvrt("tune " + model_arg() + " -c 160 --formats q4,q8,f32 --kv rot=0 --debug-damage-layer 2:0.5", tmp);
   INFO(t.out, t.err);
   REQUIRE(t.exit_code == 0);
   CHECK(t.out.find("record: not written") != std::string::npos);
+  CHECK(t.out.find("rotation: ") == std::string::npos);  // the base gave it: nothing to choose
   const std::string found = rest_of_line(t.out, "found: tuned = ");
   // The damaged layer's keys in FP32 (at q8 they cost it 8x the KL its values do); its values in
   // FP32 too, or at q8 when the sinks step leaves that within the limits (with the task cases in

@@ -84,7 +84,7 @@ TEST_CASE("the default run covers every shipped setting, and kvrt run honours it
   const auto v = run_kvrt("validate " + model_arg() + ctx + " --html " + tmp / "r.html", tmp);
   INFO(v.out, v.err);
   REQUIRE((v.exit_code == 0 || v.exit_code == 1));
-  for (const char* label : {"q8/q8", "q8/q4", "q8/q4s", "q4/q4", "q4s/q4s", "q4/q4 ch r32", "q4/q4 rot"})
+  for (const char* label : {"q8/q8", "q8/q4", "q8/q4s", "q4/q4", "q4s/q4s", "q4/q4 ch r32", "q4s/q4s ch"})
     CHECK(v.out.find(std::string("\n") + label + " ") != std::string::npos);
   // The bf16 settings run where the CPU has bf16, and are skipped with the reason elsewhere.
   for (const char* label : {"bf16", "q8/q8 bf16"})
@@ -275,7 +275,7 @@ TEST_CASE("a protected setting is validated under its canonical name, which kvrt
   const auto v = run_kvrt("validate " + model_arg() + " -t 1 -c 128 --kv 'q4,sinks=4,layers[0,-1]=q8' --record " + rec, tmp);
   INFO(v.out, v.err);
   REQUIRE((v.exit_code == 0 || v.exit_code == 1));
-  const std::string name = "k=q4,v=q4,g=8,axis=token,r=0,rot=0,sinks=4,layers[0,4]=q8";  // stories260K: 5 layers
+  const std::string name = "k=q4,v=q4,g=8,axis=token,r=0,rot=1,sinks=4,layers[0,4]=q8";  // stories260K: 5 layers
   CHECK(kvrt::test::read_file(rec).find("name = \"" + name + "\"") != std::string::npos);
   CHECK(v.out.find("q4/q4 sinks4 layers[-1,0]=q8") != std::string::npos);  // the label: the setting as given
   // The summary's first column is as wide as the longest label and two spaces: the columns stay apart.

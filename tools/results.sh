@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# Writes a results page, docs/results/<date>-<cpu>.md, from the JSON of three programs run on this
+# Writes a results page, docs/results/<date>-<cpu>.md, from the JSON of programs run on this
 # machine: `kvrt bench --json` and `bench_attention` on the realistic synthetic shape (through
-# tools/bench.sh) and `kvrt validate --json` on a model (default: the default model at -c 512).
+# tools/bench.sh), `kvrt validate --json` on a model (default: the default model at -c 512) and,
+# with --kv-quality, `bench/kv_quality --json` (KL of each KV setting to the FP32 cache).
 # The page states the commands, the commit and lscpu's model name; its tables are made from the
 # JSON by the Python below (standard library only), never typed.
 #
 #   tools/results.sh [options] [-- KVRT_BENCH_ARGS...]
 #     --validate-model FILE   model for kvrt validate (default: kvrt's default model)
 #     --validate-ctx N        context for kvrt validate (default 512)
+#     --kv-quality MODEL      also run bench/kv_quality on MODEL (repeatable), on the texts of
+#                             validation/canary's cases, 4 chunks of 960 tokens (KVRT_CHUNKS, KVRT_N)
+#     --only-kv-quality       run only the --kv-quality models (no kvrt bench, no kvrt validate)
 #     --from DIR              do not run anything: render DIR/bench.json, DIR/bench_attention.json and
-#                             DIR/validate.json (each optional) with the commands in DIR/commands.txt
+#                             DIR/validate.json, DIR/kv_quality-*.json (each optional) with the
+#                             commands in DIR/commands.txt
 #                             ("NAME: COMMAND" lines); the page names this checkout's commit
 #     --out FILE              the page to write (default docs/results/<date>-<cpu>.md)
 #   Arguments after -- go to kvrt bench (see tools/bench.sh; its defaults take tens of minutes).
@@ -22,14 +27,18 @@ validate_model=""
 validate_ctx=512
 from=""
 out=""
+quality_models=()
+only_quality=0
 while (($#)); do
   case "$1" in
     --validate-model) validate_model="$2"; shift 2 ;;
     --validate-ctx) validate_ctx="$2"; shift 2 ;;
+    --kv-quality) quality_models+=("$2"); shift 2 ;;
+    --only-kv-quality) only_quality=1; shift ;;
     --from) from="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "results.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -49,12 +58,27 @@ else
   dir="$(mktemp -d)"
   trap 'rm -rf "$dir"' EXIT
   "$root/tools/setup.sh"
+  : >"$dir/commands.txt"
+  if ((${#quality_models[@]})); then
+    chunks="${KVRT_CHUNKS:-4}" n="${KVRT_N:-960}"
+    python3 -c 'import sys, tomllib; print("\n".join(c["text"] for c in tomllib.load(open(sys.argv[1], "rb"))["case"]))' \
+      "$root/validation/canary/manifest.toml" >"$dir/canary.txt"
+    for m in "${quality_models[@]}"; do
+      name="$(basename "$m" .gguf)"
+      echo "results.sh: kv_quality -m $m" >&2
+      "$build/bench/kv_quality" -m "$m" --text "$dir/canary.txt" --chunks "$chunks" -n "$n" --json "$dir/kv_quality-$name.json"
+      printf 'kv_quality %s: build/bench/kv_quality -m %s --text TEXT --chunks %s -n %s --json FILE (TEXT: the texts of validation/canary/manifest.toml, one a line)\n' \
+        "$name" "$m" "$chunks" "$n" >>"$dir/commands.txt"
+    done
+  fi
+fi
+if [ -z "$from" ] && ((only_quality == 0)); then
   # kvrt bench and bench_attention on the realistic shape: tools/bench.sh writes both JSON files.
   bench_cmd=(tools/bench.sh "$@")
   echo "results.sh: ${bench_cmd[*]}" >&2
   KVRT_BENCH_OUT="$dir" "$root/tools/bench.sh" "$@" | tee "$dir/bench.txt"
   printf 'kvrt bench: tools/bench.sh %s  (kvrt bench -m build/models/synth-1024-f16.gguf -t 2 --json FILE %s)\n' \
-    "$*" "$*" >"$dir/commands.txt"
+    "$*" "$*" >>"$dir/commands.txt"
   printf 'bench_attention: build/bench/bench_attention FILE  (run by tools/bench.sh)\n' >>"$dir/commands.txt"
   # kvrt validate writes its record into the temporary directory, not the user's state directory.
   validate_args=(validate -c "$validate_ctx" --json "$dir/validate.json" --record "$dir/record.toml")
@@ -187,6 +211,24 @@ if attn:
         md.append(table(["format", "context"] + [f"`{i}`" for i in isas],
                         [[f"`{f}`", c] + [f"{by[(f, c, i)]:.2f}" if (f, c, i) in by else "-" for i in isas]
                          for f, c in keys]))
+
+quality = sorted(f for f in os.listdir(src) if f.startswith("kv_quality-") and f.endswith(".json"))
+if quality:
+    md.append("## KV cache quality: `bench/kv_quality`\n")
+    md.append("Per setting: the mean KL of its next-token distributions to the FP32 cache's (nats), the share "
+              "of positions whose top-1 token agrees, and the bits each stored K/V value takes (an FP32 window "
+              "or sinks are a fixed cost on top), a token at a time. Rotation is written out (`rot=0`) where "
+              "it is off; a quantized setting without it is rotated.\n")
+    for f in quality:
+        q = load(f)
+        name = f[len("kv_quality-"):-len(".json")]
+        md.append(f"### `{os.path.basename(q['model'])}`\n")
+        if f"kv_quality {name}" in cmds:
+            md.append(f"Command: `{cmds[f'kv_quality {name}']}`\n")
+        md.append(f"{q['chunks']} chunks of {q['n']} tokens.\n")
+        md.append(table(["setting", "bits/value", "mean KL", "top-1 agreement"],
+                        [[f"`{r['setting']}`", f"{r['bits_per_value']:.2f}", g(r["mean_kl"]), f"{r['top1']:.4f}"]
+                         for r in q["rows"]]))
 
 if val:
     md.append("## Validation: `kvrt validate`\n")

@@ -186,7 +186,7 @@ typedef struct kvrt_kv_config {
   int32_t group_size;      /* values per quantization group, 1..128, dividing head_dim; 0 = the largest that fits, up to 32 */
   kvrt_key_axis k_axis;    /* channel = per-channel key groups along tokens (needs a residual window) */
   int32_t residual;        /* most recent tokens kept in FP32 */
-  int32_t rotate;          /* non-zero: Hadamard rotation before quantization */
+  int32_t rotate;          /* non-zero: Hadamard rotation before quantization ("q4" parses to 1) */
   int32_t sinks;           /* first positions kept in FP32 (attention sinks), keys and values */
   int32_t n_layer_formats; /* entries of layer_formats in use, 0..KVRT_KV_MAX_LAYER_FORMATS */
   kvrt_kv_layer_format layer_formats[KVRT_KV_MAX_LAYER_FORMATS]; /* over k_format/v_format; later entries win */
@@ -199,7 +199,8 @@ KVRT_EXPORT void kvrt_kv_config_default(kvrt_kv_config* out_config);
 /* Parses a setting, as `kvrt run --kv` and validation/settings.toml do: a format name for both
  * sides ("f32", "q8", "q4", "q2", "q4s"), then key=value fields, or the canonical form used in reports and
  * validation records, "k=q4,v=q8,g=32,axis=token,r=0,rot=0" (any subset, any order, applied left
- * to right; e.g. "q4,axis=channel,r=32"), with "sinks=N" and per-layer formats such as
+ * to right; e.g. "q4,axis=channel,r=32"; without a rot field a setting that quantizes anything is
+ * rotated, as `--kv` is: "q4" reads as "q4,rot=1"), with "sinks=N" and per-layer formats such as
  * "layers[0,1,-2,-1]=q8", "k[0]=f32", "v[-1]=q8". Unknown names, bad layer lists and empty text
  * are KVRT_ERR_INVALID_ARGUMENT; layer indices are checked against a model when a session or a
  * validation check uses the setting. */

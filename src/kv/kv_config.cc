@@ -139,9 +139,8 @@ std::vector<std::string_view> split_fields(std::string_view text, char sep) {
   return out;
 }
 
-KvConfig parse_fields(std::string_view text, char sep) {
+void read_fields(SettingReader& r, std::string_view text, char sep) {
   if (text.empty()) throw Error("empty KV setting (write a format such as q8, or k=FMT,v=FMT,...)", ErrorKind::kUsage);
-  KvConfig c;
   const std::vector<std::string_view> fields = split_fields(text, sep);
   for (size_t i = 0; i < fields.size(); ++i) {
     const std::string_view f = fields[i];
@@ -149,17 +148,18 @@ KvConfig parse_fields(std::string_view text, char sep) {
     if (eq == std::string_view::npos) {
       if (f.find('[') != std::string_view::npos) bad_field(f, "a per-layer field needs =FORMAT, e.g. layers[0,-1]=q8");
       if (i > 0) bad_field(f, "a bare format name must come first (or write k=" + std::string(f) + " or v=" + std::string(f) + ")");
-      c.k_format = c.v_format = parse_format(f);
+      r.field("k", f);
+      r.field("v", f);
       continue;
     }
-    const std::string_view key = f.substr(0, eq);
-    if (key.find('[') != std::string_view::npos || key.find(']') != std::string_view::npos) {
-      apply_layer_field(c, f, key, f.substr(eq + 1));
-      continue;
-    }
-    apply_setting_field(c, key, f.substr(eq + 1));
+    r.field(f.substr(0, eq), f.substr(eq + 1));
   }
-  return c;
+}
+
+KvConfig parse_fields(std::string_view text, char sep) {
+  SettingReader r;
+  read_fields(r, text, sep);
+  return r.finish();
 }
 
 }  // namespace
@@ -186,6 +186,23 @@ void apply_setting_field(KvConfig& c, std::string_view key, std::string_view val
 }
 
 KvConfig parse_setting(std::string_view text) { return parse_fields(text, ','); }
+
+void SettingReader::text(std::string_view setting) { read_fields(*this, setting, ','); }
+
+void SettingReader::field(std::string_view key, std::string_view value) {
+  if (key.find('[') != std::string_view::npos || key.find(']') != std::string_view::npos) {
+    apply_layer_field(c_, std::string(key) + "=" + std::string(value), key, value);
+    return;
+  }
+  apply_setting_field(c_, key, value);
+  if (key == "rot" || key == "rotate") rotation_given_ = true;
+}
+
+KvConfig SettingReader::finish() const {
+  KvConfig c = c_;
+  if (!rotation_given_) c.rotate = !c.is_f32();
+  return c;
+}
 
 std::vector<SettingText> parse_setting_list(std::string_view text) {
   const bool old_form = text.find(';') == std::string_view::npos &&

@@ -30,7 +30,8 @@ struct KvConfig {
   int group_size = 0;            // values per quantization group; 0 = the largest that fits, up to 32 (kv/cache_layout.h)
   KeyAxis k_axis = KeyAxis::kToken;
   int residual = 0;              // most recent tokens kept in FP32 before quantization
-  bool rotate = false;           // orthonormal Hadamard rotation of K (and Q) and V; head_dim power of two
+  bool rotate = false;           // orthonormal Hadamard rotation of K (and Q) and V (kv/rotation.h); the
+                                 // text form defaults it on for quantized settings (SettingReader)
   int sinks = 0;                 // first positions kept in FP32 (attention sinks), K and V
   std::vector<LayerFormat> layers;  // per-layer formats over k_format / v_format; later entries win
 
@@ -61,9 +62,27 @@ KvConfig resolve_layers(const KvConfig& c, int n_layers);
 // Fields apply left to right; omitted ones keep their defaults. A per-layer field overrides k and
 // v for its layers wherever it stands; of two per-layer fields for one layer the later wins.
 // Commas inside brackets do not split fields: k=q4,v=q4,layers[0,1,-2,-1]=q8.
+// rot not given: on when the setting quantizes anything (SettingReader::finish).
 KvConfig parse_setting(std::string_view text);  // kvrt::Error(kUsage) naming the bad field
 // One KEY=VALUE field applied to c; KEY may also be a long name (group, k_axis, residual, rotate).
 void apply_setting_field(KvConfig& c, std::string_view key, std::string_view value);
+
+// A setting read in pieces (--kv and the single-field flags, a settings file's kv and keys), left
+// to right as parse_setting reads its fields; finish() then settles the rotation once every field
+// is known: unless a rot field was given, a setting that quantizes any side of any layer is
+// rotated, one that stores only f32 is not. Canonical names always spell rot, so a name read back
+// keeps its rotation whatever the default.
+class SettingReader {
+ public:
+  void text(std::string_view setting);                       // parse_setting's fields
+  void field(std::string_view key, std::string_view value);  // apply_setting_field's
+  bool rotation_given() const { return rotation_given_; }
+  KvConfig finish() const;
+
+ private:
+  KvConfig c_;
+  bool rotation_given_ = false;
+};
 // A list of settings separated by ';' (bench --settings), each parsed by parse_setting, with the
 // text of each item. A list without ';' whose items have no '=' or whose fields use ':' (the old
 // bench form "f32,q8,k=q8:v=q4") is read as comma-separated settings with ':' between fields.

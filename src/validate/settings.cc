@@ -18,12 +18,12 @@ namespace {
 // A setting from `kv = "SETTING"` (kv::parse_setting) and then the single-field keys, each read
 // by the same field parser; errors name the line of the key.
 kv::KvConfig read_kv(const TomlView& v) {
-  kv::KvConfig c;
+  kv::SettingReader r;
   const auto field = [&](std::string_view key, const std::optional<std::string>& value) {
     if (!value) return;
     try {
-      if (key == "kv") c = kv::parse_setting(*value);
-      else kv::apply_setting_field(c, key, *value);
+      if (key == "kv") r.text(*value);
+      else r.field(key, *value);
     } catch (const Error& e) {
       v.fail_key(key, e.what());
     }
@@ -33,7 +33,7 @@ kv::KvConfig read_kv(const TomlView& v) {
   for (const char* key : {"k", "v", "k_axis"}) field(key, v.string(key));
   for (const char* key : {"group", "residual", "sinks"}) field(key, text(v.integer(key)));
   if (const std::optional<bool> r = v.boolean("rotate")) field("rotate", *r ? "1" : "0");
-  return c;
+  return r.finish();
 }
 
 }  // namespace
@@ -77,7 +77,7 @@ std::string setting_label(const kv::KvConfig& kv, ops::MatmulPrecision matmul) {
   std::string label = std::string(kv::format_name(kv.k_format)) + "/" + kv::format_name(kv.v_format);
   if (kv.k_axis == kv::KeyAxis::kChannel) label += " ch";
   if (kv.residual > 0) label += " r" + std::to_string(kv.residual);
-  if (kv.rotate) label += " rot";
+  if (kv.rotate != !kv.is_f32()) label += kv.rotate ? " rot" : " norot";  // unlike the text form's default
   if (kv.sinks > 0) label += " sinks" + std::to_string(kv.sinks);
   const std::string name = kv.name();  // per-layer formats follow the fields of every setting
   if (const size_t at = name.find('['); at != std::string::npos) label += " " + name.substr(name.rfind(',', at) + 1);

@@ -83,6 +83,48 @@ double mean_kl(const SettingResult& r, const std::vector<Case>& cases) {
   return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
 }
 
+// Mean KL of each setting on the cases, in runs of at most kCalibrationLanes (no timed segments);
+// false when the budget (seconds left, 0: none) ended it.
+bool measure_kl(const model::Model& model, const TuneRequest& req, const Validation& v, const std::vector<Case>& cases,
+                const std::vector<Setting>& settings, double budget_seconds, std::vector<double>& kl) {
+  RunOptions ro;
+  ro.n_threads = run_threads(model, req.validation.n_threads);
+  ro.noise_threads = ro.n_threads;
+  ro.max_len = v.report.max_len;
+  ro.speed.repeats = 0;
+  kl.assign(settings.size(), 0.0);
+  const Clock::time_point t0 = Clock::now();
+  for (size_t b = 0; b < settings.size(); b += kCalibrationLanes) {
+    const std::vector<Setting> batch(settings.begin() + long(b),
+                                     settings.begin() + long(std::min(settings.size(), b + kCalibrationLanes)));
+    if (budget_seconds > 0) {
+      ro.budget_seconds = budget_seconds - seconds_since(t0);
+      if (ro.budget_seconds <= 0) return false;
+    }
+    const RunResult run = run_validation(model, cases, batch, ro);
+    if (run.budget_ended) return false;
+    for (size_t i = 0; i < batch.size(); ++i) kl[b + i] = mean_kl(run.settings[i], cases);
+  }
+  return true;
+}
+
+// choose_rotation: the bottom rung without and with rotation; `req.base.rotate` becomes the one of
+// less KL (without on a tie: no work the numbers do not pay for). False when the budget ended it.
+bool choose_rotation(const model::Model& model, TuneRequest& req, const Validation& v, const std::vector<Case>& cases,
+                     Tuning& t, double budget_seconds) {
+  std::vector<Setting> settings;
+  for (bool rotate : {false, true}) {
+    req.base.rotate = rotate;
+    const kv::KvConfig kv = candidate(req, t.units, std::vector<int>(t.units.size(), 0));
+    settings.push_back(make_setting(req, kv, setting_label(kv, req.matmul)));
+  }
+  std::vector<double> kl;
+  if (!measure_kl(model, req, v, cases, settings, budget_seconds, kl)) return false;
+  t.rotation_kl = {kl[0], kl[1]};
+  req.base.rotate = kl[1] < kl[0];
+  return true;
+}
+
 // unit_kl[u][r]: the KL of unit u alone at rung r, every other unit at the top rung (less the KL of
 // every unit at the top rung, when that is not f32). Returns false when the budget ended it.
 bool calibrate(const model::Model& model, const TuneRequest& req, const Validation& v,
@@ -105,24 +147,8 @@ bool calibrate(const model::Model& model, const TuneRequest& req, const Validati
   }
   const bool offset = req.ladder[top] != kv::Format::kF32;
   if (offset) settings.push_back(make_setting(req, candidate(req, t.units, std::vector<int>(t.units.size(), int(top))), "top"));
-  RunOptions ro;
-  ro.n_threads = run_threads(model, req.validation.n_threads);
-  ro.noise_threads = ro.n_threads;
-  ro.max_len = v.report.max_len;
-  ro.speed.repeats = 0;  // calibration compares KL only: no timed segments
-  std::vector<double> kl(settings.size(), 0.0);
-  const Clock::time_point t0 = Clock::now();
-  for (size_t b = 0; b < settings.size(); b += kCalibrationLanes) {
-    const std::vector<Setting> batch(settings.begin() + long(b),
-                                     settings.begin() + long(std::min(settings.size(), b + kCalibrationLanes)));
-    if (budget_seconds > 0) {
-      ro.budget_seconds = budget_seconds - seconds_since(t0);
-      if (ro.budget_seconds <= 0) return false;
-    }
-    const RunResult run = run_validation(model, cases, batch, ro);
-    if (run.budget_ended) return false;
-    for (size_t i = 0; i < batch.size(); ++i) kl[b + i] = mean_kl(run.settings[i], cases);
-  }
+  std::vector<double> kl;
+  if (!measure_kl(model, req, v, cases, settings, budget_seconds, kl)) return false;
   const double base = offset ? kl.back() : 0.0;
   t.unit_kl.assign(t.units.size(), std::vector<double>(req.ladder.size(), 0.0));
   for (size_t i = 0; i < slot.size(); ++i) t.unit_kl[slot[i].first][slot[i].second] = std::max(0.0, kl[i] - base);
@@ -336,7 +362,8 @@ void load_tune_inputs(const model::Model& model, TuneRequest& req, Validation& v
   ops::require_matmul_precision(req.matmul);
 }
 
-Tuning tune(const model::Model& model, const TuneRequest& req, const Validation& v) {
+Tuning tune(const model::Model& model, const TuneRequest& request, const Validation& v) {
+  TuneRequest req = request;  // choose_rotation settles req.base.rotate
   const Clock::time_point t0 = Clock::now();
   const double budget = req.validation.budget_minutes * 60.0;
   const auto log = [&](const std::string& s) { if (req.log) req.log(s); };
@@ -354,9 +381,19 @@ Tuning tune(const model::Model& model, const TuneRequest& req, const Validation&
     throw Error("the acceptance set at a context of " + std::to_string(t.max_len) +
                 " positions has no category with more than min_cases cases to split into calibration and verdict slices");
 
+  const auto budget_left = [&] { return budget > 0 ? std::max(1e-9, budget - seconds_since(t0)) : 0.0; };
+  if (req.choose_rotation) {
+    log("tune: every unit at " + std::string(kv::format_name(req.ladder.front())) + " without and with rotation on " +
+        std::to_string(calibration.size()) + " cases");
+    if (!choose_rotation(model, req, v, calibration, t, budget_left())) {
+      t.budget_ended = true;
+      t.calibration_seconds = t.seconds = seconds_since(t0);
+      return t;
+    }
+  }
   log("tune: calibrating " + std::to_string(t.units.size()) + " units on " + std::to_string(calibration.size()) +
       " cases (" + std::to_string(t.verdict_ids.size()) + " others decide)");
-  if (!calibrate(model, req, v, calibration, t, budget > 0 ? std::max(1e-9, budget - seconds_since(t0)) : 0.0)) {
+  if (!calibrate(model, req, v, calibration, t, budget_left())) {
     t.budget_ended = true;
     t.calibration_seconds = t.seconds = seconds_since(t0);
     return t;

@@ -20,6 +20,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kv/kv_config.h"
@@ -39,6 +40,9 @@ struct TuneRequest {
   double calibration_share = 0.25;  // of each category's cases, leaving min_cases of it to decide
   int sinks = 4;                 // FP32 positions one step of the path may add (0, or a base with
                                  // sinks: no such step)
+  bool choose_rotation = false;  // the base gives no rot: every unit at the bottom rung is measured
+                                 // without and with rotation first, and the search keeps the one of
+                                 // less KL (Tuning::rotation_kl)
   std::string name = "tuned";    // what the record calls the result (is_setting_name)
   std::function<void(const std::string&)> log;  // one line per phase and checked step
   // Tests: > 0 damages the stored scales of layer damage_layer in every candidate by this relative
@@ -72,6 +76,9 @@ struct Tuning {
   std::vector<std::vector<double>> unit_kl;  // [unit][rung] mean KL over calibration cases, alone
   bool sinks_tried = false;                  // the bottom measured without and with req.sinks:
   double bottom_kl = 0, bottom_sinks_kl = 0; // every unit at the bottom rung, without and with the sinks
+  // choose_rotation: KL of every unit at the bottom rung without and with rotation (the base took
+  // the less).
+  std::optional<std::pair<double, double>> rotation_kl;
   std::vector<TuneStep> path;                // step 0: every unit at the bottom rung
   int found = -1;                            // the first checked step that PASSed; -1: none
   // After that PASS, the sinks toggled: the step without them when it has them, or the step before

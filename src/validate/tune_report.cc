@@ -45,6 +45,10 @@ std::string check_text(const SettingVerdict& v) {
 }
 
 void units_table(const Tuning& t, const TuneRequest& req, std::ostringstream& o) {
+  if (t.rotation_kl)
+    o << "\nrotation: every unit at " << kv::format_name(req.ladder.front()) << ": KL " << format_number(t.rotation_kl->first)
+      << " without, " << format_number(t.rotation_kl->second) << " with rotation; the search runs "
+      << (t.rotation_kl->second < t.rotation_kl->first ? "with (rot=1)" : "without (rot=0)") << "\n";
   o << "\nKL of each unit alone at each format (calibration cases; every other unit at "
     << kv::format_name(req.ladder.back()) << "):\n" << pad("unit", 8);
   for (kv::Format f : req.ladder) o << pad(kv::format_name(f), 11);

@@ -70,6 +70,7 @@ int cmd_tune(int argc, char** argv) {
   validate::TuneRequest req;
   req.ladder = validate::parse_ladder(o.formats);
   req.base = o.kv.config();
+  req.choose_rotation = !o.kv.reader().rotation_given();
   req.matmul = o.kv.matmul_precision();
   req.sinks = o.sinks;
   req.calibration_share = o.calibration;

@@ -24,7 +24,7 @@ void KvOptions::add_to(CommandLine& cl) {
   cl.add("--k-axis", "AXIS", "key quantization groups: token (along head_dim) or channel (along tokens)",
          &axis);
   cl.add("--residual", "R", "most recent tokens kept in FP32 (default 0)", &residual, 0, 1 << 20);
-  cl.add_flag("--rotate", "Hadamard-rotate K, Q and V before quantization (head_dim power of two)",
+  cl.add_flag("--rotate", "Hadamard-rotate K, Q and V before quantization (the default of a quantized setting; rot=0 turns it off)",
               &rotate);
   cl.add("--matmul", "PREC",
          "precision of the prefill matrix products: f32 (default) or bf16 (CPUs with AVX512-BF16 or AMX; "
@@ -39,15 +39,18 @@ ops::MatmulPrecision KvOptions::matmul_precision() const {
   return p;
 }
 
-kv::KvConfig KvOptions::config() const {
-  kv::KvConfig c = setting.empty() ? kv::KvConfig{} : kv::parse_setting(setting);
-  if (!k.empty()) kv::apply_setting_field(c, "k", k);
-  if (!v.empty()) kv::apply_setting_field(c, "v", v);
-  if (!axis.empty()) kv::apply_setting_field(c, "axis", axis);
-  if (group >= 0) kv::apply_setting_field(c, "g", std::to_string(group));
-  if (residual >= 0) kv::apply_setting_field(c, "r", std::to_string(residual));
-  if (rotate) kv::apply_setting_field(c, "rot", "1");
-  return c;
+kv::SettingReader KvOptions::reader() const {
+  kv::SettingReader r;
+  if (!setting.empty()) r.text(setting);
+  if (!k.empty()) r.field("k", k);
+  if (!v.empty()) r.field("v", v);
+  if (!axis.empty()) r.field("axis", axis);
+  if (group >= 0) r.field("g", std::to_string(group));
+  if (residual >= 0) r.field("r", std::to_string(residual));
+  if (rotate) r.field("rot", "1");
+  return r;
 }
+
+kv::KvConfig KvOptions::config() const { return reader().finish(); }
 
 }  // namespace kvrt::cli

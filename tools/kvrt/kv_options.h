@@ -22,6 +22,7 @@ struct KvOptions {
   bool formats_given() const { return !setting.empty() || !k.empty() || !v.empty(); }
   bool given() const { return formats_given() || !matmul.empty(); }
   kv::KvConfig config() const;  // throws kvrt::Error(kUsage) naming the bad field
+  kv::SettingReader reader() const;  // the fields given, before finish() settles the rotation
   // --matmul, checked against this CPU: a precision it cannot run is a kvrt::Error(kUsage) saying why.
   ops::MatmulPrecision matmul_precision() const;
 };
