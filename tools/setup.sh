@@ -25,5 +25,3 @@ if [ ! -f "$build/build.ninja" ]; then
   meson setup "$build" "$root" --buildtype=release >&2
 fi
 ninja -C "$build" >&2
-# The npm packages of the tests (the openai client against kvrt serve); a no-op without npm.
-"$root/tools/node_setup.sh"

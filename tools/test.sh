@@ -3,4 +3,6 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/tools/setup.sh"
+# The npm packages of the tests (the openai client against kvrt serve).
+"$root/tools/node_setup.sh"
 meson test -C "${KVRT_BUILD:-$root/build}" --print-errorlogs "$@"
