@@ -1,14 +1,16 @@
 // The decode products of every quantized weight type on x86 (simd/weights/decode.h), 32 values per
-// ymm: included by weights/decode_avx2.cc and weights/decode_vnni.cc inside their namespaces, so each gets
-// its file's -m flags. The one difference is how int8 products are summed into int32 lanes:
+// ymm: included by weights/decode_avx2.cc and weights/decode_vnni.cc inside their namespaces, so
+// each gets its file's -m flags. The one difference is how int8 products are summed into int32
+// lanes:
 //   avx2:        vpmaddubsw (u8 x s8, pairs to int16) then vpmaddwd by ones (or by the sub-block
 //                scales): exact, as no pair can saturate int16 (|u| <= 128, |s| <= 127 for the
 //                symmetric types by the sign trick; u <= 63 for the K types: 2 * 63 * 128 < 2^15);
 //   avx512-vnni: vpdpbusd (u8 x s8, 4 products into each int32 lane) and vpdpwssd.
 // Per block the integer sums are those of the scalar twins (weights/decode_scalar.cc); the float
 // sums run per lane, then one horizontal sum per row. The activations' quantizers are in
-// weights/act_quantize_x86-inl.h; the weight codes as bytes in weights/block_codes_x86-inl.h; Q4_0's product,
-// which does without the sign trick, in weights/decode_q4_0_x86-inl.h.
+// weights/act_quantize_x86-inl.h; the weight codes as bytes in weights/block_codes_x86-inl.h;
+// Q4_0's product, which does without the sign trick, in weights/decode_q4_0_x86-inl.h; Q6_K's in
+// weights/decode_k_x86-inl.h.
 
 #include "simd/weights/block_codes_x86-inl.h"
 
@@ -195,39 +197,10 @@ float dot_k_affine(const uint8_t* w, const uint8_t* act, int64_t n) {
   return hsum(acc) - mins;
 }
 
-// Q6_K: run (n, k) of 32 values from ql[64n + 32(k % 2) ..] (nibble k / 2) and bits 2k of
-// qh[32n ..]; codes 0..63 times a, less 32 Σ_s scale_s bsums[s].
-float dot_q6_k(const uint8_t* w, const uint8_t* act, int64_t n) {
-  const BlockQ6_K* x = reinterpret_cast<const BlockQ6_K*>(w);
-  const BlockQ8_K* y = reinterpret_cast<const BlockQ8_K*>(act);
-  const __m256i low4 = _mm256_set1_epi8(0xF), low2 = _mm256_set1_epi8(3);
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n / kQK_K; ++b) {
-    const int8_t* sc = x[b].scales;
-    __m256i sum = _mm256_setzero_si256();
-    for (int n2 = 0; n2 < 2; ++n2) {
-      const __m256i l0 = load256(x[b].ql + 64 * n2), l1 = load256(x[b].ql + 64 * n2 + 32);
-      const __m256i hb = load256(x[b].qh + 32 * n2);
-      const __m256i low[4] = {_mm256_and_si256(l0, low4), _mm256_and_si256(l1, low4),
-                              _mm256_and_si256(_mm256_srli_epi16(l0, 4), low4),
-                              _mm256_and_si256(_mm256_srli_epi16(l1, 4), low4)};
-      for (int k = 0; k < 4; ++k) {
-        const __m256i high = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * k), low2), 4);
-        const __m256i p = _mm256_maddubs_epi16(_mm256_or_si256(low[k], high), load256(y[b].qs + 128 * n2 + 32 * k));
-        const int s = 8 * n2 + 2 * k;
-        sum = dot_s16(sum, scale_pair(sc[s], sc[s + 1]), p);
-      }
-    }
-    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
-    const int32_t bias = 32 * bsum_dot(sc16, y[b]);
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(y[b].d * f16(x[b].d)), _mm256_cvtepi32_ps(_mm256_sub_epi32(sum, _mm256_setr_epi32(bias, 0, 0, 0, 0, 0, 0, 0))), acc);
-  }
-  return hsum(acc);
-}
-
 }  // namespace
 
 #include "simd/weights/act_quantize_x86-inl.h"
+#include "simd/weights/decode_k_x86-inl.h"
 #include "simd/weights/decode_q4_0_x86-inl.h"
 
 void install(Kernels& k) {
@@ -244,5 +217,5 @@ void install(Kernels& k) {
   k.weight[weight_index(W::kQ3_K)].decode = decode_rows<dot_q3_k>;
   k.weight[weight_index(W::kQ4_K)].decode = decode_rows<dot_k_affine<BlockQ4_K, false>>;
   k.weight[weight_index(W::kQ5_K)].decode = decode_rows<dot_k_affine<BlockQ5_K, true>>;
-  k.weight[weight_index(W::kQ6_K)].decode = decode_rows<dot_q6_k>;
+  k.weight[weight_index(W::kQ6_K)].decode = decode_k<BlockQ6_K, q6_k_block>;
 }
