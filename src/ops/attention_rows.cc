@@ -120,12 +120,12 @@ void v_accumulate(const kv::HeadView& v, const float* p, int n_q, int j0, int j1
 }
 
 void prefetch_packed(const SideView& s, int j0, int j1) {
-  const int p1 = std::min(j1, s.n_packed), t = s.layout->tile_tokens;
+  const int p1 = std::min(j1, s.n_packed), t = s.tile_tokens();
   for (int j = std::max(j0, s.n_sinks()), n; j < p1; j += n) {  // runs of consecutive tiles (a ring may wrap once)
     n = s.consecutive_run(j, p1);
     const uint8_t* tile = s.tile_of(j);
     for (int k = (s.packed_index(j) % t + n + t - 1) / t; k > 0; --k, tile += s.tile_stride) {
-      for (size_t off = 0; off < s.layout->tile_bytes; off += 64) __builtin_prefetch(tile + off, 0, 2);
+      for (size_t off = 0; off < s.tile_bytes(); off += 64) __builtin_prefetch(tile + off, 0, 2);
     }
   }
 }
@@ -135,7 +135,7 @@ void load_rows(const kv::HeadView& v, const SideView& s, int j0, int j1, float* 
   const kv::FormatTraits& f = s.format();
   const auto dequantize_tile = simd::kernels()
                                    .format[static_cast<int>(f.format)]
-                                   .dequantize_tile[static_cast<int>(s.layout->role)];
+                                   .dequantize_tile[static_cast<int>(s.role())];
   for (int j = j0; j < j1; ++j) {
     float* dst = x + static_cast<size_t>(j - j0) * hd;
     if (j >= s.n_packed) {
