@@ -2,15 +2,17 @@
 # Writes a results page, docs/results/<date>-<cpu>.md, from the JSON of three programs run on this
 # machine: `kvrt bench --json` and `bench_attention` on the realistic synthetic shape (through
 # tools/bench.sh) and `kvrt validate --json` on a model (default: the default model at -c 512).
-# The page states the commands, the commit and lscpu's model name; its tables are made from the
-# JSON by the Python below (standard library only), never typed.
+# The page states the commands, the commit, lscpu's model name and the load average before and
+# after the runs; its tables are made from the JSON by the Python below (standard library only),
+# never typed.
 #
 #   tools/results.sh [options] [-- KVRT_BENCH_ARGS...]
 #     --validate-model FILE   model for kvrt validate (default: kvrt's default model)
 #     --validate-ctx N        context for kvrt validate (default 512)
 #     --from DIR              do not run anything: render DIR/bench.json, DIR/bench_attention.json and
 #                             DIR/validate.json (each optional) with the commands in DIR/commands.txt
-#                             ("NAME: COMMAND" lines); the page names this checkout's commit
+#                             ("NAME: COMMAND" lines) and the load in DIR/load.txt ("WHEN: LOAD"
+#                             lines, optional); the page names this checkout's commit
 #     --out FILE              the page to write (default docs/results/<date>-<cpu>.md)
 #   Arguments after -- go to kvrt bench (see tools/bench.sh; its defaults take tens of minutes).
 #   Env: KVRT_BUILD (default build/).
@@ -49,6 +51,9 @@ else
   dir="$(mktemp -d)"
   trap 'rm -rf "$dir"' EXIT
   "$root/tools/setup.sh"
+  # Other work on the machine moves the numbers: the page states the load around the runs.
+  load() { printf '%s: %s\n' "$1" "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$dir/load.txt"; }
+  load before
   # kvrt bench and bench_attention on the realistic shape: tools/bench.sh writes both JSON files.
   bench_cmd=(tools/bench.sh "$@")
   echo "results.sh: ${bench_cmd[*]}" >&2
@@ -66,6 +71,7 @@ else
   ((status <= 1)) || { echo "results.sh: kvrt validate failed (exit $status)" >&2; exit "$status"; }
   printf 'kvrt validate: kvrt validate -c %s%s --json FILE --record TMPFILE\n' "$validate_ctx" \
     "${validate_model:+ -m $validate_model}" >>"$dir/commands.txt"
+  load after
 fi
 
 mkdir -p "$(dirname "$out")"
@@ -83,8 +89,8 @@ def load(name):
         return json.load(f)
 
 
-def commands():
-    path = os.path.join(src, "commands.txt")
+def commands(name="commands.txt"):
+    path = os.path.join(src, name)
     if not os.path.exists(path):
         return {}
     out = {}
@@ -139,6 +145,9 @@ if bench:
     machine.append(("matrix products", bench.get("matmul", "-")))
 if val:
     machine.append(("kvrt version", val.get("kvrt_version", "-")))
+cores = os.cpu_count()
+for when, avg in commands("load.txt").items():
+    machine.append((f"load average {when} the runs (1, 5, 15 min; {cores} cores)", avg))
 md.append(table(["", ""], [(f"**{k}**", f"`{v}`" if k in ("commit", "SIMD rung") else v) for k, v in machine]))
 
 if bench:
