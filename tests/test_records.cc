@@ -21,19 +21,11 @@
 
 using namespace kvrt;
 using namespace kvrt::validate;
+using kvrt::test::error_of;
 
 namespace {
 
 void write(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // A record the gate accepts for "k=q8,v=q8" at 512 positions: the bundled thresholds and cases,
 // and `model` standing for the model file (the gate reads only its sha256).

@@ -62,6 +62,26 @@ model::SessionOptions options(const validate::Setting& s, int n_threads) {
   o.matmul = s.matmul;
   return o;
 }
+model::SessionOptions options(const std::string& kv, int n_threads) {
+  return options({kv, kv::parse_setting(kv)}, n_threads);
+}
+
+// The state of a one-thread session of m with KV setting `kv` after n tokens of seed `seed`.
+std::string saved_state(const model::Model& m, const std::string& kv, int n, int seed) {
+  model::Session s(m, options(kv, 1));
+  const std::vector<int32_t> p = test::some_tokens(n, m.config().n_vocab, seed);
+  s.eval(p.data(), int(p.size()));
+  return model::state_bytes(s, sha256_file(m.file().path()), {});
+}
+
+// Options of the C API for a session of n_ctx positions on n_threads threads.
+kvrt_session_options api_options(int n_ctx, int n_threads) {
+  kvrt_session_options o;
+  kvrt_session_options_default(&o);
+  o.n_ctx = n_ctx;
+  o.n_threads = n_threads;
+  return o;
+}
 
 }  // namespace
 
@@ -155,7 +175,7 @@ TEST_CASE(
     "re-evaluates its last token") {
   const model::Model m(test::stories_path());
   const std::vector<int32_t> p = test::some_tokens(30, m.config().n_vocab, 6);
-  model::Session s(m, options({"q8", kv::parse_setting("q8")}, 1));
+  model::Session s(m, options("q8", 1));
   s.eval(p.data(), int(p.size()));
   const std::vector<float> before(s.last_logits(), s.last_logits() + m.config().n_vocab);
   CHECK(model::reuse_prefix(s, p.data(), int(p.size())) == 30);
@@ -187,7 +207,7 @@ TEST_CASE("a sliding-window ring that has turned restores bit for bit; truncatin
                              more = test::some_tokens(30, n_vocab, 8);
   for (const std::string kv : {"f32", "q8", "q4", "q4,axis=channel,r=32"}) {
     CAPTURE(kv);
-    model::SessionOptions o = options({kv, kv::parse_setting(kv)}, 2);
+    model::SessionOptions o = options(kv, 2);
     o.n_ctx = 256;
     o.n_batch = 8;
     model::Session probe(m, o);
@@ -213,10 +233,7 @@ TEST_CASE(
     "truncated, bit-flipped, foreign, newer and special files are refused with one sentence") {
   test::TempDir dir;
   const model::Model m(test::stories_path());
-  model::Session s(m, options({"q8", kv::parse_setting("q8")}, 1));
-  const std::vector<int32_t> p = test::some_tokens(40, m.config().n_vocab, 9);
-  s.eval(p.data(), int(p.size()));
-  const std::string good = model::state_bytes(s, sha256_file(test::stories_path()), {});
+  const std::string good = saved_state(m, "q8", 40, 9);
   CHECK(error_of(m, good).empty());
   for (size_t n : {size_t(0), size_t(10), size_t(60), good.size() / 2, good.size() - 1}) {
     CAPTURE(n);
@@ -260,10 +277,7 @@ TEST_CASE(
   test::TempDir dir;
   kvrt_model* model = nullptr;
   REQUIRE(kvrt_model_open(test::stories_path().c_str(), &model) == KVRT_OK);
-  kvrt_session_options o;
-  kvrt_session_options_default(&o);
-  o.n_ctx = 256;
-  o.n_threads = 1;
+  kvrt_session_options o = api_options(256, 1);
   kvrt_session* s = nullptr;
   REQUIRE(kvrt_session_create(model, &o, &s) == KVRT_OK);
   const std::vector<int32_t> p = test::some_tokens(60, 512, 10),
@@ -281,9 +295,7 @@ TEST_CASE(
   REQUIRE(kvrt_session_state_write(s, buf.data(), buf.size(), &written) == KVRT_OK);
   CHECK(std::string(buf.begin(), buf.end()) == test::read_file(path));
 
-  kvrt_session_options lo;
-  kvrt_session_options_default(&lo);
-  lo.n_threads = 2;
+  kvrt_session_options lo = api_options(0, 2);  // n_ctx 0: the state's
   kvrt_session *from_file = nullptr, *from_bytes = nullptr;
   REQUIRE(kvrt_session_load(model, path.c_str(), nullptr, &lo, &from_file) == KVRT_OK);
   REQUIRE(kvrt_session_state_read(model, buf.data(), buf.size(), nullptr, &lo, &from_bytes) ==
@@ -338,10 +350,7 @@ TEST_CASE(
     "the gate refuses a restored compressed state without a record, as it refuses creating one") {
   test::TempDir dir;
   const model::Model m(test::stories_path());
-  model::Session s(m, options({"q4", kv::parse_setting("q4")}, 1));
-  const std::vector<int32_t> p = test::some_tokens(20, m.config().n_vocab, 12);
-  s.eval(p.data(), int(p.size()));
-  const std::string bytes = model::state_bytes(s, sha256_file(test::stories_path()), {});
+  const std::string bytes = saved_state(m, "q4", 20, 12);
   kvrt_model* model = nullptr;
   REQUIRE(kvrt_model_open(test::stories_path().c_str(), &model) == KVRT_OK);
   kvrt_session_options o;
@@ -362,10 +371,7 @@ TEST_CASE(
 TEST_CASE("kvrt_session_eval_reusing evaluates only the suffix after the shared prefix") {
   kvrt_model* model = nullptr;
   REQUIRE(kvrt_model_open(test::stories_path().c_str(), &model) == KVRT_OK);
-  kvrt_session_options o;
-  kvrt_session_options_default(&o);
-  o.n_ctx = 256;
-  o.n_threads = 1;
+  kvrt_session_options o = api_options(256, 1);
   REQUIRE(kvrt_kv_config_parse("f32", &o.kv) == KVRT_OK);
   kvrt_session *a = nullptr, *b = nullptr;
   REQUIRE(kvrt_session_create(model, &o, &a) == KVRT_OK);

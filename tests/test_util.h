@@ -5,8 +5,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
+
+#include "common/error.h"
 
 // tests/meson.build passes the source tree to the test programs only; the library never knows it.
 #ifndef KVRT_SOURCE_DIR
@@ -58,6 +61,16 @@ inline std::string read_file(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// The message of the kvrt::Error that f throws, or "" when it throws none.
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 // A fresh directory under the system temp dir, removed when the object goes away.

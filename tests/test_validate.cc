@@ -27,6 +27,7 @@
 
 using namespace kvrt;
 using namespace kvrt::validate;
+using kvrt::test::error_of;
 
 namespace {
 
@@ -38,15 +39,6 @@ SettingVerdict verdict(Verdict v) {
   SettingVerdict s;
   s.verdict = v;
   return s;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 }  // namespace

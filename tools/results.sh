@@ -3,8 +3,9 @@
 # machine: `kvrt bench --json` and `bench_attention` on the realistic synthetic shape (through
 # tools/bench.sh), `kvrt validate --json` on a model (default: the default model at -c 512) and,
 # with --kv-quality, `bench/kv_quality --json` (KL of each KV setting to the FP32 cache).
-# The page states the commands, the commit and lscpu's model name; its tables are made from the
-# JSON by the Python below (standard library only), never typed.
+# The page states the commands, the commit, lscpu's model name and the load average before and
+# after the runs; its tables are made from the JSON by the Python below (standard library only),
+# never typed.
 #
 #   tools/results.sh [options] [-- KVRT_BENCH_ARGS...]
 #     --validate-model FILE   model for kvrt validate (default: kvrt's default model)
@@ -14,8 +15,9 @@
 #     --only-kv-quality       run only the --kv-quality models (no kvrt bench, no kvrt validate)
 #     --from DIR              do not run anything: render DIR/bench.json, DIR/bench_attention.json and
 #                             DIR/validate.json, DIR/kv_quality-*.json (each optional) with the
-#                             commands in DIR/commands.txt
-#                             ("NAME: COMMAND" lines); the page names this checkout's commit
+#                             commands in DIR/commands.txt ("NAME: COMMAND" lines) and the load in
+#                             DIR/load.txt ("WHEN: LOAD" lines, optional); the page names this
+#                             checkout's commit
 #     --out FILE              the page to write (default docs/results/<date>-<cpu>.md)
 #   Arguments after -- go to kvrt bench (see tools/bench.sh; its defaults take tens of minutes).
 #   Env: KVRT_BUILD (default build/).
@@ -58,6 +60,9 @@ else
   dir="$(mktemp -d)"
   trap 'rm -rf "$dir"' EXIT
   "$root/tools/setup.sh"
+  # Other work on the machine moves the numbers: the page states the load around the runs.
+  load() { printf '%s: %s\n' "$1" "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$dir/load.txt"; }
+  load before
   : >"$dir/commands.txt"
   if ((${#quality_models[@]})); then
     chunks="${KVRT_CHUNKS:-4}" n="${KVRT_N:-960}"
@@ -90,6 +95,7 @@ if [ -z "$from" ] && ((only_quality == 0)); then
   ((status <= 1)) || { echo "results.sh: kvrt validate failed (exit $status)" >&2; exit "$status"; }
   printf 'kvrt validate: kvrt validate -c %s%s --json FILE --record TMPFILE\n' "$validate_ctx" \
     "${validate_model:+ -m $validate_model}" >>"$dir/commands.txt"
+  load after
 fi
 
 mkdir -p "$(dirname "$out")"
@@ -107,8 +113,8 @@ def load(name):
         return json.load(f)
 
 
-def commands():
-    path = os.path.join(src, "commands.txt")
+def commands(name="commands.txt"):
+    path = os.path.join(src, name)
     if not os.path.exists(path):
         return {}
     out = {}
@@ -163,6 +169,9 @@ if bench:
     machine.append(("matrix products", bench.get("matmul", "-")))
 if val:
     machine.append(("kvrt version", val.get("kvrt_version", "-")))
+cores = os.cpu_count()
+for when, avg in commands("load.txt").items():
+    machine.append((f"load average {when} the runs (1, 5, 15 min; {cores} cores)", avg))
 md.append(table(["", ""], [(f"**{k}**", f"`{v}`" if k in ("commit", "SIMD rung") else v) for k, v in machine]))
 
 if bench:

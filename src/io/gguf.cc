@@ -41,6 +41,8 @@ class Cursor {
   Cursor(const GgufFile& f, const uint8_t* base, size_t size) : f_(f), base_(base), size_(size) {}
 
   uint64_t pos() const { return pos_; }
+  uint64_t size() const { return size_; }
+  uint64_t left() const { return size_ - pos_; }
   const uint8_t* here() const { return base_ + pos_; }
 
   void need(uint64_t n, const char* what) {
@@ -98,6 +100,122 @@ void read_scalar(Cursor& c, GgufType t, GgufValue& v, const std::string& key) {
   }
 }
 
+struct Header {
+  uint32_t version;
+  uint64_t n_tensors;
+  uint64_t n_kv;
+};
+
+Header read_header(Cursor& c, const GgufFile& f) {
+  if (c.size() < 4 || c.read<uint32_t>("magic") != kMagic)
+    f.fail("bad magic (expected the bytes 'GGUF' at offset 0)");
+  Header h;
+  h.version = c.read<uint32_t>("version");
+  if (h.version != 2 && h.version != 3)
+    f.fail("unsupported GGUF version " + std::to_string(h.version) +
+           " (kvrt reads versions 2 and 3)");
+  h.n_tensors = c.read<uint64_t>("tensor count");
+  h.n_kv = c.read<uint64_t>("metadata count");
+  // Each entry needs at least 8+4 bytes (kv) or 8+4+4+8 bytes (tensor): reject absurd counts early.
+  if (h.n_kv > c.size() / 12)
+    f.fail("metadata count " + std::to_string(h.n_kv) + " is impossible for the file size");
+  if (h.n_tensors > c.size() / 24)
+    f.fail("tensor count " + std::to_string(h.n_tensors) + " is impossible for the file size");
+  return h;
+}
+
+// An array value: its element type and count, and its bytes skipped (strings one by one, since
+// each carries its own length). `v.elems` points at the raw elements in the mapping.
+void read_array(Cursor& c, const GgufFile& f, const std::string& key, GgufValue& v) {
+  const uint32_t et = c.read<uint32_t>(key.c_str());
+  if (et > static_cast<uint32_t>(GgufType::kF64) || et == uint32_t(GgufType::kArray))
+    f.fail("metadata array '" + key + "' has unsupported element type " + std::to_string(et));
+  v.elem_type = static_cast<GgufType>(et);
+  v.n_elems = c.read<uint64_t>(key.c_str());
+  v.elems = c.here();
+  if (v.elem_type == GgufType::kString) {
+    if (v.n_elems > c.left() / 8)
+      f.fail("array '" + key + "' claims " + std::to_string(v.n_elems) +
+             " strings, more than the file can hold");
+    for (uint64_t e = 0; e < v.n_elems; ++e) c.read_string(key.c_str());
+  } else {
+    const uint64_t es = scalar_size(v.elem_type);
+    if (v.n_elems > c.left() / es)
+      f.fail("array '" + key + "' of " + std::to_string(v.n_elems) + " elements at byte offset " +
+             std::to_string(v.file_offset) + " runs past the end of the file");
+    c.skip(v.n_elems * es, key.c_str());
+  }
+}
+
+std::vector<std::pair<std::string, GgufValue>> read_metadata(Cursor& c, const GgufFile& f,
+                                                             uint64_t n_kv) {
+  std::vector<std::pair<std::string, GgufValue>> kv;
+  std::unordered_set<std::string> seen;
+  kv.reserve(n_kv);
+  for (uint64_t k = 0; k < n_kv; ++k) {
+    std::string key(c.read_string("metadata key"));
+    if (!seen.insert(key).second) f.fail("duplicate metadata key '" + key + "'");
+    GgufValue v;
+    v.file_offset = c.pos();
+    const uint32_t raw = c.read<uint32_t>(key.c_str());
+    if (raw > static_cast<uint32_t>(GgufType::kF64))
+      f.fail("metadata key '" + key + "' has unknown value type " + std::to_string(raw) +
+             " at byte offset " + std::to_string(v.file_offset));
+    v.type = static_cast<GgufType>(raw);
+    if (v.type == GgufType::kArray) read_array(c, f, key, v);
+    else read_scalar(c, v.type, v, key);
+    kv.emplace_back(std::move(key), v);
+  }
+  return kv;
+}
+
+// One tensor info: name (not one of `names`, which it joins), shape, type and its size in bytes;
+// the offset stays relative to the data section until place_tensor_data.
+GgufTensor read_tensor_info(Cursor& c, const GgufFile& f, std::unordered_set<std::string>& names) {
+  GgufTensor ti;
+  ti.name = std::string(c.read_string("tensor name"));
+  if (!names.insert(ti.name).second) f.fail("duplicate tensor '" + ti.name + "'");
+  const uint32_t n_dims = c.read<uint32_t>(ti.name.c_str());
+  if (n_dims == 0 || n_dims > kMaxDims)
+    f.fail("tensor '" + ti.name + "' has " + std::to_string(n_dims) +
+           " dimensions (1 to 4 allowed)");
+  ti.n_elements = 1;
+  for (uint32_t d = 0; d < n_dims; ++d) {
+    const uint64_t dim = c.read<uint64_t>(ti.name.c_str());
+    if (dim == 0 || dim > (uint64_t{1} << 40) ||
+        uint64_t(ti.n_elements) > uint64_t(std::numeric_limits<int64_t>::max()) / dim)
+      f.fail("tensor '" + ti.name + "' has an invalid dimension " + std::to_string(dim));
+    ti.dims.push_back(int64_t(dim));
+    ti.n_elements *= int64_t(dim);
+  }
+  const uint64_t type_at = c.pos();
+  const uint32_t raw_type = c.read<uint32_t>(ti.name.c_str());
+  const simd::WeightTypeTraits* info = simd::find_weight_type(raw_type);
+  if (!info)
+    f.fail("tensor '" + ti.name + "' has unknown type " + std::to_string(raw_type) +
+           " at byte offset " + std::to_string(type_at));
+  ti.type = info->type;
+  if (ti.dims[0] % info->block != 0)
+    f.fail("tensor '" + ti.name + "' row of " + std::to_string(ti.dims[0]) +
+           " elements is not a multiple of the " + info->name + " block size (" +
+           std::to_string(info->block) + ")");
+  const uint64_t n_blocks = uint64_t(ti.n_elements / info->block);
+  if (n_blocks > std::numeric_limits<uint64_t>::max() / uint64_t(info->block_bytes))
+    f.fail("tensor '" + ti.name + "' is too large (" + std::to_string(ti.n_elements) +
+           " elements of " + info->name + ")");
+  ti.n_bytes = n_blocks * uint64_t(info->block_bytes);
+  ti.file_offset = c.read<uint64_t>(ti.name.c_str());
+  return ti;
+}
+
+std::vector<GgufTensor> read_tensor_infos(Cursor& c, const GgufFile& f, uint64_t n_tensors) {
+  std::vector<GgufTensor> tensors;
+  std::unordered_set<std::string> names;
+  tensors.reserve(n_tensors);
+  for (uint64_t t = 0; t < n_tensors; ++t) tensors.push_back(read_tensor_info(c, f, names));
+  return tensors;
+}
+
 }  // namespace
 
 GgufFile::GgufFile(const std::string& path) : file_(std::make_unique<MmapFile>(path)) { parse(); }
@@ -108,108 +226,33 @@ void GgufFile::fail(const std::string& what) const {
 
 void GgufFile::parse() {
   Cursor c(*this, file_->data(), file_->size());
-  if (file_->size() < 4 || c.read<uint32_t>("magic") != kMagic)
-    fail("bad magic (expected the bytes 'GGUF' at offset 0)");
-  version_ = c.read<uint32_t>("version");
-  if (version_ != 2 && version_ != 3)
-    fail("unsupported GGUF version " + std::to_string(version_) + " (kvrt reads versions 2 and 3)");
-  uint64_t n_tensors = c.read<uint64_t>("tensor count");
-  uint64_t n_kv = c.read<uint64_t>("metadata count");
-  // Each entry needs at least 8+4 bytes (kv) or 8+4+4+8 bytes (tensor): reject absurd counts early.
-  if (n_kv > file_->size() / 12) fail("metadata count " + std::to_string(n_kv) + " is impossible for the file size");
-  if (n_tensors > file_->size() / 24) fail("tensor count " + std::to_string(n_tensors) + " is impossible for the file size");
-
-  std::unordered_set<std::string> seen;
-  kv_.reserve(n_kv);
-  for (uint64_t k = 0; k < n_kv; ++k) {
-    std::string key(c.read_string("metadata key"));
-    if (!seen.insert(key).second) fail("duplicate metadata key '" + key + "'");
-    GgufValue v;
-    v.file_offset = c.pos();
-    uint32_t raw = c.read<uint32_t>(key.c_str());
-    if (raw > static_cast<uint32_t>(GgufType::kF64))
-      fail("metadata key '" + key + "' has unknown value type " + std::to_string(raw) +
-           " at byte offset " + std::to_string(v.file_offset));
-    v.type = static_cast<GgufType>(raw);
-    if (v.type != GgufType::kArray) {
-      read_scalar(c, v.type, v, key);
-    } else {
-      uint32_t et = c.read<uint32_t>(key.c_str());
-      if (et > static_cast<uint32_t>(GgufType::kF64) || et == uint32_t(GgufType::kArray))
-        fail("metadata array '" + key + "' has unsupported element type " + std::to_string(et));
-      v.elem_type = static_cast<GgufType>(et);
-      v.n_elems = c.read<uint64_t>(key.c_str());
-      v.elems = c.here();
-      if (v.elem_type == GgufType::kString) {
-        if (v.n_elems > (file_->size() - c.pos()) / 8)
-          fail("array '" + key + "' claims " + std::to_string(v.n_elems) +
-               " strings, more than the file can hold");
-        for (uint64_t e = 0; e < v.n_elems; ++e) c.read_string(key.c_str());
-      } else {
-        uint64_t es = scalar_size(v.elem_type);
-        if (v.n_elems > (file_->size() - c.pos()) / es)
-          fail("array '" + key + "' of " + std::to_string(v.n_elems) + " elements at byte offset " +
-               std::to_string(v.file_offset) + " runs past the end of the file");
-        c.skip(v.n_elems * es, key.c_str());
-      }
-    }
-    kv_.emplace_back(std::move(key), v);
-  }
-
-  uint64_t alignment = get_uint_or("general.alignment", 32);
+  const Header h = read_header(c, *this);
+  version_ = h.version;
+  kv_ = read_metadata(c, *this, h.n_kv);
+  const uint64_t alignment = get_uint_or("general.alignment", 32);
   if (alignment == 0 || (alignment & (alignment - 1)) != 0)
     fail("general.alignment " + std::to_string(alignment) + " is not a power of two");
+  tensors_ = read_tensor_infos(c, *this, h.n_tensors);
+  place_tensor_data(c.pos(), alignment);
+}
 
-  std::unordered_set<std::string> names;
-  tensors_.reserve(n_tensors);
-  for (uint64_t t = 0; t < n_tensors; ++t) {
-    GgufTensor ti;
-    ti.name = std::string(c.read_string("tensor name"));
-    if (!names.insert(ti.name).second) fail("duplicate tensor '" + ti.name + "'");
-    uint32_t n_dims = c.read<uint32_t>(ti.name.c_str());
-    if (n_dims == 0 || n_dims > kMaxDims)
-      fail("tensor '" + ti.name + "' has " + std::to_string(n_dims) + " dimensions (1 to 4 allowed)");
-    ti.n_elements = 1;
-    for (uint32_t d = 0; d < n_dims; ++d) {
-      uint64_t dim = c.read<uint64_t>(ti.name.c_str());
-      if (dim == 0 || dim > (uint64_t{1} << 40) ||
-          uint64_t(ti.n_elements) > uint64_t(std::numeric_limits<int64_t>::max()) / dim)
-        fail("tensor '" + ti.name + "' has an invalid dimension " + std::to_string(dim));
-      ti.dims.push_back(int64_t(dim));
-      ti.n_elements *= int64_t(dim);
-    }
-    uint64_t type_at = c.pos();
-    uint32_t raw_type = c.read<uint32_t>(ti.name.c_str());
-    const simd::WeightTypeTraits* info = simd::find_weight_type(raw_type);
-    if (!info)
-      fail("tensor '" + ti.name + "' has unknown type " + std::to_string(raw_type) +
-           " at byte offset " + std::to_string(type_at));
-    ti.type = info->type;
-    if (ti.dims[0] % info->block != 0)
-      fail("tensor '" + ti.name + "' row of " + std::to_string(ti.dims[0]) +
-           " elements is not a multiple of the " + info->name + " block size (" + std::to_string(info->block) + ")");
-    const uint64_t n_blocks = uint64_t(ti.n_elements / info->block);
-    if (n_blocks > std::numeric_limits<uint64_t>::max() / uint64_t(info->block_bytes))
-      fail("tensor '" + ti.name + "' is too large (" + std::to_string(ti.n_elements) +
-           " elements of " + info->name + ")");
-    ti.n_bytes = n_blocks * uint64_t(info->block_bytes);
-    ti.file_offset = c.read<uint64_t>(ti.name.c_str());  // relative for now
-    tensors_.push_back(std::move(ti));
-  }
-
-  uint64_t data_start = (c.pos() + alignment - 1) / alignment * alignment;
-  if (data_start > file_->size() && n_tensors > 0)
+// Turns the tensor infos' offsets, relative to the aligned data section, into absolute ones and
+// pointers into the mapping, checking that each tensor's bytes lie inside the file.
+void GgufFile::place_tensor_data(uint64_t infos_end, uint64_t alignment) {
+  const uint64_t size = file_->size();
+  const uint64_t data_start = (infos_end + alignment - 1) / alignment * alignment;
+  if (data_start > size && !tensors_.empty())
     fail("tensor data section starts at byte offset " + std::to_string(data_start) +
-         ", past the end of the file (" + std::to_string(file_->size()) + " bytes)");
+         ", past the end of the file (" + std::to_string(size) + " bytes)");
   for (auto& ti : tensors_) {
-    uint64_t rel = ti.file_offset;
+    const uint64_t rel = ti.file_offset;
     if (rel % alignment != 0)
       fail("tensor '" + ti.name + "' data offset " + std::to_string(rel) + " is not aligned to " +
            std::to_string(alignment));
-    if (rel > file_->size() - data_start || ti.n_bytes > file_->size() - data_start - rel)
-      fail("tensor '" + ti.name + "' data (" + std::to_string(ti.n_bytes) + " bytes at byte offset " +
-           std::to_string(data_start + rel) + ") runs past the end of the file (" +
-           std::to_string(file_->size()) + " bytes)");
+    if (rel > size - data_start || ti.n_bytes > size - data_start - rel)
+      fail("tensor '" + ti.name + "' data (" + std::to_string(ti.n_bytes) +
+           " bytes at byte offset " + std::to_string(data_start + rel) +
+           ") runs past the end of the file (" + std::to_string(size) + " bytes)");
     ti.file_offset = data_start + rel;
     ti.data = file_->data() + ti.file_offset;
   }

@@ -76,6 +76,7 @@ class GgufFile {
  private:
   const GgufValue& require(std::string_view key, GgufType type) const;
   void parse();
+  void place_tensor_data(uint64_t infos_end, uint64_t alignment);
 
   std::unique_ptr<MmapFile> file_;
   uint32_t version_ = 0;

@@ -24,6 +24,9 @@ struct SideView {
 
   const FormatTraits& format() const { return *layout->format; }
   Packing packing() const { return layout->packing; }
+  TileRole role() const { return layout->role; }
+  int tile_tokens() const { return layout->tile_tokens; }   // positions per tile (1 for rows)
+  size_t tile_bytes() const { return layout->tile_bytes; }  // one tile (or row)
   int rot_block() const { return layout->rot_block; }  // 0: not rotated
   int n_sinks() const { return layout->sinks; }
   // Index of position pos >= n_sinks() among the packed positions (tiles start at the sinks' end).

@@ -12,24 +12,36 @@ namespace {
 
 template <class F>
 constexpr FormatTraits quant_row() {
-  return {F::kFormat,
-          F::kName,
-          F::kBits,
-          F::kPlanes,
-          F::kCodeBias,
-          ScaleType::kF16,
-          kKeyLaneDims * F::kPerByte,
-          kAccColumnDims,
-          quantize_group<F>,
-          dequantize_group<F>,
-          tile_store_row<F>,
-          channel_quantize<F>,
-          channel_dequantize_row<F>};
+  return {.format = F::kFormat,
+          .name = F::kName,
+          .bits = F::kBits,
+          .planes = F::kPlanes,
+          .code_bias = F::kCodeBias,
+          .scale_type = ScaleType::kF16,
+          .key_unit = kKeyLaneDims * F::kPerByte,
+          .value_unit = kAccColumnDims,
+          .quantize_group = quantize_group<F>,
+          .dequantize_group = dequantize_group<F>,
+          .tile_store_row = tile_store_row<F>,
+          .channel_quantize = channel_quantize<F>,
+          .channel_dequantize_row = channel_dequantize_row<F>};
 }
 
 // Indexed by Format. f32 "blocks" are the values themselves.
 constexpr FormatTraits kTraits[] = {
-    {Format::kF32, "f32", 32, 0, 0, ScaleType::kNone, 1, 1, nullptr, nullptr, nullptr, nullptr, nullptr},
+    {.format = Format::kF32,
+     .name = "f32",
+     .bits = 32,
+     .planes = 0,
+     .code_bias = 0,
+     .scale_type = ScaleType::kNone,
+     .key_unit = 1,
+     .value_unit = 1,
+     .quantize_group = nullptr,
+     .dequantize_group = nullptr,
+     .tile_store_row = nullptr,
+     .channel_quantize = nullptr,
+     .channel_dequantize_row = nullptr},
     quant_row<Q8>(),
     quant_row<Q4>(),
     quant_row<Q2>(),

@@ -113,19 +113,57 @@ void prefill_block(const kv::HeadView& view, const AttentionArgs& a, int n_kv_he
     j1 = chunk_end(view, j0, n_pos);
     const int n = j1 - j0;
     if (staged) {
-      k.gemm_bf16({q_pairs, staged->keys(j0), size_t(hd) / 2, 1, ts.s.data(), n_r, n, hd / 2, false});
+      k.gemm_bf16({.a = q_pairs,
+                   .b = staged->keys(j0),
+                   .b_i = size_t(hd) / 2,
+                   .b_k = 1,
+                   .c = ts.s.data(),
+                   .n_r = n_r,
+                   .n_i = n,
+                   .n_kp = hd / 2,
+                   .accumulate = false});
     } else {
       const float* keys = tile_rows(view, view.k, j0, j1, ts.x.data(), &stride);
-      k.gemm({ts.q.data(), keys, stride, 1, ts.s.data(), n_r, n, hd, false});
+      k.gemm({.a = ts.q.data(),
+              .b = keys,
+              .b_i = stride,
+              .b_k = 1,
+              .c = ts.s.data(),
+              .n_r = n_r,
+              .n_i = n,
+              .n_k = hd,
+              .accumulate = false});
     }
     finish_tile(a, a.pos0 + t0, group, n_rows, n_r, j0, n, ts.s.data());
-    k.softmax({ts.s.data(), ts.m.data(), ts.l.data(), ts.o.data(), n_r, n, hd});
+    k.softmax({.s = ts.s.data(),
+               .m = ts.m.data(),
+               .l = ts.l.data(),
+               .o = ts.o.data(),
+               .n_r = n_r,
+               .n_j = n,
+               .n_d = hd});
     if (staged) {
       pair_rows(k, ts.s.data(), n_r, n, n_r, p_pairs);
-      k.gemm_bf16({p_pairs, staged->values(j0), 1, size_t(hd), ts.o.data(), n_r, hd, (n + 1) / 2, true});
+      k.gemm_bf16({.a = p_pairs,
+                   .b = staged->values(j0),
+                   .b_i = 1,
+                   .b_k = size_t(hd),
+                   .c = ts.o.data(),
+                   .n_r = n_r,
+                   .n_i = hd,
+                   .n_kp = (n + 1) / 2,
+                   .accumulate = true});
     } else {
       const float* values = tile_rows(view, view.v, j0, j1, ts.x.data(), &stride);
-      k.gemm({ts.s.data(), values, 1, stride, ts.o.data(), n_r, hd, n, true});
+      k.gemm({.a = ts.s.data(),
+              .b = values,
+              .b_i = 1,
+              .b_k = stride,
+              .c = ts.o.data(),
+              .n_r = n_r,
+              .n_i = hd,
+              .n_k = n,
+              .accumulate = true});
     }
   }
   for (int r = 0; r < n_rows; ++r) {

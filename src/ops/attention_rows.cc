@@ -30,33 +30,52 @@ void for_ring_runs(const SideView& s, int j0, int j1, F f) {
 
 }  // namespace
 
-void k_scores(const kv::HeadView& v, const float* q, int n_q, int j0, int j1, float* scores, ThreadScratch& ts) {
+void k_scores(const kv::HeadView& v, const float* q, int n_q, int j0, int j1, float* scores,
+              ThreadScratch& ts) {
   const SideView& s = v.k;
   const int hd = v.head_dim;
   const simd::Kernels& k = simd::kernels();
-  const size_t stride = kTile;
+  const simd::FormatKernels& fk = k.format[static_cast<int>(s.format().format)];
+  // Scores of the n rows of positions [j, j + n) at `rows`, `group` values per block (0: FP32).
+  const auto args = [&](int j, int n, const uint8_t* rows, size_t row_stride, int group) {
+    return simd::DotArgs{.q = q,
+                         .n_q = n_q,
+                         .q_stride = static_cast<size_t>(hd),
+                         .rows = rows,
+                         .row_stride = row_stride,
+                         .n_rows = n,
+                         .n = hd,
+                         .group = group,
+                         .scores = scores + (j - j0),
+                         .scores_stride = kTile};
+  };
   const int p0 = std::max(j0, s.n_sinks()), p1 = std::min(j1, s.n_packed);
   if (j0 < std::min(j1, s.n_sinks())) {
     const int n = std::min(j1, s.n_sinks()) - j0;
-    k.dot({q, n_q, static_cast<size_t>(hd), reinterpret_cast<const uint8_t*>(s.sink_row(j0)), s.sink_stride * sizeof(float), n, hd, 0, scores, stride});
+    k.dot(args(j0, n, reinterpret_cast<const uint8_t*>(s.sink_row(j0)),
+               s.sink_stride * sizeof(float), 0));
   }
   if (s.packing() == Packing::kChannelTiles) {
-    for (int j = p0, n; j < p1; j += n) {  // one call per run of consecutive tiles (a ring may wrap once)
+    // one call per run of consecutive tiles (a ring may wrap once)
+    for (int j = p0, n; j < p1; j += n) {
       n = s.consecutive_run(j, p1);
-      k.format[static_cast<int>(s.format().format)].dot_channel(
-          {q, n_q, static_cast<size_t>(hd), s.tile_of(j), s.tile_stride, n, hd, v.group, scores + (j - j0), stride, nullptr, s.packed_index(j) % v.group});
+      simd::DotArgs a = args(j, n, s.tile_of(j), s.tile_stride, v.group);
+      a.first = s.packed_index(j) % v.group;
+      fk.dot_channel(a);
     }
   } else if (p0 < p1 && s.packing() == Packing::kRows) {
     KVRT_ASSERT(s.consecutive(p0, p1));
-    k.dot({q, n_q, static_cast<size_t>(hd), s.tile_of(p0), s.tile_stride, p1 - p0, hd, v.group, scores + (p0 - j0), stride});
+    k.dot(args(p0, p1 - p0, s.tile_of(p0), s.tile_stride, v.group));
   } else if (p0 < p1) {
     KVRT_ASSERT(s.packed_index(p0) % kv::kTileTokens == 0 && s.consecutive(p0, p1));
-    k.format[static_cast<int>(s.format().format)].dot({q, n_q, static_cast<size_t>(hd), s.tile_of(p0), s.tile_stride, p1 - p0, hd, v.group, scores + (p0 - j0), stride, &ts.codes});
+    simd::DotArgs a = args(p0, p1 - p0, s.tile_of(p0), s.tile_stride, v.group);
+    a.qc = &ts.codes;
+    fk.dot(a);
   }
   if (std::max(j0, s.n_packed) < j1) {
-    for_ring_runs(s, std::max(j0, s.n_packed), j1, [&](int j, int n, const uint8_t* rows, size_t rs) {
-      k.dot({q, n_q, static_cast<size_t>(hd), rows, rs, n, hd, 0, scores + (j - j0), stride});
-    });
+    for_ring_runs(
+        s, std::max(j0, s.n_packed), j1,
+        [&](int j, int n, const uint8_t* rows, size_t rs) { k.dot(args(j, n, rows, rs, 0)); });
   }
 }
 
@@ -64,14 +83,28 @@ void v_accumulate(const kv::HeadView& v, const float* p, int n_q, int j0, int j1
   const SideView& s = v.v;
   const int hd = v.head_dim;
   const simd::Kernels& k = simd::kernels();
+  // o += the probabilities of positions [j, j + n) times the n rows at `rows` (group 0: FP32).
+  const auto args = [&](int j, int n, const uint8_t* rows, size_t row_stride, int group) {
+    return simd::AccArgs{.p = p + (j - j0),
+                         .n_q = n_q,
+                         .p_stride = kTile,
+                         .rows = rows,
+                         .row_stride = row_stride,
+                         .n_rows = n,
+                         .n = hd,
+                         .group = group,
+                         .acc = o,
+                         .acc_stride = static_cast<size_t>(hd)};
+  };
   const int p0 = std::max(j0, s.n_sinks()), p1 = std::min(j1, s.n_packed);
   if (j0 < std::min(j1, s.n_sinks())) {
     const int n = std::min(j1, s.n_sinks()) - j0;
-    k.acc({p, n_q, kTile, reinterpret_cast<const uint8_t*>(s.sink_row(j0)), s.sink_stride * sizeof(float), n, hd, 0, o, static_cast<size_t>(hd)});
+    k.acc(args(j0, n, reinterpret_cast<const uint8_t*>(s.sink_row(j0)),
+               s.sink_stride * sizeof(float), 0));
   }
   if (p0 < p1) {
     KVRT_ASSERT(s.consecutive(p0, p1));
-    const simd::AccArgs a{p + (p0 - j0), n_q, kTile, s.tile_of(p0), s.tile_stride, p1 - p0, hd, v.group, o, static_cast<size_t>(hd)};
+    const simd::AccArgs a = args(p0, p1 - p0, s.tile_of(p0), s.tile_stride, v.group);
     if (s.packing() == Packing::kRows) {
       k.acc(a);
     } else {
@@ -80,19 +113,19 @@ void v_accumulate(const kv::HeadView& v, const float* p, int n_q, int j0, int j1
     }
   }
   if (std::max(j0, s.n_packed) < j1) {
-    for_ring_runs(s, std::max(j0, s.n_packed), j1, [&](int j, int n, const uint8_t* rows, size_t rs) {
-      k.acc({p + (j - j0), n_q, kTile, rows, rs, n, hd, 0, o, static_cast<size_t>(hd)});
-    });
+    for_ring_runs(
+        s, std::max(j0, s.n_packed), j1,
+        [&](int j, int n, const uint8_t* rows, size_t rs) { k.acc(args(j, n, rows, rs, 0)); });
   }
 }
 
 void prefetch_packed(const SideView& s, int j0, int j1) {
-  const int p1 = std::min(j1, s.n_packed), t = s.layout->tile_tokens;
+  const int p1 = std::min(j1, s.n_packed), t = s.tile_tokens();
   for (int j = std::max(j0, s.n_sinks()), n; j < p1; j += n) {  // runs of consecutive tiles (a ring may wrap once)
     n = s.consecutive_run(j, p1);
     const uint8_t* tile = s.tile_of(j);
     for (int k = (s.packed_index(j) % t + n + t - 1) / t; k > 0; --k, tile += s.tile_stride) {
-      for (size_t off = 0; off < s.layout->tile_bytes; off += 64) __builtin_prefetch(tile + off, 0, 2);
+      for (size_t off = 0; off < s.tile_bytes(); off += 64) __builtin_prefetch(tile + off, 0, 2);
     }
   }
 }
@@ -100,7 +133,9 @@ void prefetch_packed(const SideView& s, int j0, int j1) {
 void load_rows(const kv::HeadView& v, const SideView& s, int j0, int j1, float* x) {
   const int hd = v.head_dim, g = v.group;
   const kv::FormatTraits& f = s.format();
-  const auto dequantize_tile = simd::kernels().format[static_cast<int>(f.format)].dequantize_tile[static_cast<int>(s.layout->role)];
+  const auto dequantize_tile = simd::kernels()
+                                   .format[static_cast<int>(f.format)]
+                                   .dequantize_tile[static_cast<int>(s.role())];
   for (int j = j0; j < j1; ++j) {
     float* dst = x + static_cast<size_t>(j - j0) * hd;
     if (j >= s.n_packed) {
@@ -120,7 +155,8 @@ void load_rows(const kv::HeadView& v, const SideView& s, int j0, int j1, float* 
 
 void prepare_query_codes(const kv::HeadView& v, const float* q, int n_q, ThreadScratch& ts) {
   if (v.k.packing() != Packing::kTokenTiles) return;
-  const simd::QueryBuffers b{ts.qc.data(), ts.qc_d.data(), ts.qc_sum.data(), ts.qc_csum.data()};
+  const simd::QueryBuffers b{
+      .c = ts.qc.data(), .d = ts.qc_d.data(), .sum = ts.qc_sum.data(), .csum = ts.qc_csum.data()};
   simd::kernels().quantize_queries(q, n_q, v.head_dim, v.head_dim, v.group, b);
   ts.codes = b.view();
 }

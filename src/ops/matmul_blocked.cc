@@ -56,8 +56,14 @@ void BlockedMatmul::columns(const float* x, int64_t m, const WeightMatrix& w, fl
         const auto* next = read_ahead && b + 1 < b1 && (b + 2) * nr <= n_out ? w_rows + nr * n_in : nullptr;
         for (int64_t i = i0; i < i1; i += mr) {
           const int mr_here = int(std::min<int64_t>(mr, i1 - i));
-          fn[mr_here - 1][nr_here - 1]({x + i * n_in, size_t(n_in), w_rows, size_t(n_in), y + i * n_out + j,
-                                        size_t(n_out), n_in, i == i0 ? next : nullptr});
+          fn[mr_here - 1][nr_here - 1]({.x = x + i * n_in,
+                                        .x_stride = size_t(n_in),
+                                        .w = w_rows,
+                                        .w_stride = size_t(n_in),
+                                        .y = y + i * n_out + j,
+                                        .y_stride = size_t(n_out),
+                                        .n_in = n_in,
+                                        .next = i == i0 ? next : nullptr});
         }
       };
       if (w.type == simd::WeightType::kF16) {  // read ahead; F32 gains nothing from it

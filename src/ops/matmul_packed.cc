@@ -55,7 +55,15 @@ void PackedDecode::run(const float* x, int64_t m, const WeightMatrix& w, float* 
   {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
     const int64_t j0 = w.n_out * t / nt, j1 = w.n_out * (t + 1) / nt;
-    decode({w.row(j0), w.row_bytes(), int(j1 - j0), act_.data(), act_stride, int(m), w.n_in, y + j0, size_t(w.n_out)});
+    decode({.w = w.row(j0),
+            .w_stride = w.row_bytes(),
+            .n_rows = int(j1 - j0),
+            .act = act_.data(),
+            .act_stride = act_stride,
+            .m = int(m),
+            .n_in = w.n_in,
+            .y = y + j0,
+            .y_stride = size_t(w.n_out)});
   }
 }
 

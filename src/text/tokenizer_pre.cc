@@ -194,21 +194,6 @@ size_t llama3_match(const Text& t, size_t pos, size_t end, Llama3Style style) {
   return n_ws > 0 ? n_ws : 1;                         // \s+, or a code point nothing matches
 }
 
-Segments llama3(const Text& t, const Segments& segs, Llama3Style style) {
-  Segments out;
-  out.reserve(t.cps.size() / 2 + 1);
-  size_t start = 0;
-  for (size_t len : segs) {
-    for (size_t pos = start; pos < start + len;) {
-      const size_t n = llama3_match(t, pos, start + len, style);
-      out.push_back(n);
-      pos += n;
-    }
-    start += len;
-  }
-  return out;
-}
-
 // The regexes of Tekken (Mistral) and GPT-4o (o200k), which llama.cpp runs through std::regex
 // (ECMAScript: alternatives in order, greedy quantifiers that backtrack) on text whose non-ASCII
 // code points are collapsed to one stand-in per class, so only ASCII letters have a case:
@@ -278,21 +263,6 @@ size_t cased_match(const Text& t, size_t pos, size_t end, CasedStyle style) {
   return ws_end > pos ? ws_end - pos : 1;                          // \s+, or a code point nothing matches
 }
 
-Segments cased(const Text& t, const Segments& segs, CasedStyle style) {
-  Segments out;
-  out.reserve(t.cps.size() / 2 + 1);
-  size_t start = 0;
-  for (size_t len : segs) {
-    for (size_t pos = start; pos < start + len;) {
-      const size_t n = cased_match(t, pos, start + len, style);
-      out.push_back(n);
-      pos += n;
-    }
-    start += len;
-  }
-  return out;
-}
-
 // Gemma 4's [^\n]+|[\n]+: runs of newlines and runs of everything else.
 size_t newline_run(const Text& t, size_t i, size_t end) {
   const bool newline = t.cps[i] == '\n';
@@ -305,6 +275,15 @@ auto punct_or(std::string_view ascii) {
 // [一-龥ࠀ-一가-퟿]: U+0800..U+9FA5 and U+AC00..U+D7FF.
 bool is_cjk(uint32_t c, uint8_t) {
   return (c >= 0x0800 && c <= 0x9FA5) || (c >= 0xAC00 && c <= 0xD7FF);
+}
+
+// The whole-regex pre-tokenizers as matchers of split_by; they match at every code point (a
+// length of at least 1), so a segment becomes consecutive matches.
+auto llama3(Llama3Style style) {
+  return [style](const Text& t, size_t i, size_t end) { return llama3_match(t, i, end, style); };
+}
+auto cased(CasedStyle style) {
+  return [style](const Text& t, size_t i, size_t end) { return cased_match(t, i, end, style); };
 }
 
 Segments apply_set(PreTokenizer pre, const Text& t, Segments s) {
@@ -326,15 +305,15 @@ Segments apply_set(PreTokenizer pre, const Text& t, Segments s) {
       s = split_by(t, s, run_of(is_cjk));
       return split_by(t, s, one_of(is_number));
     case PreTokenizer::kLlama3:
-      return llama3(t, s, {3, false});
+      return split_by(t, s, llama3({3, false}));
     case PreTokenizer::kQwen2:
-      return llama3(t, s, {1, false});
+      return split_by(t, s, llama3({1, false}));
     case PreTokenizer::kQwen35:
-      return llama3(t, s, {1, true});
+      return split_by(t, s, llama3({1, true}));
     case PreTokenizer::kTekken:
-      return cased(t, s, {1, false});
+      return split_by(t, s, cased({1, false}));
     case PreTokenizer::kGpt4o:
-      return cased(t, s, {3, true});
+      return split_by(t, s, cased({3, true}));
     case PreTokenizer::kNewlines:
       return split_by(t, s, newline_run);
     case PreTokenizer::kUnsupported:

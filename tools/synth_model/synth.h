@@ -5,7 +5,7 @@
 // converter writes them, and the metadata keys are the ones kvrt's loader and llama.cpp read. The
 // weights are deterministic for a given seed and scaled so activations stay O(1). With
 // `weights_dir` the weights come from raw f32 files instead: the export path of a trained model
-// (tools/canary).
+// (models/canary).
 #pragma once
 
 #include <cstdint>

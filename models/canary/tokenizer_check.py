@@ -2,7 +2,7 @@
 """Checks that spm.py tokenizes like kvrt: both tokenize the text field of every record
 (the last field of held-out cases: prompt + answer) and must give the same ids.
 
-  tokenizer_check.py --vocab stories260K.gguf --eval-tool build/tools/canary/canary_eval FILE...
+  tokenizer_check.py --vocab stories260K.gguf --eval-tool build/models/canary/canary_eval FILE...
 """
 import argparse
 import os

@@ -9,7 +9,7 @@ run=/work/canary-data/run
 args=("$@")
 for ((i = 0; i < ${#args[@]}; i++)); do [ "${args[$i]}" = "--run" ] && run="${args[$((i + 1))]}"; done
 blas=/usr/lib/x86_64-linux-gnu/openblas-openmp
-[ -d "$blas" ] || { echo "train.sh: $blas is missing: run tools/canary/setup.sh" >&2; exit 1; }
+[ -d "$blas" ] || { echo "train.sh: $blas is missing: run models/canary/setup.sh" >&2; exit 1; }
 mkdir -p "$run"
 export LD_LIBRARY_PATH="$blas${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" OMP_NUM_THREADS=1
 nohup nice -n 19 /usr/bin/python3 "$here/train.py" "$@" >> "$run/train.out" 2>&1 &

@@ -1,9 +1,9 @@
 // canary_eval: the kvrt side of the canary model's recipe, on the public C API.
 //   stories  sample stories from a model (the training text comes from stories260K)
-//   tokens   token ids of texts, to check tools/canary/spm.py against kvrt's tokenizer
+//   tokens   token ids of texts, to check models/canary/spm.py against kvrt's tokenizer
 //   nll      mean negative log-likelihood per text, to check an export against torch
 //   recall   greedy continuation of each retrieval prompt, compared with its answer
-// Inputs and outputs are records (tools/canary/records.h); see tools/canary/README.md.
+// Inputs and outputs are records (models/canary/records.h); see models/canary/README.md.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -14,7 +14,7 @@
 
 #include "common/error.h"
 #include "kvrt/kvrt.h"
-#include "tools/canary/records.h"
+#include "models/canary/records.h"
 
 namespace kvrt::canary {
 namespace {

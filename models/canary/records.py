@@ -1,5 +1,5 @@
 """Records of the canary tools: tab-separated fields, one record a line, with backslash, newline,
-tab and carriage return escaped (the format of tools/canary/records.h)."""
+tab and carriage return escaped (the format of models/canary/records.h)."""
 
 _ESC = {"\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 _UNESC = {"\\": "\\", "n": "\n", "t": "\t", "r": "\r"}

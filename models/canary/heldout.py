@@ -109,6 +109,8 @@ def toml_string(s):
 
 def write_manifest(directory, cases, tok):
     os.makedirs(directory, exist_ok=True)
+    # The header names this script's first home, tools/canary/: the manifest's bytes are part of the
+    # acceptance set's sha256, which records of validation/canary carry.
     lines = ["# Held-out retrieval cases of the canary model, written by tools/canary/heldout.py",
              "# (validation/canary/ in the repository is prepare.sh's heldout_cases: seed 7, 100 cases per",
              "# distance bucket). Names, relations and fact and cue templates are the held-out halves that",

@@ -1,6 +1,6 @@
 // Records of the canary tools: one per line, fields separated by tabs, with \\, \n, \t and \r
 // escaped inside fields, so texts with newlines fit on one line. Python writes and reads the same
-// format (tools/canary/records.py).
+// format (models/canary/records.py).
 #pragma once
 
 #include <string>

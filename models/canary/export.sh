@@ -22,8 +22,8 @@ for type in f32 f16; do
   dst="$work/canary-$type.gguf"; [ "$type" = f16 ] && dst="$out"
   "$build/tools/synth_model/synth_model" -o "$dst" --type "$type" "${shape[@]}" --vocab-from "$vocab" \
     --weights-from "$work/raw" --name canary
-  "$build/tools/canary/canary_eval" nll -m "$dst" -i "$data/nll_texts.tsv" > "$work/kvrt_nll_$type.tsv"
+  "$build/models/canary/canary_eval" nll -m "$dst" -i "$data/nll_texts.tsv" > "$work/kvrt_nll_$type.tsv"
 done
 $py "$here/report.py" nll "$work/torch_nll.tsv" "$work/kvrt_nll_f32.tsv" "$work/kvrt_nll_f16.tsv"
-"$build/tools/canary/canary_eval" recall -m "$out" -i "$data/heldout.tsv" --kv f32 --threads 2 > "$work/recall_f32.tsv"
+"$build/models/canary/canary_eval" recall -m "$out" -i "$data/heldout.tsv" --kv f32 --threads 2 > "$work/recall_f32.tsv"
 $py "$here/report.py" recall "$work/recall_f32.tsv"

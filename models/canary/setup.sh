@@ -2,7 +2,8 @@
 # Installs what training the canary model needs from Debian 12's packages (when missing):
 # python3-torch (1.13, CPU) and numpy, and OpenBLAS built with OpenMP, which train.sh loads in
 # place of the reference BLAS that Debian's torch links (about 2 GFLOP/s otherwise).
-# Then builds kvrt (tools/setup.sh), whose tools generate the data and export the model.
+# Then builds kvrt (tools/setup.sh) and canary_eval, which the default build leaves out (meson
+# option canary): their tools generate the data and export the model.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 
@@ -18,3 +19,6 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
 "$root/tools/setup.sh"
+build="${KVRT_BUILD:-$root/build}"
+meson configure "$build" -Dcanary=true >&2
+ninja -C "$build" models/canary/canary_eval >&2

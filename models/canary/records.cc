@@ -1,4 +1,4 @@
-#include "tools/canary/records.h"
+#include "models/canary/records.h"
 
 #include <fstream>
 

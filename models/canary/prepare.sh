@@ -7,16 +7,16 @@
 #   val.tsv             24 held-out retrieval cases per distance bucket (seed 11), for training logs
 #   heldout.tsv         100 held-out cases per bucket (seed 7), the reported recall; also as
 #   heldout_cases/      an acceptance set for kvrt validate --cases
-# and checks that tools/canary/spm.py tokenizes like kvrt. Story i of a part has seed FIRST + i,
+# and checks that models/canary/spm.py tokenizes like kvrt. Story i of a part has seed FIRST + i,
 # so a part can be made in pieces; each part runs as its own process (one per core).
-# Needs build/ (tools/canary/setup.sh).
+# Needs build/ (models/canary/setup.sh).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 data="${1:-/work/canary-data}"
 build="${KVRT_BUILD:-$root/build}"
 model="${STORIES_MODEL:-$root/models/stories260K.gguf}"
-eval_tool="$build/tools/canary/canary_eval"
+eval_tool="$build/models/canary/canary_eval"
 mkdir -p "$data"
 
 part() {  # NAME N FIRST_SEED: data/part_NAME, resumed from its complete lines
