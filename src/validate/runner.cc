@@ -33,9 +33,15 @@ struct Lane {
 // own session's, and the weights are read once per step for all the lanes.
 class CaseRunner {
  public:
-  CaseRunner(std::vector<Lane*>& lanes, const model::Model& model, const RunOptions& o, int bin_width)
-      : lanes_(lanes), tok_(model.tokenizer()), n_vocab_(model.config().n_vocab), o_(o), bin_width_(bin_width),
-        refs_(size_t(o.n_batch)), lockstep_(model, int(lanes.size()), lanes[0]->session->n_threads()) {}
+  CaseRunner(std::vector<Lane*>& lanes, const model::Model& model, const RunOptions& o,
+             int bin_width)
+      : lanes_(lanes),
+        tok_(model.tokenizer()),
+        n_vocab_(model.config().n_vocab),
+        o_(o),
+        bin_width_(bin_width),
+        refs_(size_t(o.n_batch)),
+        lockstep_(model, int(lanes.size()), lanes[0]->session->pool()) {}
 
   void run(const Case& c);
 
@@ -280,10 +286,11 @@ SettingResult make_result(const Setting& s, const model::Session& session, size_
   return r;
 }
 
-Lane make_lane(const model::Model& m, const Setting& s, int n_ctx, const RunOptions& o, int threads, int batch) {
+Lane make_lane(const model::Model& m, const Setting& s, int n_ctx, const RunOptions& o,
+               std::shared_ptr<ThreadPool> pool, int batch) {
   model::SessionOptions so;
   so.n_ctx = n_ctx;
-  so.n_threads = threads;
+  so.pool = std::move(pool);
   so.n_batch = batch;
   so.kv = s.kv;
   so.matmul = s.matmul;
@@ -352,12 +359,16 @@ RunResult run_validation(const model::Model& model, const std::vector<Case>& cas
   RunResult r;
   r.kl_bin_width = std::max(1, (o.max_len + o.kl_bins - 1) / o.kl_bins);
   std::vector<Lane> lanes;
-  lanes.push_back(make_lane(model, Setting{}, n_ctx, o, o.n_threads, o.n_batch));
-  lanes.push_back(make_lane(model, Setting{}, n_ctx, o, o.noise_threads, o.noise_batch));
+  // The lanes run one after the other (and step in lockstep): one pool of threads for all.
+  const std::shared_ptr<ThreadPool> pool = model::make_thread_pool(o.n_threads);
+  const std::shared_ptr<ThreadPool> noise_pool =
+      o.noise_threads == o.n_threads ? pool : model::make_thread_pool(o.noise_threads);
+  lanes.push_back(make_lane(model, Setting{}, n_ctx, o, pool, o.n_batch));
+  lanes.push_back(make_lane(model, Setting{}, n_ctx, o, noise_pool, o.noise_batch));
   r.noise_floor = make_result({"noise floor", {}}, *lanes[1].session, cases.size(), o.kl_bins, o.max_len);
   r.settings.reserve(settings.size());
   for (const Setting& s : settings) {
-    lanes.push_back(make_lane(model, s, n_ctx, o, o.n_threads, o.n_batch));
+    lanes.push_back(make_lane(model, s, n_ctx, o, pool, o.n_batch));
     r.settings.push_back(make_result(s, *lanes.back().session, cases.size(), o.kl_bins, o.max_len));
   }
   r.baseline_kv = kv_bytes(*lanes[0].session, o.max_len);
