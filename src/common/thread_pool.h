@@ -14,6 +14,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <thread>
@@ -57,22 +58,26 @@ class ThreadPool {
   void shutdown();  // stops and joins the workers
 
   const int n_threads_;
+  // The counters each sit on a cache line of their own: the claim counter changes with every
+  // item, and workers spinning on posted_ or the loop's fields must not pull it away each time.
+  static constexpr size_t kLine = 64;
+
   // The loop being run, written by the caller before it opens the loop in entry_ (release) and
   // read by workers that joined it (acquire); unchanged until every joined worker has left.
-  ItemFn fn_ = nullptr;
+  alignas(kLine) ItemFn fn_ = nullptr;
   void* ctx_ = nullptr;
   int64_t n_items_ = 0;
-  std::atomic<int64_t> next_{0};  // the next item to claim
-  std::atomic<bool> failed_{false};
+  alignas(kLine) std::atomic<int64_t> next_{0};  // the next item to claim
+  alignas(kLine) std::atomic<bool> failed_{false};
   std::exception_ptr error_;  // the first exception, written by whoever set failed_
 
   std::atomic<bool> busy_{false};  // a loop runs: other calls run inline
   uint32_t loop_ = 0;              // the caller's count of loops, in entry_'s high half
   // (loop << 32) | kClosed? | workers that joined the loop. Workers join by compare-exchange while
   // the loop is open; the caller closes it when no item is left, and waits for the joined ones.
-  std::atomic<uint64_t> entry_{kClosed};
+  alignas(kLine) std::atomic<uint64_t> entry_{kClosed};
   std::atomic<uint32_t> left_{0};    // joined workers that have left the loop
-  std::atomic<uint32_t> posted_{0};  // bumped with every loop and at shutdown: workers sleep on it
+  alignas(kLine) std::atomic<uint32_t> posted_{0};  // bumped with every loop and at shutdown: workers sleep on it
   std::atomic<int> sleepers_{0};     // workers asleep (or about to sleep) on posted_
   std::atomic<bool> caller_asleep_{false};  // the caller sleeps on left_
   std::atomic<bool> stop_{false};

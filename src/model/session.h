@@ -22,8 +22,8 @@ class ByteWriter;
 
 namespace kvrt::model {
 
-// Most threads a session uses: beyond this the OpenMP runtime may fail to start its threads, and
-// libgomp then ends the whole process (from within the library, so it cannot be reported).
+// Most threads a session uses (its pool's threads are started when it is made; a failure to start
+// them is a kvrt::Error of kind kResource).
 constexpr int kMaxThreads = 256;
 
 struct SessionOptions {

@@ -32,7 +32,9 @@
 
 namespace kvrt::ops {
 namespace {
-constexpr int64_t kWidenRows = 256;  // W rows widened (or rounded to bf16) per oneDNN call
+// W rows widened (or rounded to bf16) per oneDNN call: a pool item. 128 rows cut even the K and V
+// projections of a GQA model (256 rows) into two items.
+constexpr int64_t kWidenRows = 128;
 
 #if KVRT_HAVE_DNNL
 const simd::WeightKernels& weight_kernels(simd::WeightType t) { return simd::kernels().weight[simd::weight_index(t)]; }

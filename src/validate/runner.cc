@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <memory>
 
-#include <omp.h>
 
 #include "common/error.h"
 #include "kv/cache_layout.h"
@@ -92,19 +91,14 @@ void CaseRunner::score_pending(int32_t ref) {
 void CaseRunner::score_rows(int n, int pos0, const int32_t* next) {
   const float* b = lanes_[0]->logits.data();
   const int n_cand = int(lanes_.size()) - 1;
-  const int threads = o_.n_threads > 0 ? o_.n_threads : omp_get_num_procs();
-#pragma omp parallel num_threads(threads)
-  {
-#pragma omp for schedule(static)
-    for (int i = 0; i < n; ++i) refs_[size_t(i)] = reference_of(b + size_t(i) * n_vocab_, n_vocab_);
-#pragma omp for schedule(static)
-    for (int j = 0; j < n * n_cand; ++j) {
-      Lane& lane = *lanes_[size_t(1 + j / n)];
-      const size_t i = size_t(j % n);
-      lane.row_sums[i] = TokenSums{};
-      lane.row_kl[i] = score_position(refs_[i], lane.logits.data() + i * n_vocab_, n_vocab_, next[i], lane.row_sums[i]);
-    }
-  }
+  ThreadPool& pool = *lanes_[0]->session->pool();  // the lanes' threads, idle between their passes
+  pool.run(n, [&](int64_t i, int) { refs_[size_t(i)] = reference_of(b + size_t(i) * n_vocab_, n_vocab_); });
+  pool.run(int64_t(n) * n_cand, [&](int64_t j, int) {
+    Lane& lane = *lanes_[size_t(1 + j / n)];
+    const size_t i = size_t(j % n);
+    lane.row_sums[i] = TokenSums{};
+    lane.row_kl[i] = score_position(refs_[i], lane.logits.data() + i * n_vocab_, n_vocab_, next[i], lane.row_sums[i]);
+  });
   for (size_t l = 1; l < lanes_.size(); ++l) {
     Lane& lane = *lanes_[l];
     TokenSums& t = lane.score->tokens;
