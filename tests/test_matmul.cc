@@ -80,6 +80,18 @@ TEST_CASE("matmul: one and two threads give identical outputs") {
   }
 }
 
+TEST_CASE("matmul: prefill-sized products give identical outputs on one and two threads") {
+  // The threads claim blocks of 128 W rows; each block is one product on one thread (oneDNN's, or
+  // the blocked tiles without it), whichever thread runs it.
+  Matmul one(1), two(2);
+  for (WeightType type : {WeightType::kF32, WeightType::kF16}) {
+    const Problem p = make_problem(40, 600, 512, type, 9);  // five blocks, the last one partial
+    const std::vector<float> y = run(two, p);
+    check_against_reference(p, y);
+    CHECK(run(one, p) == y);
+  }
+}
+
 TEST_CASE("matmul: a cached shape reused with new data gives new results") {
   Matmul mm(2);
   const Problem a = make_problem(7, 33, 29, WeightType::kF32, 11);

@@ -74,8 +74,8 @@ extern "C" {
 #define KVRT_API_VERSION 9
 
 /* Most threads a session or a validation run may use (n_threads); more is KVRT_ERR_INVALID_ARGUMENT.
- * When the system cannot create the threads asked for, the OpenMP runtime (libgomp) prints a
- * message and ends the process: kvrt cannot turn that into a status. */
+ * When the system cannot create the threads asked for, the call that creates the session (or
+ * starts the validation) fails with KVRT_ERR_OUT_OF_MEMORY. */
 #define KVRT_MAX_THREADS 256
 
 #if defined(__GNUC__)

@@ -102,8 +102,12 @@ void ffn_rows(const Model& m, int layer, int n, ops::Matmul& mm, Activations& a)
   mm.run(in, n, lw.w_gate, a.gate.data());
   mm.run(in, n, lw.w_up, a.up.data());
   switch (c.architecture->activation) {
-    case Activation::kSilu: ops::swiglu(a.gate.data(), a.up.data(), int64_t(n) * c.d_ff, mm.n_threads()); break;
-    case Activation::kGeluTanh: ops::geglu(a.gate.data(), a.up.data(), int64_t(n) * c.d_ff, mm.n_threads()); break;
+    case Activation::kSilu:
+      ops::swiglu(a.gate.data(), a.up.data(), int64_t(n) * c.d_ff, mm.pool());
+      break;
+    case Activation::kGeluTanh:
+      ops::geglu(a.gate.data(), a.up.data(), int64_t(n) * c.d_ff, mm.pool());
+      break;
   }
   mm.run(a.gate.data(), n, lw.w_down, a.xn.data());
   residual(c, lw.post_ffn_norm, n, a.xn.data(), a.x.data());

@@ -9,8 +9,11 @@
 namespace kvrt::model {
 
 Lockstep::Lockstep(const Model& model, int max_sessions, int n_threads)
+    : Lockstep(model, max_sessions, std::make_shared<ThreadPool>(std::max(1, n_threads))) {}
+
+Lockstep::Lockstep(const Model& model, int max_sessions, std::shared_ptr<ThreadPool> pool)
     : model_(model),
-      matmul_(n_threads, ops::MatmulPrecision::kF32, ops::MatmulRows::kEachAlone),
+      matmul_(std::move(pool), ops::MatmulPrecision::kF32, ops::MatmulRows::kEachAlone),
       act_(model.config(), std::max(1, max_sessions)),
       logits_(size_t(act_.rows) * size_t(model.config().n_vocab)) {
   matmul_.reserve(products_plan(model, act_.rows));

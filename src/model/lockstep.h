@@ -17,8 +17,10 @@ namespace kvrt::model {
 
 class Lockstep {
  public:
-  // Steps up to max_sessions sessions of `model` at a time, the products on n_threads threads.
+  // Steps up to max_sessions sessions of `model` at a time, the products on n_threads threads of
+  // its own, or on `pool` (best the sessions' own: their attention runs on theirs).
   Lockstep(const Model& model, int max_sessions, int n_threads);
+  Lockstep(const Model& model, int max_sessions, std::shared_ptr<ThreadPool> pool);
 
   // sessions[i] runs tokens[i] at its next position, for i < n (distinct sessions of this
   // model): as sessions[i]->eval(&tokens[i], 1) does. A token out of the vocabulary or a full

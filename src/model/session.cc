@@ -23,7 +23,16 @@ int resolve_threads(int n_threads) {
   return n_threads > 0 ? n_threads : std::min(omp_get_num_procs(), kMaxThreads);
 }
 
+// The session's threads: the shared pool of the options, or a count checked and resolved.
+int session_threads(const SessionOptions& o) {
+  return o.pool ? o.pool->n_threads() : resolve_threads(o.n_threads);
+}
+
 }  // namespace
+
+std::shared_ptr<ThreadPool> make_thread_pool(int n_threads) {
+  return std::make_shared<ThreadPool>(resolve_threads(n_threads));
+}
 
 kv::CacheShape Session::cache_shape(const Model& model, const SessionOptions& o) {
   const ModelConfig& c = model.config();
@@ -37,7 +46,7 @@ kv::CacheShape Session::cache_shape(const Model& model, const SessionOptions& o)
 
 size_t Session::planned_bytes(const Model& model, const SessionOptions& o) {
   const ModelConfig& c = model.config();
-  const int n_ctx = resolve_ctx(c, o.n_ctx), n_threads = resolve_threads(o.n_threads);
+  const int n_ctx = resolve_ctx(c, o.n_ctx), n_threads = session_threads(o);
   const int n_batch = std::clamp(o.n_batch, 1, n_ctx);
   const kv::CacheShape shape = cache_shape(model, o);
   return kv::plan_cache(o.kv, shape).bytes() +
@@ -52,7 +61,7 @@ size_t Session::planned_bytes(const Model& model, const SessionOptions& o) {
 Session::Session(const Model& model, const SessionOptions& o)
     : model_(model),
       n_ctx_(resolve_ctx(model.config(), o.n_ctx)),
-      n_threads_(resolve_threads(o.n_threads)),
+      n_threads_(session_threads(o)),
       n_batch_(std::clamp(o.n_batch, 1, n_ctx_)),
       rope_(n_ctx_, model.config().rope_dim, model.config().rope,
             model.weights().rope_factors(n_ctx_, model.config().rope.orig_ctx)),
@@ -62,8 +71,10 @@ Session::Session(const Model& model, const SessionOptions& o)
   const kv::CacheShape shape = cache_shape(model, o);
   kv_ = std::make_unique<kv::KvCache>(o.kv, shape);
   after_cache_write_ = o.after_cache_write;
-  attn_scratch_ = std::make_unique<ops::AttentionScratch>(shape, c.n_heads, n_batch_, n_threads_, o.matmul == ops::MatmulPrecision::kBf16);
-  matmul_ = std::make_unique<ops::Matmul>(n_threads_, o.matmul);
+  pool_ = o.pool ? o.pool : std::make_shared<ThreadPool>(n_threads_);
+  attn_scratch_ = std::make_unique<ops::AttentionScratch>(shape, c.n_heads, n_batch_, pool_,
+                                                          o.matmul == ops::MatmulPrecision::kBf16);
+  matmul_ = std::make_unique<ops::Matmul>(pool_, o.matmul);
   matmul_->reserve(products_plan(model, n_batch_));
   last_logits_.resize(size_t(c.n_vocab));
   tokens_.reserve(size_t(n_ctx_));

@@ -22,13 +22,16 @@ class ByteWriter;
 
 namespace kvrt::model {
 
-// Most threads a session uses: beyond this the OpenMP runtime may fail to start its threads, and
-// libgomp then ends the whole process (from within the library, so it cannot be reported).
+// Most threads a session uses (its pool's threads are started when it is made; a failure to start
+// them is a kvrt::Error of kind kResource).
 constexpr int kMaxThreads = 256;
 
 struct SessionOptions {
   int n_ctx = 0;      // positions; 0 = the model's context length
   int n_threads = 0;  // 0 = all cores (at most kMaxThreads); else 1..kMaxThreads
+  // Threads shared with other sessions that run one after the other (validate's lanes, stepped
+  // in lockstep), in place of n_threads of the session's own: one set of workers, not one each.
+  std::shared_ptr<ThreadPool> pool;
   int n_batch = 256;  // tokens per forward chunk during prefill
   kv::KvConfig kv;
   ops::MatmulPrecision matmul = ops::MatmulPrecision::kF32;  // of prefill-sized products (ops/matmul.h)
@@ -39,6 +42,9 @@ struct SessionOptions {
 };
 
 class Session;
+
+// A pool of n_threads threads (0 = all cores, at most kMaxThreads), refused out of that range.
+std::shared_ptr<ThreadPool> make_thread_pool(int n_threads);
 
 // A point a session can return to: its cache and the logits of its last position, in storage of
 // their own made once (Session::save, Session::restore copy into it and out of it without
@@ -59,7 +65,8 @@ class Session {
   // Runs tokens at positions [n_past, n_past + n). When `logits` is given, writes the logits
   // of every token there ([n][n_vocab]); the last token's logits are kept in last_logits().
   // A token id out of range or running past n_ctx is a kvrt::Error; the session is unchanged then.
-  // Parallel regions name their thread count, so the caller's OpenMP settings stay as they were.
+  // Parallel loops run on the session's pool (common/thread_pool.h); the caller's OpenMP
+  // settings stay as they were.
   void eval(const int32_t* tokens, int n, float* logits = nullptr);
 
   const float* last_logits() const { return last_logits_.data(); }  // [n_vocab]
@@ -91,6 +98,7 @@ class Session {
   // tokens sees (kv::CacheShape::windows).
   static kv::CacheShape cache_shape(const Model& model, const SessionOptions& options);
   const char* matmul_implementation() const { return matmul_->implementation(); }
+  const std::shared_ptr<ThreadPool>& pool() const { return pool_; }
   ops::MatmulPrecision matmul_precision() const { return matmul_->precision(); }
 
  private:
@@ -106,6 +114,7 @@ class Session {
   const Model& model_;
   int n_ctx_, n_threads_, n_batch_;
   int n_past_ = 0;
+  std::shared_ptr<ThreadPool> pool_;  // the threads of every parallel loop of eval()
   std::unique_ptr<kv::KvCache> kv_;
   std::function<void(kv::KvCache&, int, int, int)> after_cache_write_;  // SessionOptions::after_cache_write
   std::unique_ptr<ops::AttentionScratch> attn_scratch_;

@@ -2,8 +2,6 @@
 // at once, online softmax over tiles of kTile positions read straight from the packed cache.
 #include "ops/attention.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 
@@ -48,12 +46,20 @@ struct ThreadSizes {
 
 }  // namespace
 
-AttentionScratch::AttentionScratch(const kv::CacheShape& shape, int n_heads, int max_tokens, int n_threads, bool bf16_prefill)
+AttentionScratch::AttentionScratch(const kv::CacheShape& shape, int n_heads, int max_tokens,
+                                   int n_threads, bool bf16_prefill)
+    : AttentionScratch(shape, n_heads, max_tokens,
+                       std::make_shared<ThreadPool>(std::max(1, n_threads)), bf16_prefill) {}
+
+AttentionScratch::AttentionScratch(const kv::CacheShape& shape, int n_heads, int max_tokens,
+                                   std::shared_ptr<ThreadPool> pool, bool bf16_prefill)
     : impl_(std::make_unique<Impl>()) {
-  KVRT_ASSERT(n_heads > 0 && max_tokens > 0 && n_threads > 0 && n_heads % shape.n_kv_heads == 0);
+  KVRT_ASSERT(pool && n_heads > 0 && max_tokens > 0 && n_heads % shape.n_kv_heads == 0);
   const ThreadSizes z(shape, n_heads);
   Impl& s = *impl_;
-  s.n_threads = n_threads;
+  s.n_threads = pool->n_threads();
+  s.pool = std::move(pool);
+  const int n_threads = s.n_threads;
   s.prefill_tokens = z.prefill_tokens;
   s.max_rows = z.rows;
   s.threads.resize(n_threads);
@@ -178,11 +184,9 @@ void attention(const kv::KvCache& cache, const AttentionArgs& args, AttentionScr
     attention_prefill(cache, args, s);
     return;
   }
-  const int n_items = args.n_tokens * n_kv_heads;
-#pragma omp parallel for num_threads(s.n_threads) schedule(dynamic, 1)
-  for (int item = 0; item < n_items; ++item) {
-    decode_item(cache, args, item % n_kv_heads, item / n_kv_heads, s.threads[omp_get_thread_num()]);
-  }
+  s.pool->run(args.n_tokens * n_kv_heads, [&](int64_t item, int t) {
+    decode_item(cache, args, int(item % n_kv_heads), int(item / n_kv_heads), s.threads[size_t(t)]);
+  });
 }
 
 }  // namespace kvrt::ops

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <memory>
 
+#include "common/thread_pool.h"
 #include "kv/kv_cache.h"
 
 namespace kvrt::ops {
@@ -13,6 +14,10 @@ namespace kvrt::ops {
 // bf16 pairs: n_ctx x head_dim x 4 bytes).
 class AttentionScratch {
  public:
+  // Attention runs on the threads of `pool` (a session's, shared with its products), or of a
+  // pool of n_threads of its own.
+  AttentionScratch(const kv::CacheShape& shape, int n_heads, int max_tokens,
+                   std::shared_ptr<ThreadPool> pool, bool bf16_prefill = false);
   AttentionScratch(const kv::CacheShape& shape, int n_heads, int max_tokens, int n_threads, bool bf16_prefill = false);
   ~AttentionScratch();
   // The bytes such a scratch allocates, without allocating (session memory plans).

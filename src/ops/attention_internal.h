@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "kv/cache_view.h"
@@ -40,6 +41,7 @@ struct ThreadScratch {
 };
 
 struct AttentionScratch::Impl {
+  std::shared_ptr<ThreadPool> pool;
   int n_threads = 1;
   int max_rows = 0;
   int prefill_tokens = 0;  // query tokens per prefill block

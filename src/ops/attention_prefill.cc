@@ -2,7 +2,6 @@
 // positions, each tile read as FP32 rows (in place for the f32 cache, else dequantized into
 // scratch) and multiplied as small GEMMs with the query rows in the vector lanes; in bf16, against
 // the kv head's K and V converted to bf16 pairs once per call (StagedPairs).
-#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -184,32 +183,27 @@ void attention_prefill(const kv::KvCache& cache, const AttentionArgs& a, Attenti
   const int bt = s.prefill_tokens, n_kv_heads = cache.shape().n_kv_heads;
   const int n_blocks = (a.n_tokens + bt - 1) / bt;
   if (!a.bf16 || cache.shape().head_dim % 2 != 0) {
-    const int n_items = n_blocks * n_kv_heads;
     // Later blocks see more positions: hand them out first so the threads finish together.
-#pragma omp parallel for num_threads(s.n_threads) schedule(dynamic, 1)
-    for (int item = 0; item < n_items; ++item) {
-      const int block = n_blocks - 1 - item / n_kv_heads;
+    s.pool->run(n_blocks * n_kv_heads, [&](int64_t item, int t) {
+      const int block = n_blocks - 1 - int(item / n_kv_heads), kv_head = int(item % n_kv_heads);
       const int t0 = block * bt, t1 = std::min(a.n_tokens, t0 + bt);
-      prefill_block(cache.view(a.layer, item % n_kv_heads), a, n_kv_heads, item % n_kv_heads, t0, t1, nullptr, s.threads[omp_get_thread_num()]);
-    }
+      prefill_block(cache.view(a.layer, kv_head), a, n_kv_heads, kv_head, t0, t1, nullptr,
+                    s.threads[size_t(t)]);
+    });
     return;
   }
   KVRT_ASSERT(s.staged.size() >= staged_pairs_size(cache.shape()));  // a scratch made for bf16 prefill
   // One kv head at a time: the threads stage its K and V as pairs, then share its query blocks.
-#pragma omp parallel num_threads(s.n_threads)
-  {
-    ThreadScratch& ts = s.threads[omp_get_thread_num()];
-    for (int kv_head = 0; kv_head < n_kv_heads; ++kv_head) {
-      const kv::HeadView view = cache.view(a.layer, kv_head);
-      const StagedPairs staged{view, chunk_start(view, first_key(a, a.pos0)), a.pos0 + a.n_tokens, s.staged.data()};
-#pragma omp for schedule(static)
-      for (int c = 0; c < staged.n_chunks(); ++c) staged.stage(c, ts.x.data());
-#pragma omp for schedule(dynamic, 1)
-      for (int i = 0; i < n_blocks; ++i) {
-        const int t0 = (n_blocks - 1 - i) * bt, t1 = std::min(a.n_tokens, t0 + bt);
-        prefill_block(view, a, n_kv_heads, kv_head, t0, t1, &staged, ts);
-      }
-    }
+  for (int kv_head = 0; kv_head < n_kv_heads; ++kv_head) {
+    const kv::HeadView view = cache.view(a.layer, kv_head);
+    const StagedPairs staged{view, chunk_start(view, first_key(a, a.pos0)), a.pos0 + a.n_tokens,
+                             s.staged.data()};
+    s.pool->run(staged.n_chunks(),
+                [&](int64_t c, int t) { staged.stage(int(c), s.threads[size_t(t)].x.data()); });
+    s.pool->run(n_blocks, [&](int64_t i, int t) {
+      const int t0 = (n_blocks - 1 - int(i)) * bt, t1 = std::min(a.n_tokens, t0 + bt);
+      prefill_block(view, a, n_kv_heads, kv_head, t0, t1, &staged, s.threads[size_t(t)]);
+    });
   }
 }
 

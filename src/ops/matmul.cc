@@ -3,7 +3,9 @@
 // decode-sized products stream W once through the blocked tiles, in W's stored type; larger
 // products go to oneDNN, with W other than F32 widened kWidenRows rows at a time (the type's
 // to_float kernel) into an L2-sized buffer, and the columns of y they give written densely, then
-// copied into y (oneDNN's fast kernels want a dense y).
+// copied into y (oneDNN's fast kernels want a dense y). The threads of the session's pool
+// (common/thread_pool.h) claim the blocks of W rows, each running oneDNN on one thread: no OpenMP
+// team, whose joins spin on threads that another process has descheduled.
 // At bf16 precision, x is rounded to bf16 once per call and W kWidenRows rows at a time (to_float,
 // then the BF16 type's from_float), except W stored as BF16, which oneDNN reads in place.
 //
@@ -11,10 +13,10 @@
 // per parameter for the life of the model (for an F16 model, as much again as the file; for a
 // 4-bit one, 3.5 times the file), while rounding per call is a small part of a prefill product
 // (docs/performance.md measures it).
-#include <omp.h>
-
 #include <algorithm>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/error.h"
@@ -30,7 +32,9 @@
 
 namespace kvrt::ops {
 namespace {
-constexpr int64_t kWidenRows = 256;  // W rows widened (or rounded to bf16) per oneDNN call
+// W rows widened (or rounded to bf16) per oneDNN call: a pool item. 128 rows cut even the K and V
+// projections of a GQA model (256 rows) into two items.
+constexpr int64_t kWidenRows = 128;
 
 #if KVRT_HAVE_DNNL
 const simd::WeightKernels& weight_kernels(simd::WeightType t) { return simd::kernels().weight[simd::weight_index(t)]; }
@@ -76,6 +80,7 @@ void require_matmul_precision(MatmulPrecision p) {
 }
 
 struct Matmul::Impl {
+  std::shared_ptr<ThreadPool> pool;
   int n_threads;
   MatmulPrecision precision;
   MatmulRows rows;
@@ -85,10 +90,16 @@ struct Matmul::Impl {
   const char* gemv_name;
   std::string description;         // built by implementation(): run() allocates nothing
 
-  Impl(int n_threads, MatmulPrecision precision, MatmulRows rows)
-      : n_threads(n_threads), precision(precision), rows(rows), blocked(n_threads), packed(n_threads)
+  Impl(std::shared_ptr<ThreadPool> pool_, MatmulPrecision precision, MatmulRows rows)
+      : pool(std::move(pool_)),
+        n_threads(pool->n_threads()),
+        precision(precision),
+        rows(rows),
+        blocked(*pool),
+        packed(*pool)
 #if KVRT_HAVE_DNNL
-        , gemm(n_threads)
+        ,
+        threads(size_t(n_threads))
 #endif
   {
     gemv_name = blocked.name();
@@ -96,91 +107,112 @@ struct Matmul::Impl {
   }
 
 #if KVRT_HAVE_DNNL
-  // y = x · Wᵀ through oneDNN; W other than F32 is widened block by block (rows j0..j0+nb of W
-  // give columns j0..j0+nb of y).
+  // What one thread of the pool uses for its blocks of W: its own oneDNN GEMM, run on one thread.
+  struct ThreadGemm {
+    DnnlGemm gemm{1};
+    std::vector<float> widened;    // f32: [kWidenRows][n_in]; bf16: [n_in], one row
+    std::vector<uint16_t> w_bf16;  // [kWidenRows][n_in]
+    std::vector<float> y_block;    // [n_rows][kWidenRows]
+  };
+
+  // y = x · Wᵀ through oneDNN, a block of kWidenRows rows of W per pool item: rows j0..j0+nb of
+  // W give columns j0..j0+nb of y. W other than F32 is widened first.
   void gemm_f32(const float* x, int64_t m, const WeightMatrix& w, float* y) {
-    if (w.type == simd::WeightType::kF32) {
-      gemm.run(x, m, static_cast<const float*>(w.data), w.n_out, w.n_in, y, w.n_out);
-      return;
-    }
-    const auto to_float = weight_kernels(w.type).to_float;
-    grow(widened, kWidenRows * w.n_in);
-    if (w.n_out > kWidenRows) grow(y_block, m * kWidenRows);
-    for (int64_t j0 = 0; j0 < w.n_out; j0 += kWidenRows) {
-      const int64_t nb = std::min(kWidenRows, w.n_out - j0);
-#pragma omp parallel for num_threads(n_threads) schedule(static)
-      for (int64_t r = 0; r < nb; ++r) to_float(w.row(j0 + r), w.n_in, widened.data() + r * w.n_in);
-      if (nb == w.n_out) {
-        gemm.run(x, m, widened.data(), nb, w.n_in, y, w.n_out);
-        continue;
+    const auto to_float =
+        w.type == simd::WeightType::kF32 ? nullptr : weight_kernels(w.type).to_float;
+    pool->run((w.n_out + kWidenRows - 1) / kWidenRows, [&](int64_t block, int t) {
+      ThreadGemm& g = threads[size_t(t)];
+      const int64_t j0 = block * kWidenRows, nb = std::min(kWidenRows, w.n_out - j0);
+      const float* rows = reinterpret_cast<const float*>(w.row(j0));
+      if (to_float) {
+        grow(g.widened, nb * w.n_in);
+        to_float(w.row(j0), nb * w.n_in, g.widened.data());
+        rows = g.widened.data();
       }
-      gemm.run(x, m, widened.data(), nb, w.n_in, y_block.data(), nb);
-      copy_columns(m, nb, y + j0, w.n_out);
-    }
+      if (nb == w.n_out) return g.gemm.run(x, m, rows, nb, w.n_in, y, w.n_out);
+      grow(g.y_block, m * nb);
+      g.gemm.run(x, m, rows, nb, w.n_in, g.y_block.data(), nb);
+      copy_columns(g.y_block.data(), m, nb, y + j0, w.n_out);
+    });
   }
 
   // y_block [m][nb] into columns of y (row stride ldy): oneDNN 2.6 runs its brgemm kernels
   // (brg:avx512_core, brg:avx512_core_bf16) only for a dense y, and falls back to gemm:jit (f32,
   // slower) or an emulated bf16 for a block of columns written in place.
-  void copy_columns(int64_t m, int64_t nb, float* y, int64_t ldy) {
-#pragma omp parallel for num_threads(n_threads) schedule(static)
-    for (int64_t i = 0; i < m; ++i) std::copy_n(y_block.data() + i * nb, nb, y + i * ldy);
+  static void copy_columns(const float* y_block, int64_t m, int64_t nb, float* y, int64_t ldy) {
+    for (int64_t i = 0; i < m; ++i) std::copy_n(y_block + i * nb, nb, y + i * ldy);
   }
 
   // The same with x and W rounded to bf16; W rows other than F32 pass through FP32 first (one row
-  // per thread, in L1), which rounds exactly as rounding the stored value would.
+  // at a time, in L1), which rounds exactly as rounding the stored value would. W stored as BF16
+  // is read in place.
   void gemm_bf16(const float* x, int64_t m, const WeightMatrix& w, float* y) {
     const auto to_bf16 = weight_kernels(simd::WeightType::kBF16).from_float;
     grow(x_bf16, m * w.n_in);
-    to_bf16(x, m * w.n_in, reinterpret_cast<uint8_t*>(x_bf16.data()));
-    if (w.type == simd::WeightType::kBF16) {
-      gemm.run_bf16(x_bf16.data(), m, static_cast<const uint16_t*>(w.data), w.n_out, w.n_in, y, w.n_out);
-      return;
-    }
-    const auto to_float = w.type == simd::WeightType::kF32 ? nullptr : weight_kernels(w.type).to_float;
-    grow(w_bf16, kWidenRows * w.n_in);
-    if (to_float) grow(widened, n_threads * w.n_in);
-    if (w.n_out > kWidenRows) grow(y_block, m * kWidenRows);
-    for (int64_t j0 = 0; j0 < w.n_out; j0 += kWidenRows) {
-      const int64_t nb = std::min(kWidenRows, w.n_out - j0);
-#pragma omp parallel for num_threads(n_threads) schedule(static)
-      for (int64_t r = 0; r < nb; ++r) {
-        const float* row = reinterpret_cast<const float*>(w.row(j0 + r));
-        if (to_float) {
-          float* f = widened.data() + omp_get_thread_num() * w.n_in;
-          to_float(w.row(j0 + r), w.n_in, f);
-          row = f;
+    constexpr int64_t kRowsPerItem = 16;
+    pool->run((m + kRowsPerItem - 1) / kRowsPerItem, [&](int64_t item, int) {
+      const int64_t i0 = item * kRowsPerItem, n = std::min(kRowsPerItem, m - i0);
+      to_bf16(x + i0 * w.n_in, n * w.n_in, reinterpret_cast<uint8_t*>(x_bf16.data() + i0 * w.n_in));
+    });
+    const bool in_place = w.type == simd::WeightType::kBF16;
+    const auto to_float =
+        w.type == simd::WeightType::kF32 || in_place ? nullptr : weight_kernels(w.type).to_float;
+    pool->run((w.n_out + kWidenRows - 1) / kWidenRows, [&](int64_t block, int t) {
+      ThreadGemm& g = threads[size_t(t)];
+      const int64_t j0 = block * kWidenRows, nb = std::min(kWidenRows, w.n_out - j0);
+      const uint16_t* rows = reinterpret_cast<const uint16_t*>(w.row(j0));
+      if (!in_place) {
+        grow(g.w_bf16, nb * w.n_in);
+        if (to_float) grow(g.widened, w.n_in);
+        for (int64_t r = 0; r < nb; ++r) {
+          const float* row = reinterpret_cast<const float*>(w.row(j0 + r));
+          if (to_float) {
+            to_float(w.row(j0 + r), w.n_in, g.widened.data());
+            row = g.widened.data();
+          }
+          to_bf16(row, w.n_in, reinterpret_cast<uint8_t*>(g.w_bf16.data() + r * w.n_in));
         }
-        to_bf16(row, w.n_in, reinterpret_cast<uint8_t*>(w_bf16.data() + r * w.n_in));
+        rows = g.w_bf16.data();
       }
-      if (nb == w.n_out) {
-        gemm.run_bf16(x_bf16.data(), m, w_bf16.data(), nb, w.n_in, y, w.n_out);
-        continue;
-      }
-      gemm.run_bf16(x_bf16.data(), m, w_bf16.data(), nb, w.n_in, y_block.data(), nb);
-      copy_columns(m, nb, y + j0, w.n_out);
-    }
+      if (nb == w.n_out) return g.gemm.run_bf16(x_bf16.data(), m, rows, nb, w.n_in, y, w.n_out);
+      grow(g.y_block, m * nb);
+      g.gemm.run_bf16(x_bf16.data(), m, rows, nb, w.n_in, g.y_block.data(), nb);
+      copy_columns(g.y_block.data(), m, nb, y + j0, w.n_out);
+    });
+  }
+
+  // The kernel oneDNN ran last on a thread that ran one ("none" before any product).
+  const char* dnnl_name() const {
+    for (const ThreadGemm& g : threads)
+      if (std::string_view(g.gemm.implementation()) != "none") return g.gemm.implementation();
+    return "none";
   }
 
   template <class T>
   static void grow(std::vector<T>& v, int64_t n) { v.resize(std::max(v.size(), size_t(n))); }
 
-  DnnlGemm gemm;
-  std::vector<float> widened;    // f32: [kWidenRows][n_in]; bf16: [n_threads][n_in]
-  std::vector<uint16_t> x_bf16;  // [n_rows][n_in]
-  std::vector<uint16_t> w_bf16;  // [kWidenRows][n_in]
-  std::vector<float> y_block;    // [n_rows][kWidenRows]
+  std::vector<ThreadGemm> threads;  // [n_threads]
+  std::vector<uint16_t> x_bf16;     // [n_rows][n_in]
 #endif
 };
 
-Matmul::Matmul(int n_threads, MatmulPrecision precision, MatmulRows rows) {
+Matmul::Matmul(int n_threads, MatmulPrecision precision, MatmulRows rows)
+    : Matmul(nullptr, precision, rows, n_threads) {}
+
+Matmul::Matmul(std::shared_ptr<ThreadPool> pool, MatmulPrecision precision, MatmulRows rows)
+    : Matmul(std::move(pool), precision, rows, 1) {}
+
+Matmul::Matmul(std::shared_ptr<ThreadPool> pool, MatmulPrecision precision, MatmulRows rows,
+               int n_threads) {
   require_matmul_precision(precision);
-  impl_ = std::make_unique<Impl>(std::max(1, n_threads), precision, rows);
+  if (!pool) pool = std::make_shared<ThreadPool>(std::max(1, n_threads));
+  impl_ = std::make_unique<Impl>(std::move(pool), precision, rows);
 }
 Matmul::~Matmul() = default;
 
 MatmulPrecision Matmul::precision() const { return impl_->precision; }
 int Matmul::n_threads() const { return impl_->n_threads; }
+ThreadPool& Matmul::pool() const { return *impl_->pool; }
 
 void Matmul::run(const float* x, int64_t m, const WeightMatrix& w, float* y) {
   const bool decode = impl_->rows == MatmulRows::kEachAlone || m <= kDecodeMaxTokens;
@@ -188,7 +220,7 @@ void Matmul::run(const float* x, int64_t m, const WeightMatrix& w, float* y) {
   if (!decode) {
     if (impl_->precision == MatmulPrecision::kBf16) impl_->gemm_bf16(x, m, w, y);
     else impl_->gemm_f32(x, m, w, y);
-    impl_->gemm_name = impl_->gemm.implementation();
+    impl_->gemm_name = impl_->dnnl_name();
     return;
   }
 #endif
@@ -204,13 +236,14 @@ void Matmul::run(const float* x, int64_t m, const WeightMatrix& w, float* y) {
 size_t Matmul::scratch_bytes(int n_threads, MatmulPrecision precision, const MatmulPlan& plan) {
   size_t bytes = BlockedMatmul::scratch_floats(n_threads, plan.n_in_widened) * sizeof(float);
 #if KVRT_HAVE_DNNL
+  const size_t threads = size_t(std::max(1, n_threads));
+  bytes += threads * size_t(plan.n_rows * kWidenRows) * sizeof(float);  // y_block
   if (precision == MatmulPrecision::kBf16) {
-    bytes += size_t(std::max(1, n_threads) * plan.n_in_widened) * sizeof(float);
-    bytes += size_t((plan.n_rows + kWidenRows) * plan.n_in) * sizeof(uint16_t);
-    bytes += size_t(plan.n_rows * kWidenRows) * sizeof(float);
+    bytes += threads * size_t(plan.n_in_widened) * sizeof(float);
+    bytes += (threads * size_t(kWidenRows * plan.n_in) + size_t(plan.n_rows * plan.n_in)) *
+             sizeof(uint16_t);
   } else {
-    bytes += size_t(kWidenRows * plan.n_in_widened) * sizeof(float);
-    if (plan.n_in_widened > 0) bytes += size_t(plan.n_rows * kWidenRows) * sizeof(float);
+    bytes += threads * size_t(kWidenRows * plan.n_in_widened) * sizeof(float);
   }
 #else
   (void)precision;
@@ -221,8 +254,10 @@ size_t Matmul::scratch_bytes(int n_threads, MatmulPrecision precision, const Mat
 size_t Matmul::bytes_allocated() const {
   size_t bytes = impl_->blocked.scratch_floats_allocated() * sizeof(float);
 #if KVRT_HAVE_DNNL
-  bytes += (impl_->widened.size() + impl_->y_block.size()) * sizeof(float) +
-           (impl_->x_bf16.size() + impl_->w_bf16.size()) * sizeof(uint16_t);
+  bytes += impl_->x_bf16.size() * sizeof(uint16_t);
+  for (const Impl::ThreadGemm& g : impl_->threads)
+    bytes +=
+        (g.widened.size() + g.y_block.size()) * sizeof(float) + g.w_bf16.size() * sizeof(uint16_t);
 #endif
   return bytes + impl_->packed.bytes_allocated();
 }
@@ -232,14 +267,12 @@ void Matmul::reserve(const MatmulPlan& plan) {
   impl_->packed.reserve(decode_rows(impl_->rows, plan), plan.n_in_widened);
 #if KVRT_HAVE_DNNL
   if (impl_->rows == MatmulRows::kEachAlone) return;  // no call reaches oneDNN
-  if (impl_->precision == MatmulPrecision::kBf16) {
-    Impl::grow(impl_->widened, impl_->n_threads * plan.n_in_widened);
-    Impl::grow(impl_->x_bf16, plan.n_rows * plan.n_in);
-    Impl::grow(impl_->w_bf16, kWidenRows * plan.n_in);
-    Impl::grow(impl_->y_block, plan.n_rows * kWidenRows);
-  } else {
-    Impl::grow(impl_->widened, kWidenRows * plan.n_in_widened);
-    if (plan.n_in_widened > 0) Impl::grow(impl_->y_block, plan.n_rows * kWidenRows);
+  const bool bf16 = impl_->precision == MatmulPrecision::kBf16;
+  if (bf16) Impl::grow(impl_->x_bf16, plan.n_rows * plan.n_in);
+  for (Impl::ThreadGemm& g : impl_->threads) {
+    Impl::grow(g.y_block, plan.n_rows * kWidenRows);
+    Impl::grow(g.widened, bf16 ? plan.n_in_widened : kWidenRows * plan.n_in_widened);
+    if (bf16) Impl::grow(g.w_bf16, kWidenRows * plan.n_in);
   }
 #endif
 }
@@ -250,7 +283,8 @@ const char* Matmul::implementation() const {
 }
 
 std::string matmul_backends() {
-  const std::string blocked = BlockedMatmul(1).name(), packed = PackedDecode(1).name();
+  ThreadPool one(1);
+  const std::string blocked = BlockedMatmul(one).name(), packed = PackedDecode(one).name();
 #if KVRT_HAVE_DNNL
   return dnnl_library_name() + " (prefill), " + blocked + " (decode), " + packed + " (decode, quantized weights)";
 #else

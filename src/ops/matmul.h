@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/thread_pool.h"
 #include "simd/dispatch.h"
 #include "simd/weights/types.h"
 
@@ -76,13 +77,19 @@ struct MatmulPlan {
 // every layer of every step creates nothing after the first call with a given m.
 class Matmul {
  public:
-  // Throws as require_matmul_precision does when this process cannot run `precision`.
+  // Throws as require_matmul_precision does when this process cannot run `precision`. Runs on
+  // the threads of `pool` (a session's, shared with its attention), or of a pool of n_threads of
+  // its own.
   explicit Matmul(int n_threads, MatmulPrecision precision = MatmulPrecision::kF32,
+                  MatmulRows rows = MatmulRows::kByCount);
+  explicit Matmul(std::shared_ptr<ThreadPool> pool,
+                  MatmulPrecision precision = MatmulPrecision::kF32,
                   MatmulRows rows = MatmulRows::kByCount);
   ~Matmul();
   void run(const float* x, int64_t m, const WeightMatrix& w, float* y);
   MatmulPrecision precision() const;
   int n_threads() const;
+  ThreadPool& pool() const;  // its threads, for the other parallel loops of the same caller
   // Allocates now kvrt's scratch for the products of `plan` (W widened or rounded a block of
   // rows at a time, x rounded to bf16), so run() allocates none of its own for them;
   // scratch_bytes gives the same count without allocating (for MatmulRows::kByCount). oneDNN's primitives keep their own
@@ -95,6 +102,8 @@ class Matmul {
   const char* implementation() const;
 
  private:
+  Matmul(std::shared_ptr<ThreadPool> pool, MatmulPrecision precision, MatmulRows rows,
+         int n_threads);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -2,8 +2,8 @@
 // aarch64 build). y = x · W^T with W [n_out][n_in] as stored: every output is a dot product of
 // two contiguous rows, computed by register tiles of mr x nr outputs (matmul_blocked.h).
 //
-// Blocking: threads split the columns of y (rows of W) into contiguous ranges, so at m = 1 each
-// thread streams its own part of W exactly once. Rows of x are taken kRowBlockBytes at a time so
+// Blocking: the pool's threads claim items of contiguous columns of y (rows of W, ops/row_items.h),
+// so at m = 1 W is streamed exactly once. Rows of x are taken kRowBlockBytes at a time so
 // the block stays in L2 while every W tile of the thread passes over it; a W tile (nr rows) is
 // reused by all row tiles of the block. F16 weights run through f16 tiles, which widen W in
 // registers (the same sums as the f32 tiles on the widened rows, bit for bit), and the next
@@ -12,14 +12,13 @@
 // Other weights are widened one W tile at a time into a per-thread scratch (L1-resident) by the
 // weight type's to_float kernel, then run through the f32 tiles. Either way W is read from memory
 // once, in its stored size.
-#include <omp.h>
-
 #include <algorithm>
 #include <string>
 #include <vector>
 
 #include "ops/matmul.h"
 #include "ops/matmul_blocked.h"
+#include "ops/row_items.h"
 #include "simd/dispatch.h"
 
 namespace kvrt::ops {
@@ -27,15 +26,14 @@ namespace kvrt::ops {
 namespace {
 
 constexpr int64_t kRowBlockBytes = 512 * 1024;  // x rows per block: about a quarter of L2
-constexpr int64_t kMinParallelFlops = 1 << 16;  // below this a parallel region costs more than it saves
 
 }  // namespace
 
-BlockedMatmul::BlockedMatmul(int n_threads)
-    : n_threads_(std::max(1, n_threads)),
+BlockedMatmul::BlockedMatmul(ThreadPool& pool)
+    : pool_(&pool),
       kernels_(&simd::kernels()),
       name_(std::string("kvrt-blocked:") + kernels_->matmul.isa),
-      scratch_(size_t(n_threads_)) {}
+      scratch_(size_t(pool.n_threads())) {}
 
 void BlockedMatmul::columns(const float* x, int64_t m, const WeightMatrix& w, float* y, int64_t b0,
                             int64_t b1, float* widened) const {
@@ -96,13 +94,10 @@ void BlockedMatmul::run(const float* x, int64_t m, const WeightMatrix& w, float*
   if (m == 0 || w.n_out == 0) return;
   const int64_t n_blocks = (w.n_out + kernels_->matmul.cols - 1) / kernels_->matmul.cols;
   if (w.type != simd::WeightType::kF32 && w.type != simd::WeightType::kF16) reserve(w.n_in);
-  const bool parallel = 2 * m * w.n_out * w.n_in >= kMinParallelFlops;
-  const int n_threads = int(std::min<int64_t>(parallel ? n_threads_ : 1, n_blocks));
-#pragma omp parallel num_threads(n_threads) if (n_threads > 1)
-  {
-    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    columns(x, m, w, y, n_blocks * t / nt, n_blocks * (t + 1) / nt, scratch_[size_t(t)].data());
-  }
+  const RowItems items(w, m, n_blocks, pool_->n_threads());
+  pool_->run(items.n_items, [&](int64_t i, int t) {
+    columns(x, m, w, y, items.first(i), items.first(i + 1), scratch_[size_t(t)].data());
+  });
 }
 
 }  // namespace kvrt::ops

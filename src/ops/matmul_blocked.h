@@ -8,15 +8,17 @@
 #include <string>
 #include <vector>
 
+#include "common/thread_pool.h"
 #include "ops/matmul.h"
 #include "simd/kernels.h"
 
 namespace kvrt::ops {
 
-// y[m][n_out] = x[m][n_in] · Wᵀ for every computable weight type, threads splitting the rows of W.
+// y[m][n_out] = x[m][n_in] · Wᵀ for every computable weight type, the pool's threads claiming
+// blocks of W's rows (ops/row_items.h).
 class BlockedMatmul {
  public:
-  explicit BlockedMatmul(int n_threads);
+  explicit BlockedMatmul(ThreadPool& pool);
   void run(const float* x, int64_t m, const WeightMatrix& w, float* y);
   const char* name() const { return name_.c_str(); }  // "kvrt-blocked:<isa of the tiles>"
   // The widening scratch of products over W rows of up to n_in values other than F32, allocated now.
@@ -29,7 +31,7 @@ class BlockedMatmul {
   void columns(const float* x, int64_t m, const WeightMatrix& w, float* y, int64_t b0, int64_t b1,
                float* widened) const;
 
-  int n_threads_;
+  ThreadPool* pool_;
   const simd::Kernels* kernels_;
   std::string name_;
   std::vector<std::vector<float>> scratch_;  // per thread: [cols][n_in] widened W rows

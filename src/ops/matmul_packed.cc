@@ -1,15 +1,12 @@
 #include "ops/matmul_packed.h"
 
-#include <omp.h>
-
 #include <algorithm>
 
+#include "ops/row_items.h"
 #include "simd/dispatch.h"
 
 namespace kvrt::ops {
 namespace {
-
-constexpr int64_t kMinParallelFlops = 1 << 16;  // below this a parallel region costs more than it saves
 
 // Bytes of one row of n_in values in the activation format of every type that has a decode
 // kernel, the largest of them.
@@ -26,8 +23,8 @@ size_t act_row_bytes(const simd::Kernels& k, int64_t n_in) {
 
 }  // namespace
 
-PackedDecode::PackedDecode(int n_threads)
-    : n_threads_(std::max(1, n_threads)),
+PackedDecode::PackedDecode(ThreadPool& pool)
+    : pool_(&pool),
       kernels_(&simd::kernels()),
       name_(std::string("kvrt-packed:") + kernels_->isa) {}
 
@@ -49,12 +46,9 @@ void PackedDecode::run(const float* x, int64_t m, const WeightMatrix& w, float* 
   const auto from_float = kernels_->weight[simd::weight_index(act.type)].from_float;
   for (int64_t i = 0; i < m; ++i) from_float(x + i * w.n_in, w.n_in, act_.data() + size_t(i) * act_stride);
   const auto decode = kernels_->weight[simd::weight_index(w.type)].decode;
-  const bool parallel = 2 * m * w.n_out * w.n_in >= kMinParallelFlops;
-  const int n_threads = int(std::min<int64_t>(parallel ? n_threads_ : 1, w.n_out));
-#pragma omp parallel num_threads(n_threads) if (n_threads > 1)
-  {
-    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    const int64_t j0 = w.n_out * t / nt, j1 = w.n_out * (t + 1) / nt;
+  const RowItems items(w, m, w.n_out, pool_->n_threads());
+  pool_->run(items.n_items, [&](int64_t i, int) {
+    const int64_t j0 = items.first(i), j1 = items.first(i + 1);
     decode({.w = w.row(j0),
             .w_stride = w.row_bytes(),
             .n_rows = int(j1 - j0),
@@ -64,7 +58,7 @@ void PackedDecode::run(const float* x, int64_t m, const WeightMatrix& w, float* 
             .n_in = w.n_in,
             .y = y + j0,
             .y_stride = size_t(w.n_out)});
-  }
+  });
 }
 
 }  // namespace kvrt::ops

@@ -1,7 +1,8 @@
 // Decode products on packed weight blocks (simd/weights/decode.h) for matmul.cc: the rows of x are
 // quantized once per product into the weight type's activation blocks (Q8_0, Q8_1 or Q8_K, by the
-// from_float slot of that format), then threads split the rows of W, each running the type's
-// decode kernel over a contiguous range: W is read once, packed, straight from the map.
+// from_float slot of that format), then the pool's threads claim items of contiguous rows of W
+// (ops/row_items.h), each running the type's decode kernel over them: W is read once, packed,
+// straight from the map.
 #pragma once
 
 #include <cstddef>
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/thread_pool.h"
 #include "ops/matmul.h"
 #include "simd/kernels.h"
 
@@ -16,7 +18,7 @@ namespace kvrt::ops {
 
 class PackedDecode {
  public:
-  explicit PackedDecode(int n_threads);
+  explicit PackedDecode(ThreadPool& pool);
   // Whether run() computes y = x · Wᵀ for W: a weight type with a decode kernel. Each row of y
   // is the same whatever m (every row is a dot product of its own).
   bool handles(const WeightMatrix& w) const;
@@ -28,7 +30,7 @@ class PackedDecode {
   const char* name() const { return name_.c_str(); }  // "kvrt-packed:<isa of the decode kernels>"
 
  private:
-  int n_threads_;
+  ThreadPool* pool_;
   const simd::Kernels* kernels_;
   std::string name_;
   std::vector<uint8_t> act_;  // [m][activation row bytes]: x quantized

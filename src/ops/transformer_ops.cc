@@ -107,24 +107,28 @@ void attention_temperature(float* q, int n_tokens, int width, int pos0, float sc
 
 namespace {
 
-// gate[i] = act(gate[i]) * up[i] by a kernel of the table, split between up to n_threads threads.
-void gated(void (*kernel)(float*, const float*, int64_t), float* gate, const float* up, int64_t n, int n_threads) {
-  constexpr int64_t kPerThread = 1 << 15;  // fewer values stay on one thread: a parallel region costs µs
-  const int nt = static_cast<int>(std::clamp<int64_t>(n / kPerThread, 1, n_threads));
-  // Pieces start on multiples of 64 values, so each value takes the same (vector or tail) path
-  // whatever the thread count.
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-  for (int t = 0; t < nt; ++t) {
-    const int64_t i0 = n * t / nt / 64 * 64, i1 = t + 1 == nt ? n : n * (t + 1) / nt / 64 * 64;
+// gate[i] = act(gate[i]) * up[i] by a kernel of the table, in items of the pool.
+void gated(void (*kernel)(float*, const float*, int64_t), float* gate, const float* up, int64_t n,
+           ThreadPool& pool) {
+  // Items of kPerItem values (a multiple of 64, so each value takes the same vector or tail path
+  // whatever thread runs it); a decode step's few thousand values are one item, run by the caller.
+  constexpr int64_t kPerItem = 1 << 14;
+  const int64_t n_items = n < 2 * kPerItem ? 1 : (n + kPerItem - 1) / kPerItem;
+  pool.run(n_items, [&](int64_t item, int) {
+    const int64_t i0 = item * kPerItem, i1 = n_items == 1 ? n : std::min(n, i0 + kPerItem);
     kernel(gate + i0, up + i0, i1 - i0);
-  }
+  });
 }
 
 }  // namespace
 
-void swiglu(float* gate, const float* up, int64_t n, int n_threads) { gated(simd::kernels().swiglu, gate, up, n, n_threads); }
+void swiglu(float* gate, const float* up, int64_t n, ThreadPool& pool) {
+  gated(simd::kernels().swiglu, gate, up, n, pool);
+}
 
-void geglu(float* gate, const float* up, int64_t n, int n_threads) { gated(simd::kernels().geglu, gate, up, n, n_threads); }
+void geglu(float* gate, const float* up, int64_t n, ThreadPool& pool) {
+  gated(simd::kernels().geglu, gate, up, n, pool);
+}
 
 void scale(float* x, int64_t n, float s) {
   for (int64_t i = 0; i < n; ++i) x[i] *= s;

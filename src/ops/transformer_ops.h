@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/thread_pool.h"
+
 namespace kvrt::ops {
 
 // y[r] = x[r] / sqrt(mean(x[r]²) + eps) * weight, for n_rows rows of n values.
@@ -56,13 +58,13 @@ void rope(const RopeTable& table, const RopeArgs& args);
 // 1 + scale * ln(floor(pos / floor_step) + 1).
 void attention_temperature(float* q, int n_tokens, int width, int pos0, float scale, int floor_step);
 
-// gate[i] = silu(gate[i]) * up[i] for n values (in place in gate), on up to n_threads threads
+// gate[i] = silu(gate[i]) * up[i] for n values (in place in gate), on the threads of `pool`
 // (whose count does not change the result).
-void swiglu(float* gate, const float* up, int64_t n, int n_threads);
+void swiglu(float* gate, const float* up, int64_t n, ThreadPool& pool);
 
 // gate[i] = gelu(gate[i]) * up[i] for n values, GELU in its tanh approximation (Gemma 2); threads
 // as swiglu.
-void geglu(float* gate, const float* up, int64_t n, int n_threads);
+void geglu(float* gate, const float* up, int64_t n, ThreadPool& pool);
 
 // x[i] *= s for n values.
 void scale(float* x, int64_t n, float s);

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <memory>
 
-#include <omp.h>
 
 #include "common/error.h"
 #include "kv/cache_layout.h"
@@ -33,9 +32,15 @@ struct Lane {
 // own session's, and the weights are read once per step for all the lanes.
 class CaseRunner {
  public:
-  CaseRunner(std::vector<Lane*>& lanes, const model::Model& model, const RunOptions& o, int bin_width)
-      : lanes_(lanes), tok_(model.tokenizer()), n_vocab_(model.config().n_vocab), o_(o), bin_width_(bin_width),
-        refs_(size_t(o.n_batch)), lockstep_(model, int(lanes.size()), lanes[0]->session->n_threads()) {}
+  CaseRunner(std::vector<Lane*>& lanes, const model::Model& model, const RunOptions& o,
+             int bin_width)
+      : lanes_(lanes),
+        tok_(model.tokenizer()),
+        n_vocab_(model.config().n_vocab),
+        o_(o),
+        bin_width_(bin_width),
+        refs_(size_t(o.n_batch)),
+        lockstep_(model, int(lanes.size()), lanes[0]->session->pool()) {}
 
   void run(const Case& c);
 
@@ -86,19 +91,14 @@ void CaseRunner::score_pending(int32_t ref) {
 void CaseRunner::score_rows(int n, int pos0, const int32_t* next) {
   const float* b = lanes_[0]->logits.data();
   const int n_cand = int(lanes_.size()) - 1;
-  const int threads = o_.n_threads > 0 ? o_.n_threads : omp_get_num_procs();
-#pragma omp parallel num_threads(threads)
-  {
-#pragma omp for schedule(static)
-    for (int i = 0; i < n; ++i) refs_[size_t(i)] = reference_of(b + size_t(i) * n_vocab_, n_vocab_);
-#pragma omp for schedule(static)
-    for (int j = 0; j < n * n_cand; ++j) {
-      Lane& lane = *lanes_[size_t(1 + j / n)];
-      const size_t i = size_t(j % n);
-      lane.row_sums[i] = TokenSums{};
-      lane.row_kl[i] = score_position(refs_[i], lane.logits.data() + i * n_vocab_, n_vocab_, next[i], lane.row_sums[i]);
-    }
-  }
+  ThreadPool& pool = *lanes_[0]->session->pool();  // the lanes' threads, idle between their passes
+  pool.run(n, [&](int64_t i, int) { refs_[size_t(i)] = reference_of(b + size_t(i) * n_vocab_, n_vocab_); });
+  pool.run(int64_t(n) * n_cand, [&](int64_t j, int) {
+    Lane& lane = *lanes_[size_t(1 + j / n)];
+    const size_t i = size_t(j % n);
+    lane.row_sums[i] = TokenSums{};
+    lane.row_kl[i] = score_position(refs_[i], lane.logits.data() + i * n_vocab_, n_vocab_, next[i], lane.row_sums[i]);
+  });
   for (size_t l = 1; l < lanes_.size(); ++l) {
     Lane& lane = *lanes_[l];
     TokenSums& t = lane.score->tokens;
@@ -280,10 +280,11 @@ SettingResult make_result(const Setting& s, const model::Session& session, size_
   return r;
 }
 
-Lane make_lane(const model::Model& m, const Setting& s, int n_ctx, const RunOptions& o, int threads, int batch) {
+Lane make_lane(const model::Model& m, const Setting& s, int n_ctx, const RunOptions& o,
+               std::shared_ptr<ThreadPool> pool, int batch) {
   model::SessionOptions so;
   so.n_ctx = n_ctx;
-  so.n_threads = threads;
+  so.pool = std::move(pool);
   so.n_batch = batch;
   so.kv = s.kv;
   so.matmul = s.matmul;
@@ -352,12 +353,16 @@ RunResult run_validation(const model::Model& model, const std::vector<Case>& cas
   RunResult r;
   r.kl_bin_width = std::max(1, (o.max_len + o.kl_bins - 1) / o.kl_bins);
   std::vector<Lane> lanes;
-  lanes.push_back(make_lane(model, Setting{}, n_ctx, o, o.n_threads, o.n_batch));
-  lanes.push_back(make_lane(model, Setting{}, n_ctx, o, o.noise_threads, o.noise_batch));
+  // The lanes run one after the other (and step in lockstep): one pool of threads for all.
+  const std::shared_ptr<ThreadPool> pool = model::make_thread_pool(o.n_threads);
+  const std::shared_ptr<ThreadPool> noise_pool =
+      o.noise_threads == o.n_threads ? pool : model::make_thread_pool(o.noise_threads);
+  lanes.push_back(make_lane(model, Setting{}, n_ctx, o, pool, o.n_batch));
+  lanes.push_back(make_lane(model, Setting{}, n_ctx, o, noise_pool, o.noise_batch));
   r.noise_floor = make_result({"noise floor", {}}, *lanes[1].session, cases.size(), o.kl_bins, o.max_len);
   r.settings.reserve(settings.size());
   for (const Setting& s : settings) {
-    lanes.push_back(make_lane(model, s, n_ctx, o, o.n_threads, o.n_batch));
+    lanes.push_back(make_lane(model, s, n_ctx, o, pool, o.n_batch));
     r.settings.push_back(make_result(s, *lanes.back().session, cases.size(), o.kl_bins, o.max_len));
   }
   r.baseline_kv = kv_bytes(*lanes[0].session, o.max_len);
