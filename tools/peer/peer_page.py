@@ -153,14 +153,15 @@ if by:
 state = os.path.join(src, "state.tsv")
 if os.path.exists(state):
     rows = [l.rstrip("\n").split("\t") for l in open(state, encoding="utf-8")]
-    base = next((int(r[3]) for r in rows if r[0] == "llama.cpp" and r[1] == "f16"), None)
+    base = next((int(r[3]) / int(r[2]) for r in rows if r[0] == "llama.cpp" and r[1] == "f16"), None)
     md.append("## Saved prompt state: file sizes\n")
     md.append("The same prompt (the first texts of `validation/canary`) and model (the realistic "
               "synthetic shape, F16) saved by `kvrt run --prompt-cache` and `llama-completion "
-              "--prompt-cache`; tokens read from each file's header.\n")
-    md.append(table(["runtime", "cache", "tokens", "file", "bytes/token", "against llama.cpp f16"],
+              "--prompt-cache`; tokens read from each file's header (llama-completion saves the state before "
+              "the prompt's last token, kvrt after it, so compare bytes/token).\n")
+    md.append(table(["runtime", "cache", "tokens", "file", "bytes/token", "bytes/token against llama.cpp f16"],
                     [[r[0], f"`{r[1]}`", r[2], size(int(r[3])), f"{int(r[3]) / int(r[2]):.0f}",
-                      f"{int(r[3]) / base:.3f}" if base else "-"] for r in rows]))
+                      f"{int(r[3]) / int(r[2]) / base:.3f}" if base else "-"] for r in rows]))
 
 quality = [s for s in steps if s["section"] == "quality"]
 if quality:
