@@ -29,12 +29,14 @@ struct VocabCase {
 };
 
 // .inp: strings separated by "\n__ggml_vocab_test__\n" (the file ends with one); .out: one line
-// of space-separated ids per string.
-VocabCase read_case(const std::filesystem::path& gguf) {
+// of space-separated ids per string. They sit beside the vocabulary, or at `vectors` (+ .inp,
+// .out) for a vocabulary the test writes itself.
+VocabCase read_case(const std::filesystem::path& gguf, std::string vectors = "") {
   VocabCase c;
   c.gguf = gguf.string();
   c.name = gguf.stem().string().substr(std::string("ggml-vocab-").size());
-  const std::string raw = test::read_file(c.gguf + ".inp");
+  if (vectors.empty()) vectors = c.gguf;
+  const std::string raw = test::read_file(vectors + ".inp");
   const std::string sep = "\n__ggml_vocab_test__\n";
   for (size_t pos = 0; pos < raw.size();) {
     const size_t next = raw.find(sep, pos);
@@ -42,7 +44,7 @@ VocabCase read_case(const std::filesystem::path& gguf) {
     if (next == raw.npos) break;
     pos = next + sep.size();
   }
-  std::istringstream out(test::read_file(c.gguf + ".out"));
+  std::istringstream out(test::read_file(vectors + ".out"));
   for (std::string line; std::getline(out, line);) {
     std::istringstream ids(line);
     std::vector<int32_t>& e = c.expected.emplace_back();
@@ -73,27 +75,45 @@ std::string ids_str(const std::vector<int32_t>& ids) {
   return s;
 }
 
+// Every string of `c` encodes (without BOS) to llama.cpp's ids.
+void check_case(const VocabCase& c) {
+  CAPTURE(c.name);
+  REQUIRE(!c.inputs.empty());
+  REQUIRE(c.inputs.size() == c.expected.size());
+  io::GgufFile file(c.gguf);
+  model::Tokenizer tok(file);
+  REQUIRE_MESSAGE(tok.pre_tokenizer_supported(), "pre-tokenizer " << tok.pre_name());
+  size_t n_pass = 0;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    CAPTURE(c.inputs[i]);
+    const std::vector<int32_t> got = tok.encode(c.inputs[i], false);
+    CHECK_MESSAGE(got == c.expected[i], "got" << ids_str(got) << " want" << ids_str(c.expected[i]));
+    n_pass += got == c.expected[i];
+  }
+  MESSAGE("vocab " << c.name << " (" << tok.model_name() << ", pre " << tok.pre_name()
+                   << "): " << n_pass << "/" << c.inputs.size() << " strings match");
+}
+
 }  // namespace
 
 TEST_CASE("every vendored vocabulary matches llama.cpp's expected token ids") {
   const std::vector<VocabCase> cases = vocab_cases();
   REQUIRE(!cases.empty());
-  for (const VocabCase& c : cases) {
-    CAPTURE(c.name);
-    REQUIRE(c.inputs.size() == c.expected.size());
-    io::GgufFile file(c.gguf);
-    model::Tokenizer tok(file);
-    REQUIRE_MESSAGE(tok.pre_tokenizer_supported(), "pre-tokenizer " << tok.pre_name());
-    size_t n_pass = 0;
-    for (size_t i = 0; i < c.inputs.size(); ++i) {
-      CAPTURE(c.inputs[i]);
-      const std::vector<int32_t> got = tok.encode(c.inputs[i], false);
-      CHECK_MESSAGE(got == c.expected[i],
-                    "got" << ids_str(got) << " want" << ids_str(c.expected[i]));
-      n_pass += got == c.expected[i];
-    }
-    MESSAGE("vocab " << c.name << " (" << tok.model_name() << ", pre " << tok.pre_name()
-                     << "): " << n_pass << "/" << c.inputs.size() << " strings match");
+  for (const VocabCase& c : cases) check_case(c);
+}
+
+// Mistral's Tekken and Phi-4-mini's GPT-4o regexes on the gpt-2 vocabulary, against ids from
+// llama.cpp 80fb11ac's llama-tokenize (tools/peer/vocab_vectors.sh) on the gpt-2 strings and
+// more that exercise them: ASCII case changes, contractions, digit runs, CJK, emoji, space runs.
+TEST_CASE("Tekken and GPT-4o pre-tokenizers match llama-tokenize") {
+  test::TempDir tmp;
+  const std::string dir = test::vocab_dir() + "/";
+  for (const std::string pre : {"tekken", "gpt-4o"}) {
+    const std::string stem = "ggml-vocab-gpt-2-pre-" + pre + ".gguf";
+    const std::string copy = tmp / stem;
+    test::copy_vocab(dir + "ggml-vocab-gpt-2.gguf", copy, "tokenizer.ggml.pre",
+                     [&](io::GgufWriter& w) { w.add_string("tokenizer.ggml.pre", pre); });
+    check_case(read_case(copy, dir + stem));
   }
 }
 

@@ -5,7 +5,8 @@
 # and off (LLAMA_ATTN_ROT_DISABLE=1). Builds nothing of the peer: run ../shared/tools/peer-llama.sh
 # first (PEER_DIR, default /tmp/peer-llama). Without it, prints kvrt's rows alone.
 #   tools/peer/kv_quality.sh [MODEL] [TEXT]   (defaults: models/canary.gguf and the texts of
-#                                              validation/canary's cases; KVRT_CHUNKS=4, KVRT_N=960)
+#                                              validation/canary's cases; KVRT_CHUNKS=4, KVRT_N=960;
+#                                              KVRT_JSON=FILE also writes the table as JSON)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${KVRT_BUILD:-$root/build}"
@@ -45,4 +46,4 @@ else
 fi
 echo "cpu: $(lscpu | sed -n 's/^Model name: *//p'), commit $(git -C "$root" rev-parse --short HEAD)"
 "$build/bench/kv_quality" -m "$model" --text "$text" --chunks "$chunks" -n "$n" ${KVRT_SETTINGS:+--settings "$KVRT_SETTINGS"} \
-  "${peer_args[@]}"
+  ${KVRT_JSON:+--json "$KVRT_JSON"} "${peer_args[@]}"
