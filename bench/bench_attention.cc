@@ -5,9 +5,9 @@
 // (argv[1], default bench_attention.json). Numbers only; nothing here can fail.
 // Each row also shows the machine's streaming-read rate over a buffer of the same size at the same
 // thread count ("stream GB/s"), so the distance of every format to the memory limit is visible.
-//   kernel rows: the fused dot + accumulate kernels of each runnable ISA over the packed cache, 1 thread
-//   attention rows: ops::attention() for one decode token with this process's ISA, on 1 and 2
-//   threads (on a machine shared with other jobs the 2-thread rows wait on whichever thread the
+//   kernel rows: the fused dot + accumulate kernels of each runnable ISA over the packed cache, 1
+//   thread attention rows: ops::attention() for one decode token with this process's ISA, on 1 and
+//   2 threads (on a machine shared with other jobs the 2-thread rows wait on whichever thread the
 //   scheduler holds back: the 1-thread rows are the steadier measure of the decode path)
 #include <omp.h>
 
@@ -47,7 +47,8 @@ double best_seconds(F f, double min_total = 0.3) {
 std::unique_ptr<kv::KvCache> filled_cache(kv::Format f, int n_ctx) {
   kv::KvConfig cfg;
   cfg.k_format = cfg.v_format = f;
-  auto cache = std::make_unique<kv::KvCache>(cfg, kv::CacheShape{kLayers, kKvHeads, kHeadDim, n_ctx});
+  auto cache =
+      std::make_unique<kv::KvCache>(cfg, kv::CacheShape{kLayers, kKvHeads, kHeadDim, n_ctx});
   std::mt19937 rng(1);
   std::normal_distribution<float> nd;
   std::vector<float> x(static_cast<size_t>(n_ctx) * kKvHeads * kHeadDim);
@@ -84,7 +85,8 @@ int main(int argc, char** argv) {
   std::vector<Row> rows_out;
   std::vector<float> q(kHeads * kHeadDim, 0.1f), out(kHeads * kHeadDim);
   for (int ctx : kContexts) {
-    for (int format_idx = 0; format_idx < kv::kNumFormats; ++format_idx) {  // every row of kv/formats.h
+    for (int format_idx = 0; format_idx < kv::kNumFormats;
+         ++format_idx) {  // every row of kv/formats.h
       const auto f = static_cast<kv::Format>(format_idx);
       const auto cache = filled_cache(f, ctx);
       const double bytes = cache->bytes_per_token() * ctx;  // all layers, K and V
@@ -108,12 +110,15 @@ int main(int argc, char** argv) {
           for (int layer = 0; layer < kLayers; ++layer) {
             for (int h = 0; h < kKvHeads; ++h) {
               const kv::HeadView view = cache->view(layer, h);
-              dot({q.data(), 4, kHeadDim, view.k.packed, view.k.tile_stride, ctx, kHeadDim, group, s.data(), static_cast<size_t>(ctx), &codes});
-              acc_fn({s.data(), 4, static_cast<size_t>(ctx), view.v.packed, view.v.tile_stride, ctx, kHeadDim, group, acc.data(), kHeadDim});
+              dot({q.data(), 4, kHeadDim, view.k.packed, view.k.tile_stride, ctx, kHeadDim, group,
+                   s.data(), static_cast<size_t>(ctx), &codes});
+              acc_fn({s.data(), 4, static_cast<size_t>(ctx), view.v.packed, view.v.tile_stride, ctx,
+                      kHeadDim, group, acc.data(), kHeadDim});
             }
           }
         });
-        rows_out.push_back({"kernel", simd::isa_to_string(isa), kv::format_name(f), ctx, 1, bytes / sec / 1e9, sec * 1e6, stream_1t});
+        rows_out.push_back({"kernel", simd::isa_to_string(isa), kv::format_name(f), ctx, 1,
+                            bytes / sec / 1e9, sec * 1e6, stream_1t});
       }
       for (int threads : {1, kThreads}) {
         ops::AttentionScratch scratch(cache->shape(), kHeads, 1, threads);
@@ -122,22 +127,30 @@ int main(int argc, char** argv) {
         const double sec = best_seconds([&] {
           for (a.layer = 0; a.layer < kLayers; ++a.layer) ops::attention(*cache, a, scratch);
         });
-        rows_out.push_back({"attention", simd::isa_name(), kv::format_name(f), ctx, threads, bytes / sec / 1e9, sec * 1e6,
-                            threads == 1 ? stream_1t : stream_read_gbps(static_cast<size_t>(bytes), threads)});
+        rows_out.push_back(
+            {"attention", simd::isa_name(), kv::format_name(f), ctx, threads, bytes / sec / 1e9,
+             sec * 1e6,
+             threads == 1 ? stream_1t : stream_read_gbps(static_cast<size_t>(bytes), threads)});
       }
     }
   }
-  std::printf("%-10s %-7s %-4s %6s %3s %10s %9s %12s %8s\n", "kind", "isa", "fmt", "ctx", "thr", "us", "GB/s", "stream GB/s", "of max");
+  std::printf("%-10s %-7s %-4s %6s %3s %10s %9s %12s %8s\n", "kind", "isa", "fmt", "ctx", "thr",
+              "us", "GB/s", "stream GB/s", "of max");
   for (const Row& r : rows_out) {
-    std::printf("%-10s %-7s %-4s %6d %3d %10.1f %9.2f %12.2f %7.0f%%\n", r.kind.c_str(), r.isa.c_str(), r.format.c_str(), r.ctx,
-                r.threads, r.us, r.gbps, r.stream_gbps, 100 * r.gbps / r.stream_gbps);
+    std::printf("%-10s %-7s %-4s %6d %3d %10.1f %9.2f %12.2f %7.0f%%\n", r.kind.c_str(),
+                r.isa.c_str(), r.format.c_str(), r.ctx, r.threads, r.us, r.gbps, r.stream_gbps,
+                100 * r.gbps / r.stream_gbps);
   }
   std::ofstream js(argc > 1 ? argv[1] : "bench_attention.json");
-  js << "{\n  \"shape\": {\"n_heads\": 16, \"n_kv_heads\": 4, \"head_dim\": 64, \"n_layers\": " << kLayers << ", \"threads_attention\": [1, " << kThreads << "]},\n  \"rows\": [\n";
+  js << "{\n  \"shape\": {\"n_heads\": 16, \"n_kv_heads\": 4, \"head_dim\": 64, \"n_layers\": "
+     << kLayers << ", \"threads_attention\": [1, " << kThreads << "]},\n  \"rows\": [\n";
   for (size_t i = 0; i < rows_out.size(); ++i) {
     const Row& r = rows_out[i];
-    js << "    {\"kind\": \"" << r.kind << "\", \"isa\": \"" << r.isa << "\", \"format\": \"" << r.format << "\", \"ctx\": " << r.ctx << ", \"threads\": " << r.threads
-       << ", \"us\": " << r.us << ", \"gb_per_s\": " << r.gbps << ", \"stream_gb_per_s\": " << r.stream_gbps << "}" << (i + 1 < rows_out.size() ? "," : "") << "\n";
+    js << "    {\"kind\": \"" << r.kind << "\", \"isa\": \"" << r.isa << "\", \"format\": \""
+       << r.format << "\", \"ctx\": " << r.ctx << ", \"threads\": " << r.threads
+       << ", \"us\": " << r.us << ", \"gb_per_s\": " << r.gbps
+       << ", \"stream_gb_per_s\": " << r.stream_gbps << "}" << (i + 1 < rows_out.size() ? "," : "")
+       << "\n";
   }
   js << "  ]\n}\n";
   return 0;

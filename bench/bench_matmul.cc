@@ -26,7 +26,10 @@ struct Shape {
   int64_t n_out, n_in;
   int per_layer;  // how many matrices of this shape one layer has
 };
-constexpr Shape kShapes[] = {{"q,o", 1024, 1024, 2}, {"k,v", 256, 1024, 2}, {"gate,up", 2816, 1024, 2}, {"down", 1024, 2816, 1}};
+constexpr Shape kShapes[] = {{"q,o", 1024, 1024, 2},
+                             {"k,v", 256, 1024, 2},
+                             {"gate,up", 2816, 1024, 2},
+                             {"down", 1024, 2816, 1}};
 constexpr int kLayers = 8;
 constexpr double kSecondsPerTiming = 0.3;
 
@@ -59,13 +62,14 @@ const WeightTypeTraits& parse_type(const std::string& name) {
 
 struct TypeResult {
   const char* name;
-  double tok_s[2];        // m = 1, m = prefill rows: through the products of kLayers layers
-  double widen_ref = 0;   // to_float rates, values per ns: the reference codec
+  double tok_s[2];          // m = 1, m = prefill rows: through the products of kLayers layers
+  double widen_ref = 0;     // to_float rates, values per ns: the reference codec
   double widen_kernel = 0;  // and this process's kernel
 };
 
 // W [n_out][n_in] of normal values, stored in `type` by its reference encoder.
-std::vector<uint8_t> random_weights(const WeightTypeTraits& type, const Shape& s, std::mt19937& rng) {
+std::vector<uint8_t> random_weights(const WeightTypeTraits& type, const Shape& s,
+                                    std::mt19937& rng) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<float> w(size_t(s.n_out * s.n_in));
   for (float& v : w) v = normal(rng);
@@ -78,8 +82,8 @@ TypeResult bench_type(kvrt::ops::Matmul& mm, const WeightTypeTraits& type, int64
   TypeResult r{type.name, {0, 0}};
   std::mt19937 rng(1);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::printf("%-8s %-8s %6s %6s %6s %10s %9s %9s\n", "weights", "matrix", "m", "n_out", "n_in", "us/call", "GFLOP/s",
-              "GB/s(W)");
+  std::printf("%-8s %-8s %6s %6s %6s %10s %9s %9s\n", "weights", "matrix", "m", "n_out", "n_in",
+              "us/call", "GFLOP/s", "GB/s(W)");
   std::vector<std::vector<uint8_t>> stored;  // [shape] W in `type`
   for (const Shape& s : kShapes) stored.push_back(random_weights(type, s, rng));
   for (int mi = 0; mi < 2; ++mi) {
@@ -87,13 +91,15 @@ TypeResult bench_type(kvrt::ops::Matmul& mm, const WeightTypeTraits& type, int64
     double layer_seconds = 0.0;
     for (size_t si = 0; si < std::size(kShapes); ++si) {
       const Shape& s = kShapes[si];
-      std::vector<float> x(size_t(m * s.n_in)), y(size_t(m * s.n_out));  // x [m][n_in], y [m][n_out]
+      std::vector<float> x(size_t(m * s.n_in)),
+          y(size_t(m * s.n_out));  // x [m][n_in], y [m][n_out]
       for (float& v : x) v = normal(rng);
       const kvrt::ops::WeightMatrix w{stored[si].data(), type.type, s.n_out, s.n_in};
       const double t = seconds_per_call([&] { mm.run(x.data(), m, w, y.data()); });
       layer_seconds += t * s.per_layer;
-      std::printf("%-8s %-8s %6lld %6lld %6lld %10.1f %9.2f %9.2f\n", type.name, s.name, (long long)m,
-                  (long long)s.n_out, (long long)s.n_in, t * 1e6, 2.0 * double(m * s.n_out * s.n_in) / t * 1e-9,
+      std::printf("%-8s %-8s %6lld %6lld %6lld %10.1f %9.2f %9.2f\n", type.name, s.name,
+                  (long long)m, (long long)s.n_out, (long long)s.n_in, t * 1e6,
+                  2.0 * double(m * s.n_out * s.n_in) / t * 1e-9,
                   double(stored[si].size()) / t * 1e-9);
     }
     r.tok_s[mi] = double(m) / (layer_seconds * kLayers);
@@ -103,8 +109,13 @@ TypeResult bench_type(kvrt::ops::Matmul& mm, const WeightTypeTraits& type, int64
   std::vector<float> out(size_t(big.n_out * big.n_in));
   const auto to_float = kvrt::simd::kernels().weight[kvrt::simd::weight_index(type.type)].to_float;
   const double values = double(out.size());
-  r.widen_ref = values / seconds_per_call([&] { type.to_float_ref(stored[2].data(), int64_t(out.size()), out.data()); }) * 1e-9;
-  r.widen_kernel = values / seconds_per_call([&] { to_float(stored[2].data(), int64_t(out.size()), out.data()); }) * 1e-9;
+  r.widen_ref = values / seconds_per_call([&] {
+                  type.to_float_ref(stored[2].data(), int64_t(out.size()), out.data());
+                }) *
+                1e-9;
+  r.widen_kernel =
+      values /
+      seconds_per_call([&] { to_float(stored[2].data(), int64_t(out.size()), out.data()); }) * 1e-9;
   return r;
 }
 
@@ -113,22 +124,27 @@ TypeResult bench_type(kvrt::ops::Matmul& mm, const WeightTypeTraits& type, int64
 int main(int argc, char** argv) {
   const int n_threads = argc > 1 ? std::atoi(argv[1]) : 2;
   const int64_t prefill_rows = argc > 2 ? std::atoll(argv[2]) : 512;
-  const kvrt::ops::MatmulPrecision precision = kvrt::ops::parse_matmul_precision(argc > 3 ? argv[3] : "f32");
+  const kvrt::ops::MatmulPrecision precision =
+      kvrt::ops::parse_matmul_precision(argc > 3 ? argv[3] : "f32");
   std::vector<const WeightTypeTraits*> types;
   std::istringstream list(argc > 4 ? argv[4] : "F32");
   for (std::string name; std::getline(list, name, ',');) types.push_back(&parse_type(name));
   kvrt::ops::Matmul mm(n_threads, precision);
   std::vector<TypeResult> results;
   for (const WeightTypeTraits* t : types) results.push_back(bench_type(mm, *t, prefill_rows));
-  std::printf("\ntok/s through the matrix products of %d layers (vs %s); to_float on one thread, values/ns\n",
-              kLayers, results[0].name);
+  std::printf(
+      "\ntok/s through the matrix products of %d layers (vs %s); to_float on one thread, "
+      "values/ns\n",
+      kLayers, results[0].name);
   std::printf("%-8s %14s %20s %12s %12s\n", "weights", "m = 1", "m = prefill rows", "to_float ref",
               ("to_float " + std::string(kvrt::simd::isa_name())).c_str());
   for (const TypeResult& r : results) {
-    std::printf("%-8s %7.1f (%.2fx) %11.1f (%.2fx) %12.2f %12.2f\n", r.name, r.tok_s[0], r.tok_s[0] / results[0].tok_s[0],
-                r.tok_s[1], r.tok_s[1] / results[0].tok_s[1], r.widen_ref, r.widen_kernel);
+    std::printf("%-8s %7.1f (%.2fx) %11.1f (%.2fx) %12.2f %12.2f\n", r.name, r.tok_s[0],
+                r.tok_s[0] / results[0].tok_s[0], r.tok_s[1], r.tok_s[1] / results[0].tok_s[1],
+                r.widen_ref, r.widen_kernel);
   }
-  std::printf("implementation: %s, %d threads, %s products, prefill rows %lld\n", mm.implementation(), n_threads,
-              kvrt::ops::matmul_precision_name(precision), (long long)prefill_rows);
+  std::printf("implementation: %s, %d threads, %s products, prefill rows %lld\n",
+              mm.implementation(), n_threads, kvrt::ops::matmul_precision_name(precision),
+              (long long)prefill_rows);
   return 0;
 }

@@ -30,9 +30,11 @@ using namespace kvrt;
 
 constexpr const char* kUsage =
     "usage: kv_quality -m MODEL --text FILE [--chunks 4] [-n 960] [--settings LIST] [-t 2]\n"
-    "                  [--dump-tokens FILE] [--peer-ref FILE --peer LABEL,BITS,FILE ...] [--json FILE]\n"
+    "                  [--dump-tokens FILE] [--peer-ref FILE --peer LABEL,BITS,FILE ...] [--json "
+    "FILE]\n"
     "Mean KL to the FP32 cache's next-token distributions, top-1 agreement and bits per K/V value\n"
-    "of each KV setting (LIST: settings separated by ';', default the quality ladder), a token at a\n"
+    "of each KV setting (LIST: settings separated by ';', default the quality ladder), a token at "
+    "a\n"
     "time over CHUNKS chunks of N tokens of the text (each chunk starts with BOS). --dump-tokens\n"
     "writes the chunks' token ids (one chunk a line) for a peer to run the same tokens. Peer rows\n"
     "read float32 logits files [chunks * N][n_vocab] and compare them with --peer-ref's.\n";
@@ -66,14 +68,16 @@ int parse_int(const std::string& flag, const std::string& v, int lo, int hi) {
     used = 0;
   }
   if (used != v.size() || x < lo || x > hi)
-    throw Error(flag + " needs an integer from " + std::to_string(lo) + " to " + std::to_string(hi) + ", got '" + v + "'",
+    throw Error(flag + " needs an integer from " + std::to_string(lo) + " to " +
+                    std::to_string(hi) + ", got '" + v + "'",
                 ErrorKind::kUsage);
   return int(x);
 }
 
 Peer parse_peer(const std::string& v) {
   const size_t a = v.find(','), b = a == std::string::npos ? a : v.find(',', a + 1);
-  if (b == std::string::npos) throw Error("--peer needs LABEL,BITS,FILE, got '" + v + "'", ErrorKind::kUsage);
+  if (b == std::string::npos)
+    throw Error("--peer needs LABEL,BITS,FILE, got '" + v + "'", ErrorKind::kUsage);
   Peer p{v.substr(0, a), 0, v.substr(b + 1)};
   try {
     p.bits = std::stod(v.substr(a + 1, b - a - 1));
@@ -91,7 +95,8 @@ Args parse_args(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       std::exit(0);
     }
-    if (i + 1 >= argc) throw Error("flag '" + f + "' needs a value (see --help)", ErrorKind::kUsage);
+    if (i + 1 >= argc)
+      throw Error("flag '" + f + "' needs a value (see --help)", ErrorKind::kUsage);
     const std::string v = argv[++i];
     if (f == "-m") a.model = v;
     else if (f == "--text") a.text = v;
@@ -105,8 +110,10 @@ Args parse_args(int argc, char** argv) {
     else if (f == "--json") a.json = v;
     else throw Error("unknown flag '" + f + "' (see --help)", ErrorKind::kUsage);
   }
-  if (a.model.empty() || a.text.empty()) throw Error("-m MODEL and --text FILE are required", ErrorKind::kUsage);
-  if (!a.peers.empty() && a.peer_ref.empty()) throw Error("--peer needs --peer-ref, the peer's FP32 logits", ErrorKind::kUsage);
+  if (a.model.empty() || a.text.empty())
+    throw Error("-m MODEL and --text FILE are required", ErrorKind::kUsage);
+  if (!a.peers.empty() && a.peer_ref.empty())
+    throw Error("--peer needs --peer-ref, the peer's FP32 logits", ErrorKind::kUsage);
   return a;
 }
 
@@ -125,19 +132,22 @@ std::vector<std::vector<int32_t>> chunk_tokens(const model::Model& m, const Args
     if (bytes >= text.size()) break;
   }
   if (all.size() < need)
-    throw Error("the text has " + std::to_string(all.size()) + " tokens; " + std::to_string(a.chunks) + " chunks of " +
-                    std::to_string(a.n) + " need " + std::to_string(need),
+    throw Error("the text has " + std::to_string(all.size()) + " tokens; " +
+                    std::to_string(a.chunks) + " chunks of " + std::to_string(a.n) + " need " +
+                    std::to_string(need),
                 ErrorKind::kUsage);
   std::vector<std::vector<int32_t>> chunks(size_t(a.chunks));
   for (size_t c = 0; c < chunks.size(); ++c) {
     chunks[c].push_back(m.tokenizer().bos_id());
-    chunks[c].insert(chunks[c].end(), all.begin() + long(c * per), all.begin() + long((c + 1) * per));
+    chunks[c].insert(chunks[c].end(), all.begin() + long(c * per),
+                     all.begin() + long((c + 1) * per));
   }
   return chunks;
 }
 
 // Logits of every position of a chunk, a token at a time (the decode path): [n][n_vocab].
-std::vector<float> run_chunk(const model::Model& m, const kv::KvConfig& kv, const std::vector<int32_t>& tokens, int threads) {
+std::vector<float> run_chunk(const model::Model& m, const kv::KvConfig& kv,
+                             const std::vector<int32_t>& tokens, int threads) {
   model::SessionOptions o;
   o.n_ctx = int(tokens.size());
   o.n_threads = threads;
@@ -155,7 +165,8 @@ struct Row {
 };
 
 // KL and top-1 agreement of `test` against `ref`, positions [n_positions][n_vocab], added to sums.
-void score(const float* ref, const float* test, size_t n_positions, int n_vocab, validate::TokenSums& sums) {
+void score(const float* ref, const float* test, size_t n_positions, int n_vocab,
+           validate::TokenSums& sums) {
   for (size_t p = 0; p < n_positions; ++p) {
     const validate::Reference r = validate::reference_of(ref + p * size_t(n_vocab), n_vocab);
     validate::score_position(r, test + p * size_t(n_vocab), n_vocab, -1, sums);
@@ -163,7 +174,8 @@ void score(const float* ref, const float* test, size_t n_positions, int n_vocab,
 }
 
 Row finish(std::string label, double bits, const validate::TokenSums& s) {
-  return {std::move(label), bits, s.kl / double(s.n_positions), 1.0 - s.top1_mismatch / double(s.n_positions)};
+  return {std::move(label), bits, s.kl / double(s.n_positions),
+          1.0 - s.top1_mismatch / double(s.n_positions)};
 }
 
 std::vector<float> read_logits(const std::string& path, size_t n_floats) {
@@ -171,7 +183,8 @@ std::vector<float> read_logits(const std::string& path, size_t n_floats) {
   if (!in) throw Error("cannot read the logits file '" + path + "'", ErrorKind::kUsage);
   const auto size = size_t(in.tellg());
   if (size != n_floats * sizeof(float))
-    throw Error("logits file '" + path + "' has " + std::to_string(size) + " bytes; chunks x n x n_vocab float32 is " +
+    throw Error("logits file '" + path + "' has " + std::to_string(size) +
+                    " bytes; chunks x n x n_vocab float32 is " +
                     std::to_string(n_floats * sizeof(float)),
                 ErrorKind::kUsage);
   std::vector<float> x(n_floats);
@@ -195,15 +208,17 @@ double bits_per_value(const model::Model& m, const kv::KvConfig& kv, int n_ctx) 
 // renders it).
 void print(const Args& a, const std::vector<Row>& rows, const std::string& json_path) {
   std::printf("%-40s %10s %12s %10s\n", "setting", "bits/value", "mean KL", "top-1");
-  for (const Row& r : rows) std::printf("%-40s %10.2f %12.3g %10.4f\n", r.label.c_str(), r.bits, r.mean_kl, r.top1);
+  for (const Row& r : rows)
+    std::printf("%-40s %10.2f %12.3g %10.4f\n", r.label.c_str(), r.bits, r.mean_kl, r.top1);
   if (json_path.empty()) return;
   std::ofstream out(json_path);
-  out << "{\"model\": " << validate::json_quote(a.model) << ", \"text\": " << validate::json_quote(a.text) << ", \"chunks\": " << a.chunks
+  out << "{\"model\": " << validate::json_quote(a.model)
+      << ", \"text\": " << validate::json_quote(a.text) << ", \"chunks\": " << a.chunks
       << ", \"n\": " << a.n << ",\n \"rows\": [\n";
   for (size_t i = 0; i < rows.size(); ++i)
-    out << "  {\"setting\": " << validate::json_quote(rows[i].label) << ", \"bits_per_value\": " << rows[i].bits
-        << ", \"mean_kl\": " << rows[i].mean_kl << ", \"top1\": " << rows[i].top1 << "}" << (i + 1 < rows.size() ? "," : "")
-        << "\n";
+    out << "  {\"setting\": " << validate::json_quote(rows[i].label)
+        << ", \"bits_per_value\": " << rows[i].bits << ", \"mean_kl\": " << rows[i].mean_kl
+        << ", \"top1\": " << rows[i].top1 << "}" << (i + 1 < rows.size() ? "," : "") << "\n";
   out << "]}\n";
   if (!out.flush()) throw Error("cannot write '" + json_path + "'");
 }
@@ -242,18 +257,20 @@ int run(const Args& a) {
   }
   std::vector<Row> rows;
   for (size_t i = 0; i < settings.size(); ++i)
-    rows.push_back(finish("kvrt " + settings[i].text, bits_per_value(m, settings[i].config, a.n), sums[i]));
+    rows.push_back(
+        finish("kvrt " + settings[i].text, bits_per_value(m, settings[i].config, a.n), sums[i]));
   if (!a.peers.empty()) {
     const size_t n_floats = size_t(a.chunks) * size_t(a.n) * size_t(n_vocab);
     const std::vector<float> ref = read_logits(a.peer_ref, n_floats);
     for (const Peer& p : a.peers) {
       validate::TokenSums s;
-      score(ref.data(), read_logits(p.path, n_floats).data(), size_t(a.chunks) * size_t(a.n), n_vocab, s);
+      score(ref.data(), read_logits(p.path, n_floats).data(), size_t(a.chunks) * size_t(a.n),
+            n_vocab, s);
       rows.push_back(finish("peer " + p.label, p.bits, s));
     }
   }
-  std::printf("kv_quality: %s, %d chunks x %d tokens, a token at a time, KL to the FP32 cache\n", a.model.c_str(),
-              a.chunks, a.n);
+  std::printf("kv_quality: %s, %d chunks x %d tokens, a token at a time, KL to the FP32 cache\n",
+              a.model.c_str(), a.chunks, a.n);
   print(a, rows, a.json);
   return 0;
 }

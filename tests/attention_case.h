@@ -16,7 +16,8 @@ namespace kvrt::test {
 struct Case {
   kv::CacheShape shape;
   int n_heads = 0;
-  int n_prompt = 0;  // tokens written and attended in one call (or chunks of n_chunk), then decode one at a time
+  int n_prompt = 0;  // tokens written and attended in one call (or chunks of n_chunk), then decode
+                     // one at a time
   int n_chunk = 0;   // 0: the whole prompt in one call
   int n_decode = 0;
   float q_scale = 0.0f;  // as AttentionArgs: 0 is 1/sqrt(head_dim)
@@ -77,7 +78,8 @@ inline std::vector<double> reference(const Case& c, const Data& d) {
 }
 
 // Runs prefill then decode through the cache; returns every output [n][n_heads][head_dim].
-inline std::vector<float> run_cache(const kv::KvConfig& cfg, const Case& c, const Data& d, int n_threads) {
+inline std::vector<float> run_cache(const kv::KvConfig& cfg, const Case& c, const Data& d,
+                                    int n_threads) {
   const int hd = c.shape.head_dim, nkv = c.shape.n_kv_heads;
   kv::KvCache cache(cfg, c.shape);
   ops::AttentionScratch scratch(c.shape, c.n_heads, std::max(c.n_prompt, 1), n_threads, c.bf16);
@@ -115,6 +117,5 @@ inline double max_error(const std::vector<float>& out, const std::vector<double>
 inline double max_error(const kv::KvConfig& cfg, const Case& c, const Data& d, int n_threads) {
   return max_error(run_cache(cfg, c, d, n_threads), reference(c, d));
 }
-
 
 }  // namespace kvrt::test

@@ -36,18 +36,10 @@ struct Fixture {
 
 // gemma2, gemma3: llama.cpp's GELU is an f16 lookup table; exact tanh-GELU lands ~0.019 from it.
 constexpr Fixture kFixtures[] = {
-    {"llama-hd48", 2.5e-4f},
-    {"llama-hd128", 2.5e-4f},
-    {"llama3-hd64", 2.5e-4f},
-    {"qwen2-hd64", 2.5e-4f},
-    {"phi3-hd96", 2.5e-4f},
-    {"gemma2-hd128", 0.02f},
-    {"qwen3-hd128", 2.5e-4f},
-    {"gemma3-hd128", 0.02f},
-    {"smollm3-hd32", 2.5e-4f},
-    {"granite-hd64", 2.5e-4f},
-    {"olmo2-hd64", 2.5e-4f},
-    {"phi4mini-hd64", 2.5e-4f},
+    {"llama-hd48", 2.5e-4f},    {"llama-hd128", 2.5e-4f}, {"llama3-hd64", 2.5e-4f},
+    {"qwen2-hd64", 2.5e-4f},    {"phi3-hd96", 2.5e-4f},   {"gemma2-hd128", 0.02f},
+    {"qwen3-hd128", 2.5e-4f},   {"gemma3-hd128", 0.02f},  {"smollm3-hd32", 2.5e-4f},
+    {"granite-hd64", 2.5e-4f},  {"olmo2-hd64", 2.5e-4f},  {"phi4mini-hd64", 2.5e-4f},
     {"mistral3-hd64", 2.5e-4f},
 };
 constexpr int kPositions = 200, kPrompt = 16, kGreedy = 32;
@@ -79,7 +71,8 @@ model::Session make_session(const model::Model& m, const std::string& kv) {
 }
 
 // Logits of every position of tokens [n][n_vocab], in one eval call.
-std::vector<float> logits_of(const model::Model& m, const std::string& kv, const std::vector<int32_t>& tokens) {
+std::vector<float> logits_of(const model::Model& m, const std::string& kv,
+                             const std::vector<int32_t>& tokens) {
   model::Session s = make_session(m, kv);
   std::vector<float> logits(tokens.size() * size_t(m.config().n_vocab));
   s.eval(tokens.data(), int(tokens.size()), logits.data());
@@ -116,8 +109,8 @@ TEST_CASE("every architecture fixture matches llama.cpp's logits and greedy ids 
     REQUIRE(tokens.size() == size_t(kPositions));
     const std::vector<float> ref = read_floats(path_of(fx, ".logits.kvf32.f32"));
     const float diff = max_abs_diff(logits_of(m, "f32", tokens), ref);
-    std::printf("%-13s %-11s f32 KV: max abs logit diff from llama.cpp %.3g (bound %.3g)\n", fx.name,
-                simd::isa_name(), diff, fx.tolerance);
+    std::printf("%-13s %-11s f32 KV: max abs logit diff from llama.cpp %.3g (bound %.3g)\n",
+                fx.name, simd::isa_name(), diff, fx.tolerance);
     CHECK(diff <= fx.tolerance);
     const std::vector<int32_t> expected = read_ids(path_of(fx, ".greedy.txt"));
     REQUIRE(expected.size() == size_t(kGreedy));
@@ -159,7 +152,12 @@ TEST_CASE("every KV setting runs on every architecture fixture, q8 close to f32"
   // The settings of validation/settings.toml: both axes, rotation (the default of a quantized
   // setting; block-diagonal where head_dim is not a power of two: phi3's 96, llama's 48) and
   // none, residual window; sinks with a layer of its own format.
-  const char* settings[] = {"q8",       "k=q8,v=q4", "q4", "q4,axis=channel,r=32", "q4,rot=0", "q8,r=16",
+  const char* settings[] = {"q8",
+                            "k=q8,v=q4",
+                            "q4",
+                            "q4,axis=channel,r=32",
+                            "q4,rot=0",
+                            "q8,r=16",
                             "q4s,sinks=4,layers[0]=q8"};
   for (const Fixture& fx : kFixtures) {
     const model::Model m(path_of(fx, ".gguf"));
@@ -172,9 +170,10 @@ TEST_CASE("every KV setting runs on every architecture fixture, q8 close to f32"
       const std::vector<float> q = logits_of(m, kv, tokens);
       CHECK(std::all_of(q.begin(), q.end(), [](float x) { return std::isfinite(x); }));
       const Agreement a = agreement(q, f32, n_vocab);
-      std::printf("%-13s %-11s --kv %-20s vs f32 KV: mean KL %.2g, argmax agreement %.3f\n", fx.name,
-                  simd::isa_name(), kv, a.mean_kl, a.argmax);
-      // q8 keys and values: llama.cpp's own q8_0 K cache costs up to 0.008 mean KL on these fixtures.
+      std::printf("%-13s %-11s --kv %-20s vs f32 KV: mean KL %.2g, argmax agreement %.3f\n",
+                  fx.name, simd::isa_name(), kv, a.mean_kl, a.argmax);
+      // q8 keys and values: llama.cpp's own q8_0 K cache costs up to 0.008 mean KL on these
+      // fixtures.
       if (std::string(kv) == "q8") {
         CHECK(a.mean_kl <= 0.01);
         CHECK(a.argmax >= 0.9);
@@ -183,7 +182,9 @@ TEST_CASE("every KV setting runs on every architecture fixture, q8 close to f32"
   }
 }
 
-TEST_CASE("gemma2 a token at a time: its sliding-window layers keep a ring, match llama.cpp, save and restore exactly") {
+TEST_CASE(
+    "gemma2 a token at a time: its sliding-window layers keep a ring, match llama.cpp, save and "
+    "restore exactly") {
   const Fixture& fx = kFixtures[5];
   REQUIRE(std::string(fx.name) == "gemma2-hd128");
   const model::Model m(path_of(fx, ".gguf"));
@@ -191,7 +192,8 @@ TEST_CASE("gemma2 a token at a time: its sliding-window layers keep a ring, matc
   model::SessionOptions o;
   o.n_ctx = 256;
   o.n_threads = 2;
-  o.n_batch = 1;  // the even layers keep the 64 positions a query sees and the run before, a ring of 128
+  o.n_batch =
+      1;  // the even layers keep the 64 positions a query sees and the run before, a ring of 128
   {
     model::Session s(m, o);
     const std::vector<kv::LayerKind> kinds = s.kv_cache().layout().layer_kinds();
@@ -202,11 +204,14 @@ TEST_CASE("gemma2 a token at a time: its sliding-window layers keep a ring, matc
     std::vector<float> logits(tokens.size() * size_t(m.config().n_vocab));
     s.eval(tokens.data(), int(tokens.size()), logits.data());
     const float diff = max_abs_diff(logits, read_floats(path_of(fx, ".logits.kvf32.f32")));
-    std::printf("%-13s %-11s f32 KV a token at a time, rings of %d positions on %d layers: max abs logit diff from llama.cpp %.3g (bound %.3g)\n",
-                fx.name, simd::isa_name(), kinds[1].kept, kinds[1].n_layers, diff, fx.tolerance);
+    std::printf(
+        "%-13s %-11s f32 KV a token at a time, rings of %d positions on %d layers: max abs logit "
+        "diff from llama.cpp %.3g (bound %.3g)\n",
+        fx.name, simd::isa_name(), kinds[1].kept, kinds[1].n_layers, diff, fx.tolerance);
     CHECK(diff <= fx.tolerance);
   }
-  // The memory a session plans is what it holds; the windowed layers' share does not grow with the context.
+  // The memory a session plans is what it holds; the windowed layers' share does not grow with the
+  // context.
   size_t windowed_bytes = 0;
   for (int n_ctx : {256, 1024}) {
     for (const char* kv : {"f32", "q8", "q4,axis=channel,r=32,sinks=4"}) {
@@ -215,8 +220,10 @@ TEST_CASE("gemma2 a token at a time: its sliding-window layers keep a ring, matc
       o.kv = kv::parse_setting(kv);
       const model::Session s(m, o);
       CHECK(model::Session::planned_bytes(m, o) == s.bytes_allocated());
-      if (std::string(kv) == "f32" && n_ctx == 256) windowed_bytes = s.kv_cache().layout().layer_kinds()[1].packed_bytes;
-      if (std::string(kv) == "f32") CHECK(s.kv_cache().layout().layer_kinds()[1].packed_bytes == windowed_bytes);
+      if (std::string(kv) == "f32" && n_ctx == 256)
+        windowed_bytes = s.kv_cache().layout().layer_kinds()[1].packed_bytes;
+      if (std::string(kv) == "f32")
+        CHECK(s.kv_cache().layout().layer_kinds()[1].packed_bytes == windowed_bytes);
     }
   }
   // A state saved after the ring has turned brings back the same logits.
@@ -247,7 +254,8 @@ std::map<std::string, const void*> f32_slots(simd::Isa isa) {
 }
 }  // namespace
 
-TEST_CASE("the fixtures match llama.cpp on every other ISA this CPU runs (one child process each)") {
+TEST_CASE(
+    "the fixtures match llama.cpp on every other ISA this CPU runs (one child process each)") {
   if (std::getenv("KVRT_ARCH_LOGITS_CHILD")) return;  // a child runs the cases above only
   const char* wrapper = std::getenv("KVRT_EXE_WRAPPER");
   char self[4096] = {};
@@ -270,8 +278,9 @@ TEST_CASE("the fixtures match llama.cpp on every other ISA this CPU runs (one ch
       continue;
     run.push_back(f32_slots(isa));
     INFO(simd::isa_to_string(isa));
-    const std::string cmd = std::string("KVRT_ARCH_LOGITS_CHILD=1 KVRT_ISA=") + simd::isa_to_string(isa) + " " +
-                            (wrapper ? wrapper : "") + " '" + self + "' " + cases;
+    const std::string cmd = std::string("KVRT_ARCH_LOGITS_CHILD=1 KVRT_ISA=") +
+                            simd::isa_to_string(isa) + " " + (wrapper ? wrapper : "") + " '" +
+                            self + "' " + cases;
     const int status = std::system(cmd.c_str());
     CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
   }

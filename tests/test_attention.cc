@@ -68,13 +68,16 @@ TEST_CASE("sliding window, soft-cap and query scale equal the reference (prefill
       c.softcap = 2.0f;
       const std::vector<float> windowed = run_cache(KvConfig{}, c, d, 2);
       double diff = 0;
-      for (size_t i = 0; i < windowed.size(); ++i) diff = std::max(diff, double(std::abs(windowed[i] - unwindowed[i])));
+      for (size_t i = 0; i < windowed.size(); ++i)
+        diff = std::max(diff, double(std::abs(windowed[i] - unwindowed[i])));
       CHECK(diff > 0.1);
     }
   }
 }
 
-TEST_CASE("bf16 prefill products stay within bf16 rounding of the reference (window, soft-cap, quantized, sinks)") {
+TEST_CASE(
+    "bf16 prefill products stay within bf16 rounding of the reference (window, soft-cap, "
+    "quantized, sinks)") {
   for (const char* kv : {"f32", "q8"}) {
     for (int variant = 0; variant < 4; ++variant) {
       Case c;
@@ -95,8 +98,10 @@ TEST_CASE("bf16 prefill products stay within bf16 rounding of the reference (win
       const std::vector<float> out_f32 = run_cache(cfg, c, d, 2);
       const double err = max_error(out, ref), err_f32 = max_error(out_f32, ref);
       double diff = 0;  // from the same cache's f32 products
-      for (size_t i = 0; i < out.size(); ++i) diff = std::max(diff, double(std::abs(out[i] - out_f32[i])));
-      INFO(std::string(kv) << " variant " << variant << ": bf16 " << err << ", f32 " << err_f32 << ", apart " << diff);
+      for (size_t i = 0; i < out.size(); ++i)
+        diff = std::max(diff, double(std::abs(out[i] - out_f32[i])));
+      INFO(std::string(kv) << " variant " << variant << ": bf16 " << err << ", f32 " << err_f32
+                           << ", apart " << diff);
       CHECK(err < err_f32 + 0.03);  // q, k, p and v each rounded to 8 significant bits
       CHECK(diff < 0.03);
       CHECK(diff > 1e-4);  // the bf16 products ran
@@ -130,10 +135,12 @@ using kvrt::kv::KeyAxis;
 // keys), with a little slack for float rounding. q4s (d = e / -8, kv/blocks.h) clamps values of
 // the other sign than e at code 7: |x| - 7|d| <= amax/8 (1 + 7·2^-11) with d rounded to FP16.
 // Positions before `sinks` are stored exactly; channel groups start after them.
-std::vector<double> stored_error_bound(const std::vector<float>& x, int n, int nkv, int hd, Format f, bool per_channel,
-                                       bool rotate, int group, int sinks = 0) {
+std::vector<double> stored_error_bound(const std::vector<float>& x, int n, int nkv, int hd,
+                                       Format f, bool per_channel, bool rotate, int group,
+                                       int sinks = 0) {
   std::vector<float> y = x;  // [n][nkv][hd]
-  if (rotate) for (int r = 0; r < n * nkv; ++r) kvrt::simd::scalar::hadamard(&y[r * hd], hd);
+  if (rotate)
+    for (int r = 0; r < n * nkv; ++r) kvrt::simd::scalar::hadamard(&y[r * hd], hd);
   std::vector<double> e(y.size(), 0.0);
   if (f == Format::kF32) return e;
   auto group_bound = [&](auto index, int len) {  // index(i) -> element of the group
@@ -146,19 +153,23 @@ std::vector<double> stored_error_bound(const std::vector<float>& x, int n, int n
     const bool symmetric = t.planes == 1;
     const double max_code = symmetric ? (1 << (t.bits - 1)) - 1 : (1 << t.bits) - 1;
     const double half_step = (symmetric ? amax : mx - mn) / (2 * max_code);
-    const double b = (t.code_bias != 0 ? amax / t.code_bias * (1 + 7 * 0x1p-11) : half_step) * (1 + 1e-5) + 1e-6 * amax;
+    const double b =
+        (t.code_bias != 0 ? amax / t.code_bias * (1 + 7 * 0x1p-11) : half_step) * (1 + 1e-5) +
+        1e-6 * amax;
     for (int i = 0; i < len; ++i) e[index(i)] = b;
   };
   for (int h = 0; h < nkv; ++h) {
     if (per_channel) {
       for (int t0 = sinks; t0 < n; t0 += group) {
         for (int ch = 0; ch < hd; ++ch) {
-          group_bound([&](int i) { return ((t0 + i) * nkv + h) * hd + ch; }, std::min(group, n - t0));
+          group_bound([&](int i) { return ((t0 + i) * nkv + h) * hd + ch; },
+                      std::min(group, n - t0));
         }
       }
     } else {
       for (int t = sinks; t < n; ++t) {
-        for (int g0 = 0; g0 < hd; g0 += group) group_bound([&](int i) { return (t * nkv + h) * hd + g0 + i; }, group);
+        for (int g0 = 0; g0 < hd; g0 += group)
+          group_bound([&](int i) { return (t * nkv + h) * hd + g0 + i; }, group);
       }
     }
   }
@@ -168,12 +179,14 @@ std::vector<double> stored_error_bound(const std::vector<float>& x, int n, int n
 // Bound on |out - exact| for query (t, h): a key error ε = |q/√d|₂·|δk|₂ moves each score by at
 // most ε, so the softmax weights change by a factor within e^{±2ε} and Σ|p̂ - p| <= e^{2ε} - 1;
 // the output moves by at most (e^{2ε} - 1)·max|v| + max|δv|.
-// Decode over q8 / q4 key tiles also quantizes q/√d to int8 per group (|δq| <= max|q|/254 <= |q|₂/254),
-// and the q·k̂ it misses is Σ δq (k̂ - m) with |k̂ - m| <= 2(|k|₂ + max δk) (m = 0 for q8): that adds
-// d·|q/√d|₂/254·2(|k|₂ + max δk) to ε. Value weights are rounded to int16 on a scale of max p·max d
-// per 64 tokens: at most 2·max|v|/65534 per token of output (after the softmax sum l >= 1).
-double attention_bound(const Case& c, const Data& d, const std::vector<double>& ek, const std::vector<double>& ev,
-                       bool rotate, bool q_quantized, bool v_quantized, int t, int h) {
+// Decode over q8 / q4 key tiles also quantizes q/√d to int8 per group (|δq| <= max|q|/254 <=
+// |q|₂/254), and the q·k̂ it misses is Σ δq (k̂ - m) with |k̂ - m| <= 2(|k|₂ + max δk) (m = 0 for q8):
+// that adds d·|q/√d|₂/254·2(|k|₂ + max δk) to ε. Value weights are rounded to int16 on a scale of
+// max p·max d per 64 tokens: at most 2·max|v|/65534 per token of output (after the softmax sum l >=
+// 1).
+double attention_bound(const Case& c, const Data& d, const std::vector<double>& ek,
+                       const std::vector<double>& ev, bool rotate, bool q_quantized,
+                       bool v_quantized, int t, int h) {
   const int hd = c.shape.head_dim, nkv = c.shape.n_kv_heads, kvh = h / (c.n_heads / nkv);
   double qn = 0, eps = 0, vmax = 0, dv = 0;
   for (int i = 0; i < hd; ++i) qn += std::pow(d.q[(t * c.n_heads + h) * hd + i], 2) / hd;
@@ -212,7 +225,8 @@ TEST_CASE("quantized attention stays within the bound derived from the quantizat
       for (int vi = 0; vi < kvrt::kv::kNumFormats; ++vi) {
         const auto kf = static_cast<Format>(ki), vf = static_cast<Format>(vi);
         for (KeyAxis axis : {KeyAxis::kToken, KeyAxis::kChannel}) {
-          // plain, residual window, rotation, sinks (not a tile apart), sinks beyond a tile with a window
+          // plain, residual window, rotation, sinks (not a tile apart), sinks beyond a tile with a
+          // window
           for (int variant = 0; variant < 5; ++variant) {
             KvConfig cfg;
             cfg.k_format = kf;
@@ -222,16 +236,22 @@ TEST_CASE("quantized attention stays within the bound derived from the quantizat
             cfg.rotate = variant == 2;
             cfg.sinks = variant == 3 ? 5 : variant == 4 ? 21 : 0;
             cfg.group_size = hd == 8 ? 8 : 16;
-            if (axis == KeyAxis::kToken && cfg.group_size % kvrt::kv::format_traits(kf).unit(kvrt::kv::TileRole::kKey)) continue;
+            if (axis == KeyAxis::kToken &&
+                cfg.group_size % kvrt::kv::format_traits(kf).unit(kvrt::kv::TileRole::kKey))
+              continue;
             const bool per_channel = axis == KeyAxis::kChannel && kf != Format::kF32;
-            const auto ek = stored_error_bound(d.k, n, 2, hd, kf, per_channel, cfg.rotate, cfg.group_size, cfg.sinks);
-            const auto ev = stored_error_bound(d.v, n, 2, hd, vf, false, cfg.rotate, cfg.group_size, cfg.sinks);
+            const auto ek = stored_error_bound(d.k, n, 2, hd, kf, per_channel, cfg.rotate,
+                                               cfg.group_size, cfg.sinks);
+            const auto ev =
+                stored_error_bound(d.v, n, 2, hd, vf, false, cfg.rotate, cfg.group_size, cfg.sinks);
             const std::vector<float> out = run_cache(cfg, c, d, 2);
             double worst = 0;  // largest err / bound
             for (int t = 0; t < n; ++t) {
               for (int h = 0; h < c.n_heads; ++h) {
-                const bool q_quantized = kf != Format::kF32 && axis == KeyAxis::kToken;  // decode steps only
-                const double bound = attention_bound(c, d, ek, ev, cfg.rotate, q_quantized, vf != Format::kF32, t, h);
+                const bool q_quantized =
+                    kf != Format::kF32 && axis == KeyAxis::kToken;  // decode steps only
+                const double bound = attention_bound(c, d, ek, ev, cfg.rotate, q_quantized,
+                                                     vf != Format::kF32, t, h);
                 for (int i = 0; i < hd; ++i) {
                   const size_t idx = (static_cast<size_t>(t) * c.n_heads + h) * hd + i;
                   worst = std::max(worst, std::abs(out[idx] - ref[idx]) / bound);
@@ -294,7 +314,8 @@ std::vector<float> run_layer(const KvConfig& cfg, const Case& c, const Data& d, 
   std::vector<float> out(q_tok * n);
   for (int pos = 0; pos < n;) {
     const int len = pos == 0 && c.n_prompt > 0 ? c.n_prompt : 1;
-    for (int l = 0; l < c.shape.n_layers; ++l) cache.write(l, pos, len, &d.k[pos * kv_tok], &d.v[pos * kv_tok]);
+    for (int l = 0; l < c.shape.n_layers; ++l)
+      cache.write(l, pos, len, &d.k[pos * kv_tok], &d.v[pos * kv_tok]);
     kvrt::ops::AttentionArgs a;
     a.layer = layer;
     a.q = &d.q[pos * q_tok];
@@ -317,23 +338,27 @@ TEST_CASE("each layer of a mixed setting attends exactly as a uniform cache of i
   c.n_prompt = 70;
   c.n_decode = 30;
   const Data d = make_data(c, 11, 4.0f);
-  const KvConfig mixed = kvrt::kv::parse_setting("q4,g=16,axis=channel,r=8,layers[0,-1]=q8,k[1]=f32,v[2]=q2");
-  const char* uniform[] = {"q8,g=16,axis=channel,r=8", "k=f32,v=q4,g=16,axis=channel,r=8", "k=q4,v=q2,g=16,axis=channel,r=8",
-                           "q8,g=16,axis=channel,r=8"};
+  const KvConfig mixed =
+      kvrt::kv::parse_setting("q4,g=16,axis=channel,r=8,layers[0,-1]=q8,k[1]=f32,v[2]=q2");
+  const char* uniform[] = {"q8,g=16,axis=channel,r=8", "k=f32,v=q4,g=16,axis=channel,r=8",
+                           "k=q4,v=q2,g=16,axis=channel,r=8", "q8,g=16,axis=channel,r=8"};
   for (int layer = 0; layer < 4; ++layer) {
     CAPTURE(layer);
-    CHECK(run_layer(mixed, c, d, layer) == run_layer(kvrt::kv::parse_setting(uniform[layer]), c, d, layer));
+    CHECK(run_layer(mixed, c, d, layer) ==
+          run_layer(kvrt::kv::parse_setting(uniform[layer]), c, d, layer));
   }
 }
 
-TEST_CASE("with sinks covering the context, a quantized setting attends exactly as the FP32 cache") {
+TEST_CASE(
+    "with sinks covering the context, a quantized setting attends exactly as the FP32 cache") {
   Case c;
   c.shape = CacheShape{2, 2, 64, 100};
   c.n_heads = 4;
   c.n_prompt = 70;
   c.n_decode = 30;
   const Data d = make_data(c, 12, 4.0f);
-  for (const char* setting : {"q4,sinks=100", "q2,axis=channel,r=16,sinks=100,layers[0]=q8", "q8,rot=1,sinks=1000"}) {
+  for (const char* setting :
+       {"q4,sinks=100", "q2,axis=channel,r=16,sinks=100,layers[0]=q8", "q8,rot=1,sinks=1000"}) {
     CAPTURE(setting);
     const KvConfig cfg = kvrt::kv::parse_setting(setting);
     KvConfig f32;
@@ -342,8 +367,11 @@ TEST_CASE("with sinks covering the context, a quantized setting attends exactly 
   }
 }
 
-TEST_CASE("Hadamard rotation of any even head_dim: keys in the largest power-of-two block, values in at most 64") {
-  for (const auto& [hd, k_block, v_block] : {std::tuple{48, 16, 16}, {80, 16, 16}, {96, 32, 32}, {128, 128, 64}, {256, 256, 64}}) {
+TEST_CASE(
+    "Hadamard rotation of any even head_dim: keys in the largest power-of-two block, values in at "
+    "most 64") {
+  for (const auto& [hd, k_block, v_block] :
+       {std::tuple{48, 16, 16}, {80, 16, 16}, {96, 32, 32}, {128, 128, 64}, {256, 256, 64}}) {
     CAPTURE(hd);
     CHECK(kvrt::kv::key_rotation_block(hd) == k_block);
     CHECK(kvrt::kv::value_rotation_block(hd) == v_block);
@@ -360,9 +388,11 @@ TEST_CASE("Hadamard rotation of any even head_dim: keys in the largest power-of-
     CHECK(cache.layout().layers[0].k.rot_block == k_block);
     CHECK(cache.layout().layers[0].v.rot_block == v_block);
     // FP32 rows stored rotated: the rotation is orthonormal, so only rounding separates the two.
-    CHECK(max_error(run_cache(rotated, c, d, 1), ref) <= max_error(run_cache(f32, c, d, 1), ref) + 1e-4);
+    CHECK(max_error(run_cache(rotated, c, d, 1), ref) <=
+          max_error(run_cache(f32, c, d, 1), ref) + 1e-4);
     KvConfig q4 = kvrt::kv::parse_setting("q4,rot=1");
-    CHECK(max_error(run_cache(q4, c, d, 1), ref) < 0.5);  // it runs and stays near; the bound test covers q4
+    CHECK(max_error(run_cache(q4, c, d, 1), ref) <
+          0.5);  // it runs and stays near; the bound test covers q4
   }
 }
 
@@ -375,20 +405,26 @@ TEST_CASE("byte accounting equals the layout prediction") {
   };
   const double heads_layers = 8 * 4;
   // FP16 scales and minimums. q8: 64/32 blocks of (2 + 32) bytes; q4: 64/32 blocks of (4 + 16)
-  // bytes; q4s: 64/32 blocks of (2 + 16) bytes, 0.5625 bytes/value as llama.cpp's q4_0; f32: 256 bytes.
+  // bytes; q4s: 64/32 blocks of (2 + 16) bytes, 0.5625 bytes/value as llama.cpp's q4_0; f32: 256
+  // bytes.
   CHECK(per_token(Format::kQ8, Format::kQ8, KeyAxis::kToken, 32) == heads_layers * (68 + 68));
   CHECK(per_token(Format::kQ4, Format::kQ4, KeyAxis::kToken, 32) == heads_layers * (40 + 40));
   CHECK(per_token(Format::kQ4S, Format::kQ4S, KeyAxis::kToken, 32) == heads_layers * (36 + 36));
   CHECK(per_token(Format::kQ4S, Format::kQ4, KeyAxis::kToken, 8) == heads_layers * (8 * 6 + 8 * 8));
   CHECK(per_token(Format::kQ4, Format::kQ8, KeyAxis::kToken, 8) == heads_layers * (8 * 8 + 8 * 10));
-  CHECK(per_token(Format::kF32, Format::kQ4, KeyAxis::kToken, 128 / 2) == heads_layers * (256 + 36));
+  CHECK(per_token(Format::kF32, Format::kQ4, KeyAxis::kToken, 128 / 2) ==
+        heads_layers * (256 + 36));
   // channel-axis keys, G = 32: per channel scale (+ min) once per 32 tokens, then the codes.
-  CHECK(per_token(Format::kQ8, Format::kF32, KeyAxis::kChannel, 32) == heads_layers * ((64 * 2 + 32 * 64) / 32.0 + 256));
-  CHECK(per_token(Format::kQ4, Format::kF32, KeyAxis::kChannel, 32) == heads_layers * ((64 * 4 + 32 * 32) / 32.0 + 256));
-  CHECK(per_token(Format::kQ4S, Format::kF32, KeyAxis::kChannel, 32) == heads_layers * ((64 * 2 + 32 * 32) / 32.0 + 256));
+  CHECK(per_token(Format::kQ8, Format::kF32, KeyAxis::kChannel, 32) ==
+        heads_layers * ((64 * 2 + 32 * 64) / 32.0 + 256));
+  CHECK(per_token(Format::kQ4, Format::kF32, KeyAxis::kChannel, 32) ==
+        heads_layers * ((64 * 4 + 32 * 32) / 32.0 + 256));
+  CHECK(per_token(Format::kQ4S, Format::kF32, KeyAxis::kChannel, 32) ==
+        heads_layers * ((64 * 2 + 32 * 32) / 32.0 + 256));
   // q2 as KIVI: channel-axis keys, 2-bit codes (a scale and a minimum per channel per 32 tokens);
   // values 64/32 blocks of (4 + 8) bytes.
-  CHECK(per_token(Format::kQ2, Format::kQ2, KeyAxis::kChannel, 32) == heads_layers * ((64 * 4 + 32 * 16) / 32.0 + 24));
+  CHECK(per_token(Format::kQ2, Format::kQ2, KeyAxis::kChannel, 32) ==
+        heads_layers * ((64 * 4 + 32 * 16) / 32.0 + 24));
   KvConfig q4;
   q4.k_format = q4.v_format = Format::kQ4;
   q4.residual = 16;
@@ -403,15 +439,19 @@ TEST_CASE("byte accounting equals the layout prediction") {
   sunk.sinks = 4;
   const KvCache with_sinks(sunk, shape);
   CHECK(with_sinks.bytes_per_token() == cache.bytes_per_token());
-  CHECK(with_sinks.bytes_in_use(100) == static_cast<size_t>(96 * 8 * 4 * 80 + 2 * 8 * 4 * 4 * 64 * 4 + 2 * 8 * 16 * 4 * 64 * 4));
-  CHECK(with_sinks.bytes_in_use(3) == static_cast<size_t>(2 * 8 * 3 * 4 * 64 * 4 + 2 * 8 * 16 * 4 * 64 * 4));
+  CHECK(with_sinks.bytes_in_use(100) ==
+        static_cast<size_t>(96 * 8 * 4 * 80 + 2 * 8 * 4 * 4 * 64 * 4 + 2 * 8 * 16 * 4 * 64 * 4));
+  CHECK(with_sinks.bytes_in_use(3) ==
+        static_cast<size_t>(2 * 8 * 3 * 4 * 64 * 4 + 2 * 8 * 16 * 4 * 64 * 4));
   // The buffers the caches hold are those the layout plans, whatever the protections.
-  for (const char* setting : {"q4,layers[0,-1]=q8,k[1]=f32", "q4,r=16,sinks=4", "q2,axis=channel,r=32,sinks=5,k[2]=q8,v[3]=f32",
+  for (const char* setting : {"q4,layers[0,-1]=q8,k[1]=f32", "q4,r=16,sinks=4",
+                              "q2,axis=channel,r=32,sinks=5,k[2]=q8,v[3]=f32",
                               "f32,sinks=300,layers[1]=q4", "q8,rot=1,sinks=17,v[-1]=q2"}) {
     CAPTURE(setting);
     const KvCache k(kvrt::kv::parse_setting(setting), shape);
     CHECK(k.bytes_allocated() == k.layout().bytes());
-    CHECK(k.bytes_allocated() == kvrt::kv::plan_cache(kvrt::kv::parse_setting(setting), shape).bytes());
+    CHECK(k.bytes_allocated() ==
+          kvrt::kv::plan_cache(kvrt::kv::parse_setting(setting), shape).bytes());
   }
 }
 
@@ -447,7 +487,8 @@ TEST_CASE("the f32 cache takes any head_dim; q8 and q4 pick the largest group th
   }
   KvConfig q8;
   q8.k_format = q8.v_format = Format::kQ8;
-  CHECK_THROWS_AS(KvCache(q8, CacheShape{1, 2, 12, 32}), kvrt::Error);  // values take 8 dims at a time
+  CHECK_THROWS_AS(KvCache(q8, CacheShape{1, 2, 12, 32}),
+                  kvrt::Error);  // values take 8 dims at a time
 }
 
 TEST_CASE("invalid KV settings are clear errors") {
@@ -465,7 +506,8 @@ TEST_CASE("invalid KV settings are clear errors") {
   cfg.group_size = 16;
   cfg.rotate = true;  // 48 rotates in blocks of 16
   CHECK(KvCache(cfg, shape).layout().layers[0].k.rot_block == 16);
-  CHECK_THROWS_WITH_AS(KvCache(cfg, CacheShape{1, 2, 7, 32}), doctest::Contains("needs an even head_dim"), kvrt::Error);
+  CHECK_THROWS_WITH_AS(KvCache(cfg, CacheShape{1, 2, 7, 32}),
+                       doctest::Contains("needs an even head_dim"), kvrt::Error);
   CHECK_THROWS_AS(kvrt::kv::parse_format("q3"), kvrt::Error);
   KvConfig odd;  // channel-axis q4 keys: a code row is two channels per byte
   odd.k_format = Format::kQ4;
@@ -485,7 +527,8 @@ TEST_CASE("a copy of a cache with sinks and per-layer formats attends exactly as
   c.n_heads = 4;
   c.n_prompt = 100;
   const Data d = make_data(c, 13, 4.0f);
-  const KvConfig cfg = kvrt::kv::parse_setting("q4,axis=channel,r=8,sinks=5,layers[0]=q8,k[-1]=f32");
+  const KvConfig cfg =
+      kvrt::kv::parse_setting("q4,axis=channel,r=8,sinks=5,layers[0]=q8,k[-1]=f32");
   KvCache a(cfg, shape), b(cfg, shape);
   for (int l = 0; l < shape.n_layers; ++l) a.write(l, 0, c.n_prompt, d.k.data(), d.v.data());
   b.copy_from(a);

@@ -43,7 +43,7 @@ struct BadCase {
   const char* what;
   std::string args;
   int exit_code;
-  std::string says;          // a piece of the error line
+  std::string says;            // a piece of the error line
   bool usage_follows = false;  // the first line is the error, the command list follows it
 };
 
@@ -125,9 +125,12 @@ TEST_CASE("bad flags and values are usage errors (exit 2)") {
       {"unknown KV format", "run " + m + "--kv q3 -p hi", 2, "q3"},
       {"unknown key format", "run " + m + "--kv-k int2 -p hi", 2, "int2"},
       {"unknown key axis", "run " + m + "--kv q8 --k-axis diagonal -p hi", 2, "diagonal"},
-      {"bad layer list", "run " + m + "--kv 'q4,layers[0,x]=q8' -p hi", 2, "'x' is not a layer index"},
-      {"layer outside the model", "run " + m + "--kv 'q4,layers[-6]=q8' -p hi", 2, "outside the model's 5 layers"},
-      {"prompt and prompt file", "run " + m + "-p hi -f " + quote(tmp / "p.txt"), 2, "either -p or -f"},
+      {"bad layer list", "run " + m + "--kv 'q4,layers[0,x]=q8' -p hi", 2,
+       "'x' is not a layer index"},
+      {"layer outside the model", "run " + m + "--kv 'q4,layers[-6]=q8' -p hi", 2,
+       "outside the model's 5 layers"},
+      {"prompt and prompt file", "run " + m + "-p hi -f " + quote(tmp / "p.txt"), 2,
+       "either -p or -f"},
       {"info with an unknown flag", "info " + m + "--bogus", 2, "--bogus"},
   };
   write_bytes(tmp / "p.txt", "hello");
@@ -155,9 +158,12 @@ TEST_CASE("missing, unreadable and malformed files name the file (exit 2)") {
       {"bad magic", "info -m " + quote(tmp / "magic.gguf"), 2, "magic.gguf"},
       {"unsupported version", "info -m " + quote(tmp / "version.gguf"), 2, "version"},
       {"truncated header", "info -m " + quote(tmp / "header.gguf"), 2, "truncated"},
-      {"truncated metadata", "run -m " + quote(tmp / "metadata.gguf") + " -p hi", 2, "metadata.gguf"},
-      {"tensor data past the end", "run -m " + quote(tmp / "tensors.gguf") + " -p hi", 2, "tensors.gguf"},
-      {"missing prompt file", "run -m " + quote(kvrt::test::stories_path()) + " -f " + quote(tmp / "none.txt"), 2,
+      {"truncated metadata", "run -m " + quote(tmp / "metadata.gguf") + " -p hi", 2,
+       "metadata.gguf"},
+      {"tensor data past the end", "run -m " + quote(tmp / "tensors.gguf") + " -p hi", 2,
+       "tensors.gguf"},
+      {"missing prompt file",
+       "run -m " + quote(kvrt::test::stories_path()) + " -f " + quote(tmp / "none.txt"), 2,
        "none.txt"},
   };
   for (const auto& c : cases) check_case(c, tmp);
@@ -167,22 +173,25 @@ TEST_CASE("a prompt longer than the context is a resource error (exit 4)") {
   ensure_kvrt_exe();
   TempDir tmp;
   check_case({"prompt over the context",
-              "run -m " + quote(kvrt::test::stories_path()) + " -c 4 -p 'Once upon a time there was a girl'", 4,
-              "more than the context of 4"},
+              "run -m " + quote(kvrt::test::stories_path()) +
+                  " -c 4 -p 'Once upon a time there was a girl'",
+              4, "more than the context of 4"},
              tmp);
 }
 
 TEST_CASE("generation past the context stops with a clear message (documented policy)") {
   ensure_kvrt_exe();
   TempDir tmp;
-  const kvrt::test::CommandResult r =
-      kvrt::test::run_kvrt("run -m " + quote(kvrt::test::stories_path()) + " -c 16 -n 100 -p 'Once upon a time'", tmp);
+  const kvrt::test::CommandResult r = kvrt::test::run_kvrt(
+      "run -m " + quote(kvrt::test::stories_path()) + " -c 16 -n 100 -p 'Once upon a time'", tmp);
   CHECK(r.exit_code == 0);
   CHECK(r.err.find("context full (16 positions); generation stopped") != std::string::npos);
   CHECK(r.out.rfind("Once upon a time", 0) == 0);
 }
 
-TEST_CASE("validate: wrong-typed thresholds and unwritable outputs fail before the run, writing nothing") {
+TEST_CASE(
+    "validate: wrong-typed thresholds and unwritable outputs fail before the run, writing "
+    "nothing") {
   ensure_kvrt_exe();
   TempDir tmp;
   const std::string m = "-m " + quote(kvrt::test::stories_path()) + " --max-len 160 --kv q8 ";
@@ -201,13 +210,17 @@ TEST_CASE("validate: wrong-typed thresholds and unwritable outputs fail before t
     check_case({what.c_str(), "validate " + m + rec + "--config " + quote(t), 2, t + ":"}, tmp);
   }
   const std::vector<BadCase> outputs = {
-      {"JSON report under a file", "validate " + m + rec + "--json " + quote(tmp / "file/r.json"), 2, "not a directory"},
-      {"HTML report onto a directory", "validate " + m + rec + "--html " + quote(tmp.path()), 2, "is a directory"},
-      {"record under a file", "validate " + m + "--record " + quote(tmp / "file/sub/r.toml"), 2, "not a directory"},
+      {"JSON report under a file", "validate " + m + rec + "--json " + quote(tmp / "file/r.json"),
+       2, "not a directory"},
+      {"HTML report onto a directory", "validate " + m + rec + "--html " + quote(tmp.path()), 2,
+       "is a directory"},
+      {"record under a file", "validate " + m + "--record " + quote(tmp / "file/sub/r.toml"), 2,
+       "not a directory"},
   };
   for (const auto& c : outputs) check_case(c, tmp);
   std::vector<std::string> left;
-  for (const auto& e : std::filesystem::directory_iterator(tmp.path())) left.push_back(e.path().filename());
+  for (const auto& e : std::filesystem::directory_iterator(tmp.path()))
+    left.push_back(e.path().filename());
   std::sort(left.begin(), left.end());
   CHECK(left == std::vector<std::string>{"file", "stderr", "stdout", "t.toml"});
 }
@@ -215,7 +228,8 @@ TEST_CASE("validate: wrong-typed thresholds and unwritable outputs fail before t
 TEST_CASE("a validation record made for another model file is refused (exit 3)") {
   ensure_kvrt_exe();
   TempDir tmp;
-  const std::string other = std::string(KVRT_SOURCE_DIR) + "/tests/fuzz/corpus/gguf/tiny_llama_f32.gguf";
+  const std::string other =
+      std::string(KVRT_SOURCE_DIR) + "/tests/fuzz/corpus/gguf/tiny_llama_f32.gguf";
   kvrt::validate::Record r;
   r.kvrt_version = KVRT_VERSION;
   r.isa = kvrt::simd::isa_name();
@@ -224,20 +238,24 @@ TEST_CASE("a validation record made for another model file is refused (exit 3)")
   r.thresholds_path = std::string(KVRT_SOURCE_DIR) + "/validation/thresholds.toml";
   r.thresholds_sha256 = kvrt::sha256_file(r.thresholds_path);
   r.max_len = 160;
-  r.settings.push_back({"k=q8,v=q8,g=32,axis=token,r=0,rot=1", "q8/q8", kvrt::validate::Verdict::kPass, 1});
+  r.settings.push_back(
+      {"k=q8,v=q8,g=32,axis=token,r=0,rot=1", "q8/q8", kvrt::validate::Verdict::kPass, 1});
   kvrt::validate::write_record(r, tmp / "other.toml");
   check_case({"record of another model",
-              "run -m " + quote(kvrt::test::stories_path()) + " -p hi -n 4 --kv q8 --record " + quote(tmp / "other.toml"),
+              "run -m " + quote(kvrt::test::stories_path()) + " -p hi -n 4 --kv q8 --record " +
+                  quote(tmp / "other.toml"),
               3, "made for another model file"},
              tmp);
 }
 
-TEST_CASE("special files as inputs are refused at once, never waited on or read without end (exit 2)") {
+TEST_CASE(
+    "special files as inputs are refused at once, never waited on or read without end (exit 2)") {
   ensure_kvrt_exe();
   TempDir tmp;
   const SpecialFiles sp = make_special_files(tmp);
   const std::string m = "-m " + quote(kvrt::test::stories_path()) + " ";
-  const std::string v = "validate " + m + "--kv q8 --max-len 64 --record " + quote(tmp / "r.toml") + " ";
+  const std::string v =
+      "validate " + m + "--kv q8 --max-len 64 --record " + quote(tmp / "r.toml") + " ";
   make_sparse(tmp / "huge.txt", (off_t(64) << 20) + 1);
   make_sparse(tmp / "huge.toml", (off_t(16) << 20) + 1);
   std::filesystem::create_directory(tmp / "cases");
@@ -245,26 +263,35 @@ TEST_CASE("special files as inputs are refused at once, never waited on or read 
   std::filesystem::create_directory(tmp / "texts");
   REQUIRE(mkfifo((tmp / "texts/fifo").c_str(), 0666) == 0);
   write_bytes(tmp / "texts/manifest.toml",
-              "[[case]]\nid = \"x\"\ncategory = \"prose\"\nmode = \"teacher_forced\"\ntext_file = \"fifo\"\n");
+              "[[case]]\nid = \"x\"\ncategory = \"prose\"\nmode = \"teacher_forced\"\ntext_file = "
+              "\"fifo\"\n");
   std::vector<BadCase> cases = {
       {"FIFO as model (run)", "run -m " + quote(sp.fifo) + " -p hi", 2, "is a FIFO"},
       {"FIFO as model (info)", "info -m " + quote(sp.fifo), 2, "is a FIFO"},
-      {"FIFO as model (validate)", "validate -m " + quote(sp.fifo) + " --kv q8 --max-len 64", 2, "is a FIFO"},
+      {"FIFO as model (validate)", "validate -m " + quote(sp.fifo) + " --kv q8 --max-len 64", 2,
+       "is a FIFO"},
       {"socket as model", "info -m " + quote(sp.socket), 2, "is a socket"},
       {"FIFO as prompt file", "run " + m + "-f " + quote(sp.fifo), 2, "is a FIFO"},
       {"/dev/zero as prompt file", "run " + m + "-f /dev/zero", 2, "is a character device"},
       {"directory as prompt file", "run " + m + "-f " + quote(sp.dir), 2, "is a directory"},
-      {"prompt file over the size limit", "run " + m + "-f " + quote(tmp / "huge.txt"), 2, "limit of 64 MiB"},
-      {"FIFO as record (run)", "run " + m + "-p hi -n 2 --kv q8 --record " + quote(sp.fifo), 2, "is a FIFO"},
-      {"/dev/zero as record (run)", "run " + m + "-p hi -n 2 --kv q8 --record /dev/zero", 2, "is a character device"},
+      {"prompt file over the size limit", "run " + m + "-f " + quote(tmp / "huge.txt"), 2,
+       "limit of 64 MiB"},
+      {"FIFO as record (run)", "run " + m + "-p hi -n 2 --kv q8 --record " + quote(sp.fifo), 2,
+       "is a FIFO"},
+      {"/dev/zero as record (run)", "run " + m + "-p hi -n 2 --kv q8 --record /dev/zero", 2,
+       "is a character device"},
       {"FIFO as thresholds", v + "--config " + quote(sp.fifo), 2, "is a FIFO"},
       {"/dev/zero as thresholds", v + "--config /dev/zero", 2, "is a character device"},
-      {"thresholds over the size limit", v + "--config " + quote(tmp / "huge.toml"), 2, "limit of 16 MiB"},
-      {"directory as settings file", "validate " + m + "--max-len 64 --settings " + quote(sp.dir), 2, "is a directory"},
+      {"thresholds over the size limit", v + "--config " + quote(tmp / "huge.toml"), 2,
+       "limit of 16 MiB"},
+      {"directory as settings file", "validate " + m + "--max-len 64 --settings " + quote(sp.dir),
+       2, "is a directory"},
       {"FIFO as case manifest", v + "--cases " + quote(tmp / "cases"), 2, "is a FIFO"},
       {"FIFO as case text", v + "--cases " + quote(tmp / "texts"), 2, "is a FIFO"},
   };
-  if (!sp.chardev.empty()) cases.push_back({"character device as model", "info -m " + quote(sp.chardev), 2, "is a character device"});
+  if (!sp.chardev.empty())
+    cases.push_back(
+        {"character device as model", "info -m " + quote(sp.chardev), 2, "is a character device"});
   for (const auto& c : cases) check_case(c, tmp);
   CHECK(!std::filesystem::exists(tmp / "r.toml"));
 }
@@ -275,7 +302,8 @@ TEST_CASE("special files as outputs are refused before the run and left as they 
   const SpecialFiles sp = make_special_files(tmp);
   std::filesystem::create_symlink(tmp / "missing.json", tmp / "dangling");
   std::filesystem::create_symlink(sp.fifo, tmp / "to-fifo");
-  const std::string v = "validate -m " + quote(kvrt::test::stories_path()) + " --kv q8 --max-len 64 ";
+  const std::string v =
+      "validate -m " + quote(kvrt::test::stories_path()) + " --kv q8 --max-len 64 ";
   const std::string rec = "--record " + quote(tmp / "r.toml") + " ";
   const std::string b = "bench -m " + quote(kvrt::test::stories_path()) +
                         " --ctx 16 --settings f32 --prefill-tokens 16 --decode-tokens 1 ";
@@ -284,15 +312,20 @@ TEST_CASE("special files as outputs are refused before the run and left as they 
       {"socket as JSON report", v + rec + "--json " + quote(sp.socket), 2, "is a socket"},
       {"directory as record", v + "--record " + quote(sp.dir), 2, "is a directory"},
       {"FIFO as record", v + "--record " + quote(sp.fifo), 2, "is a FIFO"},
-      {"dangling symlink as JSON report", v + rec + "--json " + quote(tmp / "dangling"), 2, "does not exist"},
-      {"symlink to a FIFO as JSON report", v + rec + "--json " + quote(tmp / "to-fifo"), 2, "is a FIFO"},
+      {"dangling symlink as JSON report", v + rec + "--json " + quote(tmp / "dangling"), 2,
+       "does not exist"},
+      {"symlink to a FIFO as JSON report", v + rec + "--json " + quote(tmp / "to-fifo"), 2,
+       "is a FIFO"},
       {"FIFO as bench JSON", b + "--json " + quote(sp.fifo), 2, "is a FIFO"},
       {"directory as bench JSON", b + "--json " + quote(sp.dir), 2, "is a directory"},
   };
   if (!sp.chardev.empty()) {
-    cases.push_back({"character device as JSON report", v + rec + "--json " + quote(sp.chardev), 2, "is a character device"});
-    cases.push_back({"character device as record", v + "--record " + quote(sp.chardev), 2, "is a character device"});
-    cases.push_back({"character device as bench JSON", b + "--json " + quote(sp.chardev), 2, "is a character device"});
+    cases.push_back({"character device as JSON report", v + rec + "--json " + quote(sp.chardev), 2,
+                     "is a character device"});
+    cases.push_back({"character device as record", v + "--record " + quote(sp.chardev), 2,
+                     "is a character device"});
+    cases.push_back({"character device as bench JSON", b + "--json " + quote(sp.chardev), 2,
+                     "is a character device"});
   }
   for (const auto& c : cases) check_case(c, tmp);
   CHECK(file_type(sp.fifo) == "fifo");
@@ -303,14 +336,17 @@ TEST_CASE("special files as outputs are refused before the run and left as they 
   CHECK(file_type(tmp / "r.toml").empty());
 }
 
-TEST_CASE("thread counts above 256 and validate lengths beyond the model are usage errors (exit 2)") {
+TEST_CASE(
+    "thread counts above 256 and validate lengths beyond the model are usage errors (exit 2)") {
   ensure_kvrt_exe();
   TempDir tmp;
   const std::string m = "-m " + quote(kvrt::test::stories_path()) + " ";
   const std::vector<BadCase> cases = {
       {"threads above the maximum", "run " + m + "-p hi -t 257", 2, "between 1 and 256"},
-      {"validate beyond the model's context", "validate " + m + "--kv q8 --max-len 4096", 2, "context of 2048"},
-      {"validate with an absurd length", "validate " + m + "--kv q8 --max-len 1048576", 2, "context of 2048"},
+      {"validate beyond the model's context", "validate " + m + "--kv q8 --max-len 4096", 2,
+       "context of 2048"},
+      {"validate with an absurd length", "validate " + m + "--kv q8 --max-len 1048576", 2,
+       "context of 2048"},
   };
   for (const auto& c : cases) check_case(c, tmp);
 }
@@ -324,7 +360,8 @@ TEST_CASE("empty values, seeds beyond 64 bits and a bad environment are usage er
       {"empty key format", "run " + m + "--kv-k '' -p hi", 2, "--kv-k"},
       {"empty bench settings", "bench " + m + "--settings ''", 2, "--settings"},
       {"empty record path", "run " + m + "--kv q8 --record '' -p hi", 2, "--record"},
-      {"seed above 2^64 - 1", "run " + m + "-p hi --seed 18446744073709551616", 2, "18446744073709551616"},
+      {"seed above 2^64 - 1", "run " + m + "-p hi --seed 18446744073709551616", 2,
+       "18446744073709551616"},
       {"negative seed", "run " + m + "-p hi --seed -1", 2, "-1"},
   };
   for (const auto& c : cases) check_case(c, tmp);
@@ -341,8 +378,9 @@ TEST_CASE("empty values, seeds beyond 64 bits and a bad environment are usage er
 TEST_CASE("a seed up to 2^64 - 1 is accepted") {
   ensure_kvrt_exe();
   TempDir tmp;
-  const auto r = kvrt::test::run_kvrt(
-      "run -m " + quote(kvrt::test::stories_path()) + " -p Once -n 4 --temp 1 --seed 18446744073709551615", tmp);
+  const auto r = kvrt::test::run_kvrt("run -m " + quote(kvrt::test::stories_path()) +
+                                          " -p Once -n 4 --temp 1 --seed 18446744073709551615",
+                                      tmp);
   CAPTURE(r.err);
   CHECK(r.exit_code == 0);
   CHECK(r.out.rfind("Once", 0) == 0);
@@ -352,8 +390,10 @@ TEST_CASE("threads that cannot be started are a resource error (exit 4) naming -
   ensure_kvrt_exe();
   const char* wrapper = std::getenv("KVRT_EXE_WRAPPER");
   if (wrapper != nullptr && *wrapper != '\0') {
-    // qemu-user maps guest thread stacks itself: a 4 TB stack hangs it or ends it with its own code.
-    MESSAGE("skipped: a thread-creation failure needs a native run (the emulator does not model it)");
+    // qemu-user maps guest thread stacks itself: a 4 TB stack hangs it or ends it with its own
+    // code.
+    MESSAGE(
+        "skipped: a thread-creation failure needs a native run (the emulator does not model it)");
     return;
   }
   if (kvrt::test::kSanitizedBuild) {
@@ -363,9 +403,9 @@ TEST_CASE("threads that cannot be started are a resource error (exit 4) naming -
   TempDir tmp;
   // glibc gives new threads a stack of RLIMIT_STACK: 4 TB cannot be mapped, so the pool's second
   // thread fails to start.
-  const std::string cmd = "ulimit -s 4000000000 && " + std::string(std::getenv("KVRT_EXE")) + " run -m " +
-                          quote(kvrt::test::stories_path()) + " -p Once -n 4 -t 2 >/dev/null 2>" +
-                          quote(tmp / "err");
+  const std::string cmd = "ulimit -s 4000000000 && " + std::string(std::getenv("KVRT_EXE")) +
+                          " run -m " + quote(kvrt::test::stories_path()) +
+                          " -p Once -n 4 -t 2 >/dev/null 2>" + quote(tmp / "err");
   const int status = std::system(cmd.c_str());
   const std::string err = kvrt::test::read_file(tmp / "err");
   CAPTURE(err);
@@ -375,17 +415,21 @@ TEST_CASE("threads that cannot be started are a resource error (exit 4) naming -
   CHECK(err.find("(use fewer with -t)") != std::string::npos);
 }
 
-TEST_CASE("validate: an unusable state directory and an unreadable earlier record fail before the run") {
+TEST_CASE(
+    "validate: an unusable state directory and an unreadable earlier record fail before the run") {
   ensure_kvrt_exe();
   TempDir tmp;
   write_bytes(tmp / "file", "not a directory");
-  const std::string v = "validate -m " + quote(kvrt::test::stories_path()) + " --kv q8 --max-len 64 ";
+  const std::string v =
+      "validate -m " + quote(kvrt::test::stories_path()) + " --kv q8 --max-len 64 ";
   setenv("KVRT_STATE_DIR", (tmp / "file/state").c_str(), 1);
   check_case({"state directory under a file", v, 2, "not a directory"}, tmp);
   unsetenv("KVRT_STATE_DIR");
   const std::string garbage = "this is not a validation record\n";
   write_bytes(tmp / "r.toml", garbage);
-  check_case({"earlier record without a content hash", v + "--record " + quote(tmp / "r.toml"), 2, "r.toml"}, tmp);
+  check_case({"earlier record without a content hash", v + "--record " + quote(tmp / "r.toml"), 2,
+              "r.toml"},
+             tmp);
   CHECK(kvrt::test::read_file(tmp / "r.toml") == garbage);
 }
 
@@ -401,10 +445,12 @@ TEST_CASE("the gate's refusal names its cause") {
   r.thresholds_path = tmp / "gone.toml";
   r.thresholds_sha256 = "0";
   r.max_len = 64;
-  r.settings.push_back({"k=q8,v=q8,g=8,axis=token,r=0,rot=1", "q8/q8", kvrt::validate::Verdict::kPass, 1});
+  r.settings.push_back(
+      {"k=q8,v=q8,g=8,axis=token,r=0,rot=1", "q8/q8", kvrt::validate::Verdict::kPass, 1});
   kvrt::validate::write_record(r, tmp / "r1.toml");
   const std::string run = "run -m " + quote(model) + " -p hi -n 2 --kv q8 --record ";
-  check_case({"thresholds file gone", run + quote(tmp / "r1.toml"), 3, "No such file or directory"}, tmp);
+  check_case({"thresholds file gone", run + quote(tmp / "r1.toml"), 3, "No such file or directory"},
+             tmp);
   r.thresholds_path = std::string(KVRT_SOURCE_DIR) + "/validation/thresholds.toml";
   r.thresholds_sha256 = kvrt::sha256_file(r.thresholds_path);
   std::filesystem::create_directory(tmp / "cases");
@@ -419,9 +465,11 @@ TEST_CASE("bench --json writes valid JSON for any model path") {
   TempDir tmp;
   const std::string model = tmp / "we\"ird\\name.gguf";
   std::filesystem::copy_file(kvrt::test::stories_path(), model);
-  const auto r = kvrt::test::run_kvrt("bench -m " + quote(model) +
-                                          " --ctx 16 --settings f32 --prefill-tokens 16 --decode-tokens 1 --json " +
-                                          quote(tmp / "b.json"), tmp);
+  const auto r = kvrt::test::run_kvrt(
+      "bench -m " + quote(model) +
+          " --ctx 16 --settings f32 --prefill-tokens 16 --decode-tokens 1 --json " +
+          quote(tmp / "b.json"),
+      tmp);
   CAPTURE(r.err);
   REQUIRE(r.exit_code == 0);
   const std::string json = kvrt::test::read_file(tmp / "b.json");

@@ -63,16 +63,23 @@ TEST_CASE("run, bench and validate name the matmul backends") {
   const auto run = test::run_kvrt("run " + model + "-p 'Once upon a time' -n 4", tmp);
   CHECK(run.exit_code == 0);
   CHECK(run.err.find("matmul " + backends) != std::string::npos);
-  const auto bench = test::run_kvrt("bench " + model + "--ctx 64 --settings f32 --prefill-tokens 32 "
-                                    "--decode-tokens 2 -t 1 --json '" + tmp / "bench.json" + "'", tmp);
+  const auto bench = test::run_kvrt("bench " + model +
+                                        "--ctx 64 --settings f32 --prefill-tokens 32 "
+                                        "--decode-tokens 2 -t 1 --json '" +
+                                        tmp / "bench.json" + "'",
+                                    tmp);
   CHECK(bench.exit_code == 0);
   CHECK(bench.err.find("matmul " + backends) != std::string::npos);
-  CHECK(test::read_file(tmp / "bench.json").find("\"matmul\": \"" + backends + "\"") != std::string::npos);
-  const auto validate = test::run_kvrt("validate " + model + "--kv q8 --max-len 64 -t 1 --record '" +
-                                       tmp / "r.toml" + "' --json '" + tmp / "v.json" + "'", tmp);
+  CHECK(test::read_file(tmp / "bench.json").find("\"matmul\": \"" + backends + "\"") !=
+        std::string::npos);
+  const auto validate =
+      test::run_kvrt("validate " + model + "--kv q8 --max-len 64 -t 1 --record '" + tmp / "r.toml" +
+                         "' --json '" + tmp / "v.json" + "'",
+                     tmp);
   CHECK(validate.exit_code == 0);
   CHECK(field(validate.out, "matmul") == backends);
-  CHECK(test::read_file(tmp / "v.json").find("\"matmul\": \"" + backends + "\"") != std::string::npos);
+  CHECK(test::read_file(tmp / "v.json").find("\"matmul\": \"" + backends + "\"") !=
+        std::string::npos);
 }
 
 TEST_CASE("the uninstalled build finds its data and default model in the source tree") {

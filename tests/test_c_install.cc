@@ -1,6 +1,7 @@
-// The installed C library: `meson install` into a temporary DESTDIR, then tools/example_c/generate.c
-// compiled with plain `cc` through the installed pkg-config file, linked once against the shared
-// and once against the static library, and run on stories260K (golden greedy text).
+// The installed C library: `meson install` into a temporary DESTDIR, then
+// tools/example_c/generate.c compiled with plain `cc` through the installed pkg-config file, linked
+// once against the shared and once against the static library, and run on stories260K (golden
+// greedy text).
 #include <doctest/doctest.h>
 
 #include <array>
@@ -44,8 +45,8 @@ TEST_CASE("generate.c builds against the installed library and prints the golden
   REQUIRE(build != nullptr);
   kvrt::test::TempDir tmp;
   const std::string root = tmp / "root";
-  REQUIRE(sh("meson install -C '" + std::string(build) + "' --no-rebuild --quiet --destdir '" + root +
-             "' >'" + tmp / "install.log" + "' 2>&1") == 0);
+  REQUIRE(sh("meson install -C '" + std::string(build) + "' --no-rebuild --quiet --destdir '" +
+             root + "' >'" + tmp / "install.log" + "' 2>&1") == 0);
   std::string pc_file;
   REQUIRE(sh("find '" + root + "' -name kvrt.pc", &pc_file) == 0);
   pc_file = trim(pc_file);
@@ -56,8 +57,8 @@ TEST_CASE("generate.c builds against the installed library and prints the golden
   const std::string pc_dir = pc_file.substr(0, pc_file.rfind('/'));
   std::string prefix;
   REQUIRE(sh("PKG_CONFIG_PATH='" + pc_dir + "' pkg-config --variable=prefix kvrt", &prefix) == 0);
-  const std::string pkg = "PKG_CONFIG_PATH='" + pc_dir + "' pkg-config --define-variable=prefix='" + root +
-                          trim(prefix) + "' ";
+  const std::string pkg = "PKG_CONFIG_PATH='" + pc_dir + "' pkg-config --define-variable=prefix='" +
+                          root + trim(prefix) + "' ";
   std::string libdir;
   REQUIRE(sh(pkg + "--variable=libdir kvrt", &libdir) == 0);
   libdir = trim(libdir);
@@ -67,9 +68,11 @@ TEST_CASE("generate.c builds against the installed library and prints the golden
   const char* cc_env = std::getenv("KVRT_CC");
   const char* wrapper_env = std::getenv("KVRT_EXE_WRAPPER");
   const std::string wrapper = wrapper_env ? std::string(wrapper_env) + " " : "";
-  const std::string cc = std::string(cc_env ? cc_env : "cc") + " -std=c99 -Wall -Wextra -Werror" + std::string(kSanitizeFlags) + " '" + src + "' ";
+  const std::string cc = std::string(cc_env ? cc_env : "cc") + " -std=c99 -Wall -Wextra -Werror" +
+                         std::string(kSanitizeFlags) + " '" + src + "' ";
   REQUIRE(sh(cc + "$(" + pkg + "--cflags --libs kvrt) -o '" + tmp / "generate_shared" + "'") == 0);
-  REQUIRE(sh(cc + "$(" + pkg + "--static --cflags --libs kvrt | sed 's/-lkvrt\\b/-l:libkvrt.a/') -o '" +
+  REQUIRE(sh(cc + "$(" + pkg +
+             "--static --cflags --libs kvrt | sed 's/-lkvrt\\b/-l:libkvrt.a/') -o '" +
              tmp / "generate_static" + "'") == 0);
   std::string needed;
   sh("readelf -d '" + tmp / "generate_static" + "'", &needed);
@@ -80,11 +83,13 @@ TEST_CASE("generate.c builds against the installed library and prints the golden
   for (const char* exe : {"generate_shared", "generate_static"}) {
     CAPTURE(exe);
     std::string out;
-    const int rc = sh("LD_LIBRARY_PATH='" + libdir + "' " + wrapper + "'" + tmp / exe + "' '" + kvrt::test::stories_path() +
-                          "' 'Once upon a time' 65 2>'" + tmp / "stderr" + "'",
-                      &out);
+    const int rc =
+        sh("LD_LIBRARY_PATH='" + libdir + "' " + wrapper + "'" + tmp / exe + "' '" +
+               kvrt::test::stories_path() + "' 'Once upon a time' 65 2>'" + tmp / "stderr" + "'",
+           &out);
     CHECK(rc == 0);
     CHECK(trim(out) == golden);
-    CHECK(kvrt::test::read_file(tmp / "stderr").find("context full after 65 positions") != std::string::npos);
+    CHECK(kvrt::test::read_file(tmp / "stderr").find("context full after 65 positions") !=
+          std::string::npos);
   }
 }

@@ -19,7 +19,9 @@ TEST_CASE("sha256 matches the FIPS 180-4 examples") {
         "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
-TEST_CASE("models/catalogue.toml lists stories260K, and every vendored model with the checksum and size of the real file") {
+TEST_CASE(
+    "models/catalogue.toml lists stories260K, and every vendored model with the checksum and size "
+    "of the real file") {
   toml::table cat = toml::parse_file(test::models_dir() + "/catalogue.toml");
   const toml::array* models = cat["model"].as_array();
   REQUIRE(models);
@@ -33,13 +35,15 @@ TEST_CASE("models/catalogue.toml lists stories260K, and every vendored model wit
       const std::string path = test::models_dir() + "/" + m["file"].value_or(std::string());
       CAPTURE(path);
       REQUIRE(std::filesystem::is_regular_file(path));
-      CHECK(std::filesystem::is_regular_file(test::models_dir() + "/" + m["licence_file"].value_or(std::string())));
+      CHECK(std::filesystem::is_regular_file(test::models_dir() + "/" +
+                                             m["licence_file"].value_or(std::string())));
       CHECK(std::filesystem::file_size(path) == m["size"].value<int64_t>().value_or(-1));
       CHECK(sha256_file(path) == m["sha256"].value<std::string>().value_or(""));
     }
     if (m["name"].value<std::string>() != "stories260K") continue;
     CHECK(m["vendored"].value_or(false));
-    CHECK(m["file"].value<std::string>() == std::filesystem::path(test::stories_path()).filename().string());
+    CHECK(m["file"].value<std::string>() ==
+          std::filesystem::path(test::stories_path()).filename().string());
     found = true;
   }
   CHECK(found);

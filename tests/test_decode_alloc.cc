@@ -36,7 +36,8 @@ namespace {
 std::atomic<bool> g_counting{false};
 std::atomic<long> g_allocations{0};
 void count() {
-  if (g_counting.load(std::memory_order_relaxed)) g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (g_counting.load(std::memory_order_relaxed))
+    g_allocations.fetch_add(1, std::memory_order_relaxed);
 }
 }  // namespace
 
@@ -70,8 +71,8 @@ using namespace kvrt;
 #if KVRT_COUNT_MALLOC
 // Allocations per decode step over `steps` greedy steps after a prompt and a warm-up; `kernels`
 // gets the matrix-product kernels the steps ran.
-double mallocs_per_step(const model::Model& m, const kv::KvConfig& kv, int steps, std::string* kernels = nullptr,
-                        int n_batch = 256) {
+double mallocs_per_step(const model::Model& m, const kv::KvConfig& kv, int steps,
+                        std::string* kernels = nullptr, int n_batch = 256) {
   model::SessionOptions so;
   so.n_ctx = 512;
   so.n_batch = n_batch;
@@ -112,11 +113,13 @@ TEST_CASE("a decode step allocates nothing, for every KV setting of validation/s
   g_counting = false;
   REQUIRE(g_allocations.load() >= 2);
   const model::Model m(test::stories_path());
-  std::vector<validate::Setting> settings = validate::read_settings(test::source_dir() + "/validation/settings.toml");
+  std::vector<validate::Setting> settings =
+      validate::read_settings(test::source_dir() + "/validation/settings.toml");
   settings.insert(settings.begin(), {"f32", kv::KvConfig{}});
   settings.push_back({"q8 r16", kv::parse_setting("q8,r=16")});
   settings.push_back({"q4 sinks4 ends q8", kv::parse_setting("q4,sinks=4,layers[0,-1]=q8")});
-  settings.push_back({"q2 ch r32 sinks5 mixed", kv::parse_setting("q2,axis=channel,r=32,sinks=5,k[1]=q8,v[2]=f32")});
+  settings.push_back({"q2 ch r32 sinks5 mixed",
+                      kv::parse_setting("q2,axis=channel,r=32,sinks=5,k[1]=q8,v[2]=f32")});
   // 72 steps cross at least one packed tile of 16 positions, two channel tiles of G = 8 and a
   // kAccChunk boundary.
   for (const auto& s : settings) {
@@ -127,7 +130,9 @@ TEST_CASE("a decode step allocates nothing, for every KV setting of validation/s
 #endif
 }
 
-TEST_CASE("a decode step of a sliding-window model allocates nothing, its ring turning (gemma2 fixture)") {
+TEST_CASE(
+    "a decode step of a sliding-window model allocates nothing, its ring turning (gemma2 "
+    "fixture)") {
 #if !KVRT_COUNT_MALLOC
   MESSAGE("skipped under a sanitizer, which owns malloc");
   return;
@@ -173,7 +178,8 @@ TEST_CASE("a decode step on quantized weights allocates nothing") {
     const model::Model m(path);
     std::string kernels;
     const double per_step = mallocs_per_step(m, kv::KvConfig{}, 16, &kernels);
-    MESSAGE(std::string(type) << ": " << per_step << " mallocs per decode step (" << kernels << ")");
+    MESSAGE(std::string(type) << ": " << per_step << " mallocs per decode step (" << kernels
+                              << ")");
     CHECK(kernels.find("gemv kvrt-packed:") != std::string::npos);
     CHECK(per_step == 0.0);
   }

@@ -47,7 +47,8 @@ TEST_CASE("dispatch: the runnable rungs follow the CPU features, scalar first") 
   const std::vector<Isa> isas = runnable_isas();
   REQUIRE(!isas.empty());
   CHECK(isas.front() == Isa::kScalar);
-  MESSAGE("CPU features: " << cpu_features_string(f) << "; process rung " << std::string(isa_name()));
+  MESSAGE("CPU features: " << cpu_features_string(f) << "; process rung "
+                           << std::string(isa_name()));
   for (Isa isa : isas) {
     if (isa == Isa::kAvx2) CHECK((f.avx2 && f.fma && f.f16c));
     if (isa == Isa::kAvx512) CHECK((f.avx512f && f.avx512bw && f.avx512dq && f.avx512vl));
@@ -66,7 +67,8 @@ TEST_CASE("dispatch: the runnable rungs follow the CPU features, scalar first") 
   if (f.neon && f.dotprod && f.i8mm) CHECK(runs(Isa::kNeonI8mm));
   if (!f.dotprod) CHECK(!runs(Isa::kNeonDotprod));
   if (!f.i8mm) CHECK(!runs(Isa::kNeonI8mm));
-  CHECK(std::string(kernels().isa) == isa_to_string(isas.back()));  // unless KVRT_ISA says otherwise
+  CHECK(std::string(kernels().isa) ==
+        isa_to_string(isas.back()));  // unless KVRT_ISA says otherwise
 }
 
 TEST_CASE("dispatch: every rung fills the slots the scalar twins fill, and overwrites some") {
@@ -81,7 +83,7 @@ TEST_CASE("dispatch: every rung fills the slots the scalar twins fill, and overw
     for (const auto& [name, fn] : here) {
       INFO("slot " << name);
       if (name.rfind("matmul.tile", 0) == 0) CHECK(fn != nullptr);  // each rung's own tile shape
-      else CHECK((fn != nullptr) == (scalar.at(name) != nullptr));   // a kernel where a twin is
+      else CHECK((fn != nullptr) == (scalar.at(name) != nullptr));  // a kernel where a twin is
       n_filled += fn != nullptr;
       n_changed += below.count(name) == 0 || below.at(name) != fn;
     }
@@ -95,7 +97,8 @@ TEST_CASE("dispatch: describe_slots names the rung that filled each slot") {
   for (Isa isa : runnable_isas()) {
     const std::vector<std::string> lines = describe_slots(isa);
     REQUIRE(!lines.empty());
-    CHECK(lines.front().rfind(std::string(isa_to_string(isa)) + ": ", 0) == 0);  // the top rung has slots
+    CHECK(lines.front().rfind(std::string(isa_to_string(isa)) + ": ", 0) ==
+          0);  // the top rung has slots
     for (const std::string& line : lines) {
       const Isa rung = parse_isa(line.substr(0, line.find(':')));
       CHECK(size_t(rung) <= size_t(isa));
@@ -117,7 +120,8 @@ TEST_CASE("dispatch: KVRT_ISA stops the ladder for every kernel family, as kvrt 
   for (Isa isa : runnable_isas()) {
     const std::string name = isa_to_string(isa);
     setenv("KVRT_ISA", name.c_str(), 1);
-    const kvrt::test::CommandResult forced = kvrt::test::run_kvrt("info -m " + kvrt::test::stories_path(), tmp);
+    const kvrt::test::CommandResult forced =
+        kvrt::test::run_kvrt("info -m " + kvrt::test::stories_path(), tmp);
     unsetenv("KVRT_ISA");
     INFO("KVRT_ISA=" << name << "\n" << forced.out << forced.err);
     REQUIRE(forced.exit_code == 0);
@@ -125,8 +129,10 @@ TEST_CASE("dispatch: KVRT_ISA stops the ladder for every kernel family, as kvrt 
     // The matmul tiles and the attention kernels come from this rung or below, never above.
     const std::string kernels = forced.out.substr(forced.out.find("kernels:"));
     for (Isa above : runnable_isas()) {
-      if (size_t(above) > size_t(isa)) CHECK(kernels.find(std::string(isa_to_string(above)) + ":") == std::string::npos);
+      if (size_t(above) > size_t(isa))
+        CHECK(kernels.find(std::string(isa_to_string(above)) + ":") == std::string::npos);
     }
-    CHECK(kernels.find("matmul.tiles." + std::to_string(kernels_for(isa).matmul.rows)) != std::string::npos);
+    CHECK(kernels.find("matmul.tiles." + std::to_string(kernels_for(isa).matmul.rows)) !=
+          std::string::npos);
   }
 }

@@ -34,12 +34,15 @@ std::string kvrt_exe() {
 
 // `kvrt validate` of one setting on a short usable context (about a second on stories260K).
 std::string validate_args(const std::string& kv, const std::string& outputs) {
-  return "validate -m " + quote(kvrt::test::stories_path()) + " --kv " + kv + " --max-len 64 " + outputs;
+  return "validate -m " + quote(kvrt::test::stories_path()) + " --kv " + kv + " --max-len 64 " +
+         outputs;
 }
 
 // Starts `sh -c "<env> kvrt <args> >out 2>err"` in the background.
-pid_t start(const std::string& env, const std::string& args, const std::string& out, const std::string& err) {
-  const std::string cmd = env + " " + kvrt_exe() + " " + args + " >" + quote(out) + " 2>" + quote(err);
+pid_t start(const std::string& env, const std::string& args, const std::string& out,
+            const std::string& err) {
+  const std::string cmd =
+      env + " " + kvrt_exe() + " " + args + " >" + quote(out) + " 2>" + quote(err);
   const pid_t pid = fork();
   if (pid == 0) {
     execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
@@ -72,7 +75,8 @@ bool wait_until(const std::function<bool()>& done, double seconds) {
 // Names in `dir`, sorted.
 std::vector<std::string> listing(const std::string& dir) {
   std::vector<std::string> names;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) names.push_back(e.path().filename());
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    names.push_back(e.path().filename());
   std::sort(names.begin(), names.end());
   return names;
 }
@@ -83,7 +87,8 @@ bool progress_done(const std::string& err) {
   const size_t at = err.rfind("validating: ");
   if (at == std::string::npos) return false;
   int done = 0, total = -1;
-  if (std::sscanf(err.c_str() + at, "validating: %d/%d", &done, &total) == 2 && done == total) return true;
+  if (std::sscanf(err.c_str() + at, "validating: %d/%d", &done, &total) == 2 && done == total)
+    return true;
   return err.find(" 0 settings running", at) != std::string::npos;
 }
 
@@ -97,19 +102,25 @@ std::string hooks_env(const std::string& settings) {
     return "";
   }
   // A sanitized kvrt accepts a library loaded before its runtime only when told so.
-  return "LD_PRELOAD=" + quote(hooks) + " ASAN_OPTIONS=\"${ASAN_OPTIONS}:verify_asan_link_order=0\" " + settings;
+  return "LD_PRELOAD=" + quote(hooks) +
+         " ASAN_OPTIONS=\"${ASAN_OPTIONS}:verify_asan_link_order=0\" " + settings;
 }
 
 }  // namespace
 
-TEST_CASE("an output path that is a symlink is written through to its regular-file target; the link stays") {
+TEST_CASE(
+    "an output path that is a symlink is written through to its regular-file target; the link "
+    "stays") {
   TempDir tmp;
   std::filesystem::create_directory(tmp / "data");
   std::ofstream(tmp / "data/r.json") << "old";
   std::filesystem::create_symlink(tmp / "data/r.json", tmp / "link.json");
-  std::filesystem::create_symlink("data/r.toml", tmp / "link.toml");  // relative, to the record made first
-  const int first = run("", validate_args("q8", "--json " + quote(tmp / "link.json") + " --record " +
-                                                    quote(tmp / "data/r.toml")), tmp);
+  std::filesystem::create_symlink("data/r.toml",
+                                  tmp / "link.toml");  // relative, to the record made first
+  const int first = run("",
+                        validate_args("q8", "--json " + quote(tmp / "link.json") + " --record " +
+                                                quote(tmp / "data/r.toml")),
+                        tmp);
   INFO(kvrt::test::read_file(tmp / "stderr"));
   REQUIRE((first == 0 || first == 1));
   CHECK(std::filesystem::is_symlink(tmp / "link.json"));
@@ -122,12 +133,15 @@ TEST_CASE("an output path that is a symlink is written through to its regular-fi
   CHECK(record.find("\"q4/q4\"") != std::string::npos);
 }
 
-TEST_CASE("a validate killed before its outputs are in place leaves no temporary file after the next run") {
+TEST_CASE(
+    "a validate killed before its outputs are in place leaves no temporary file after the next "
+    "run") {
   TempDir tmp;
   const std::string env = hooks_env("KVRT_HOOK_KILL_RENAME=r.json");
   if (env.empty()) return;
   std::filesystem::create_directory(tmp / "out");
-  const std::string outputs = "--json " + quote(tmp / "out/r.json") + " --record " + quote(tmp / "out/r.toml");
+  const std::string outputs =
+      "--json " + quote(tmp / "out/r.json") + " --record " + quote(tmp / "out/r.toml");
   CHECK(run(env, validate_args("q8", outputs), tmp) == 128 + SIGKILL);
   CHECK(!std::filesystem::exists(tmp / "out/r.json"));
   // A temporary file of a live process (this one) is left alone.
@@ -160,8 +174,10 @@ TEST_CASE("a file-size limit (SIGXFSZ) is an error that leaves no partial file")
   TempDir tmp;
   std::filesystem::create_directory(tmp / "out");
   // 8 KiB: the text report on stdout fits, the JSON report (about 17 KiB) does not.
-  const int rc = run("ulimit -f 8;", validate_args("q8", "--json " + quote(tmp / "out/r.json") + " --record " +
-                                                            quote(tmp / "out/r.toml")), tmp);
+  const int rc = run("ulimit -f 8;",
+                     validate_args("q8", "--json " + quote(tmp / "out/r.json") + " --record " +
+                                             quote(tmp / "out/r.toml")),
+                     tmp);
   const std::string err = kvrt::test::read_file(tmp / "stderr");
   CAPTURE(err);
   CHECK(rc == 2);
@@ -172,7 +188,8 @@ TEST_CASE("a file-size limit (SIGXFSZ) is an error that leaves no partial file")
 
 TEST_CASE("two validate runs writing one record at once both keep their verdicts") {
   TempDir tmp;
-  const std::string env = hooks_env("KVRT_HOOK_HOLD_RENAME=r.toml KVRT_HOOK_DIR=" + quote(tmp / "hook"));
+  const std::string env =
+      hooks_env("KVRT_HOOK_HOLD_RENAME=r.toml KVRT_HOOK_DIR=" + quote(tmp / "hook"));
   if (env.empty()) return;
   std::filesystem::create_directory(tmp / "hook");
   const std::string record = "--record " + quote(tmp / "r.toml");
@@ -181,12 +198,15 @@ TEST_CASE("two validate runs writing one record at once both keep their verdicts
   REQUIRE(wait_until([&] { return std::filesystem::exists(tmp / "hook/held"); }, 300));
   const pid_t b = start("", validate_args("q4", record), tmp / "b.out", tmp / "b.err");
   bool b_exited = false;
-  wait_until([&] {
-    int status = 0;
-    b_exited = b_exited || waitpid(b, &status, WNOHANG) == b;
-    return b_exited || progress_done(kvrt::test::read_file(tmp / "b.err"));
-  }, 300);
-  if (!b_exited) std::this_thread::sleep_for(std::chrono::seconds(3));  // B's record write, or its wait for A
+  wait_until(
+      [&] {
+        int status = 0;
+        b_exited = b_exited || waitpid(b, &status, WNOHANG) == b;
+        return b_exited || progress_done(kvrt::test::read_file(tmp / "b.err"));
+      },
+      300);
+  if (!b_exited)
+    std::this_thread::sleep_for(std::chrono::seconds(3));  // B's record write, or its wait for A
   std::ofstream(tmp / "hook/release") << "";
   CHECK(finish(a) <= 1);
   if (!b_exited) CHECK(finish(b) <= 1);

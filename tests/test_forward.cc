@@ -39,9 +39,11 @@ std::vector<int32_t> greedy(int n_threads, int n_new) {
   return out;
 }
 
-// The mean NLL in models/reference_nll_*.txt ("mean_nll=1.758743"), from two independent implementations.
+// The mean NLL in models/reference_nll_*.txt ("mean_nll=1.758743"), from two independent
+// implementations.
 double reference_nll() {
-  const std::string ref = test::read_file(test::models_dir() + "/reference_nll_cs336_tinystories_sample_512tok.txt");
+  const std::string ref =
+      test::read_file(test::models_dir() + "/reference_nll_cs336_tinystories_sample_512tok.txt");
   const size_t at = ref.find("mean_nll=");
   REQUIRE(at != std::string::npos);
   return std::stod(ref.substr(at + 9));
@@ -59,7 +61,8 @@ TEST_CASE("kvrt run greedy from BOS prints the golden 200 tokens") {
 
 TEST_CASE("kvrt run greedy from 'Once upon a time' fills 64 positions with the golden text") {
   test::TempDir tmp;
-  auto r = test::run_kvrt("run -m " + test::stories_path() + " -c 64 -n 1000 -p 'Once upon a time'", tmp);
+  auto r = test::run_kvrt("run -m " + test::stories_path() + " -c 64 -n 1000 -p 'Once upon a time'",
+                          tmp);
   CHECK(r.exit_code == 0);
   CHECK(r.out == test::read_file(test::models_dir() + "/golden_greedy_prompt_once_n64.txt"));
   CHECK(r.err.find("context full (64 positions)") != std::string::npos);
@@ -91,7 +94,8 @@ TEST_CASE("teacher-forced mean NLL over the reference text matches models/refere
 
 TEST_CASE("prefill then decode gives the logits of feeding tokens one by one") {
   const auto& m = stories();
-  std::vector<int32_t> tokens = m.tokenizer().encode("Once upon a time there was a cat who liked fish.", true);
+  std::vector<int32_t> tokens =
+      m.tokenizer().encode("Once upon a time there was a cat who liked fish.", true);
   const int n = int(tokens.size()), n_vocab = m.config().n_vocab;
   std::vector<float> batch(size_t(n) * n_vocab);
   auto prefill = make_session(128, 2, 7);  // chunks of 7 exercise partial batches
@@ -102,7 +106,8 @@ TEST_CASE("prefill then decode gives the logits of feeding tokens one by one") {
     double max_abs = 0, max_err = 0;
     for (int i = 0; i < n_vocab; ++i) {
       max_abs = std::max(max_abs, std::fabs(double(step.last_logits()[i])));
-      max_err = std::max(max_err, std::fabs(double(step.last_logits()[i]) - batch[size_t(t) * n_vocab + i]));
+      max_err = std::max(max_err,
+                         std::fabs(double(step.last_logits()[i]) - batch[size_t(t) * n_vocab + i]));
     }
     INFO("token " << t);
     CHECK(max_err <= 1e-5 * max_abs);

@@ -18,7 +18,8 @@ namespace {
 std::vector<std::string> inputs(const std::string& target) {
   std::vector<std::string> files;
   for (const char* kind : {"corpus", "crashes"}) {
-    const std::filesystem::path dir = std::filesystem::path(KVRT_SOURCE_DIR) / "tests" / "fuzz" / kind / target;
+    const std::filesystem::path dir =
+        std::filesystem::path(KVRT_SOURCE_DIR) / "tests" / "fuzz" / kind / target;
     if (!std::filesystem::exists(dir)) continue;
     for (const auto& e : std::filesystem::directory_iterator(dir))
       if (e.is_regular_file()) files.push_back(e.path().string());
@@ -41,7 +42,8 @@ void replay(const std::string& target, void (*body)(const uint8_t*, size_t)) {
 TEST_CASE("the gguf fuzz target handles its corpus and past crashes") {
   replay("gguf", kvrt::fuzz::gguf_one);
   // The seed model is a complete model: it loads and tokenizes.
-  kvrt::model::Model m(std::string(KVRT_SOURCE_DIR) + "/tests/fuzz/corpus/gguf/tiny_llama_f32.gguf");
+  kvrt::model::Model m(std::string(KVRT_SOURCE_DIR) +
+                       "/tests/fuzz/corpus/gguf/tiny_llama_f32.gguf");
   CHECK(m.config().n_vocab == 8);
 }
 
@@ -54,7 +56,8 @@ TEST_CASE("the manifest fuzz target handles its corpus and past crashes") {
   // The seeds are valid manifests: each loads on its own.
   for (const char* seed : {"cases.toml", "templates.toml", "tasks.toml"}) {
     CAPTURE(seed);
-    const std::string bytes = kvrt::test::read_file(std::string(KVRT_SOURCE_DIR) + "/tests/fuzz/corpus/manifest/" + seed);
+    const std::string bytes =
+        kvrt::test::read_file(std::string(KVRT_SOURCE_DIR) + "/tests/fuzz/corpus/manifest/" + seed);
     const kvrt::fuzz::CaseDir dir;
     std::ofstream(dir.path + "/manifest.toml") << bytes;
     const kvrt::validate::CaseSet set = kvrt::validate::load_case_set({dir.path});
@@ -65,8 +68,11 @@ TEST_CASE("the manifest fuzz target handles its corpus and past crashes") {
 TEST_CASE("the toml fuzz target handles its corpus and past crashes") {
   replay("toml", kvrt::fuzz::toml_one);
   // The record seed reaches the record parser: with its hash line it reads back as a record.
-  const std::string body = kvrt::test::read_file(std::string(KVRT_SOURCE_DIR) + "/tests/fuzz/corpus/toml/record_body.toml");
-  const std::string text = "#\ncontent_sha256 = " + kvrt::validate::toml_quote(kvrt::sha256_hex("#\n" + body)) + "\n" + body;
+  const std::string body = kvrt::test::read_file(std::string(KVRT_SOURCE_DIR) +
+                                                 "/tests/fuzz/corpus/toml/record_body.toml");
+  const std::string text =
+      "#\ncontent_sha256 = " + kvrt::validate::toml_quote(kvrt::sha256_hex("#\n" + body)) + "\n" +
+      body;
   const kvrt::validate::Record r = kvrt::validate::read_record(kvrt::fuzz::memory_file(text));
   REQUIRE(r.settings.size() == 2);
   CHECK(r.settings[1].n_ctx == 256);

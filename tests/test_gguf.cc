@@ -20,14 +20,13 @@
 #include "test_util.h"
 
 namespace fs = std::filesystem;
-using kvrt::test::TempDir;
 using kvrt::io::GgufFile;
 using kvrt::io::GgufType;
 using kvrt::io::GgufWriter;
 using kvrt::simd::WeightType;
+using kvrt::test::TempDir;
 
 namespace {
-
 
 // Hand-assembled GGUF bytes, for files the writer refuses to produce.
 struct Bytes {
@@ -187,8 +186,7 @@ TEST_CASE("unknown tensor types and metadata value types are refused") {
   check_rejected((dir / "ttype.gguf"),
                  Bytes().header(1, 0).tensor("w", {8}, 99, 0).pad(32).zeros(64).b,
                  "tensor 'w' has unknown type 99 at byte offset 45");
-  check_rejected((dir / "vtype.gguf"),
-                 Bytes().header(0, 1).str("k").put<uint32_t>(13).zeros(16).b,
+  check_rejected((dir / "vtype.gguf"), Bytes().header(0, 1).str("k").put<uint32_t>(13).zeros(16).b,
                  "metadata key 'k' has unknown value type 13 at byte offset 33");
   check_rejected(
       (dir / "etype.gguf"),
@@ -428,7 +426,8 @@ TEST_CASE("writer refuses bad input and reports I/O failures naming the path") {
   CHECK_THROWS_AS(w.add_tensor("q", {16}, WeightType::kQ8_0, std::vector<float>(16)), kvrt::Error);
   CHECK_THROWS_AS(w.add_tensor("z", {0}, WeightType::kF32, std::vector<float>{}), kvrt::Error);
   CHECK_THROWS_AS(w.add_tensor("n", {4}, WeightType::kF32, std::vector<float>(3)), kvrt::Error);
-  CHECK_THROWS_AS(w.add_tensor("t", {256}, WeightType::kQ8_K, std::vector<float>(256)), kvrt::Error);  // an activation format
+  CHECK_THROWS_AS(w.add_tensor("t", {256}, WeightType::kQ8_K, std::vector<float>(256)),
+                  kvrt::Error);  // an activation format
   w.add_tensor("w", {4}, WeightType::kF32, std::vector<float>(4, 1.0f));
   CHECK_THROWS_AS(w.add_tensor("w", {4}, WeightType::kF32, std::vector<float>(4)), kvrt::Error);
   TempDir dir;

@@ -63,10 +63,8 @@ TEST_CASE("f32_to_f16 round-trips every non-NaN f16 and keeps NaN") {
   for (uint32_t i = 0; i < 65536; ++i) {
     const uint16_t h = uint16_t(i);
     const uint16_t back = kvrt::f32_to_f16(kvrt::f16_to_f32(h));
-    if (f16_is_nan(h))
-      REQUIRE(f16_is_nan(back));
-    else
-      REQUIRE(back == h);
+    if (f16_is_nan(h)) REQUIRE(f16_is_nan(back));
+    else REQUIRE(back == h);
   }
 }
 
@@ -123,10 +121,8 @@ TEST_CASE("bf16 widening is exact and narrowing round-trips every non-NaN bf16")
     const uint16_t h = uint16_t(i);
     const float f = kvrt::bf16_to_f32(h);
     REQUIRE(std::bit_cast<uint32_t>(f) == uint32_t(h) << 16);
-    if (bf16_is_nan(h))
-      REQUIRE(bf16_is_nan(kvrt::f32_to_bf16(f)));
-    else
-      REQUIRE(kvrt::f32_to_bf16(f) == h);
+    if (bf16_is_nan(h)) REQUIRE(bf16_is_nan(kvrt::f32_to_bf16(f)));
+    else REQUIRE(kvrt::f32_to_bf16(f) == h);
   }
 }
 

@@ -42,7 +42,8 @@ TEST_CASE("the f32 cache runs any head_dim, and q8 and q4 pick a group that divi
   }
   const std::string m48 = synth_model(dir, 48);
   for (const char* kv : {"q8", "q4"}) {
-    const auto r = run_kvrt("run -m " + m48 + " -p Once -n 4 -t 1 --allow-unvalidated --kv " + kv, dir);
+    const auto r =
+        run_kvrt("run -m " + m48 + " -p Once -n 4 -t 1 --allow-unvalidated --kv " + kv, dir);
     INFO(r.err);
     CHECK(r.exit_code == 0);
     CHECK(r.err.find(std::string("k=") + kv + ",v=" + kv + ",g=24,") != std::string::npos);
@@ -54,14 +55,18 @@ TEST_CASE("kvrt validate skips a setting that cannot apply to the model and says
   const std::string m48 = synth_model(dir, 48);
   std::ofstream(dir / "settings.toml") << "[[setting]]\nlabel = \"q8/q8\"\nkv = \"q8\"\n\n"
                                           "[[setting]]\nlabel = \"q4/q4 g32\"\nkv = \"q4,g=32\"\n";
-  const std::string common = "validate -m " + m48 + " --max-len 160 -t 1 --record " + dir / "r.toml";
-  const auto r = run_kvrt(common + " --settings " + dir / "settings.toml" + " --json " + dir / "r.json", dir);
+  const std::string common =
+      "validate -m " + m48 + " --max-len 160 -t 1 --record " + dir / "r.toml";
+  const auto r =
+      run_kvrt(common + " --settings " + dir / "settings.toml" + " --json " + dir / "r.json", dir);
   INFO(r.err);
   CHECK((r.exit_code == 0 || r.exit_code == 1));  // it ran and judged q8/q8
-  CHECK(r.out.find("setting skipped (cannot apply to this model or CPU): q4/q4 g32: q4 keys need a group that "
+  CHECK(r.out.find("setting skipped (cannot apply to this model or CPU): q4/q4 g32: q4 keys need a "
+                   "group that "
                    "divides head_dim 48") != std::string::npos);
   CHECK(r.out.find("q8/q8  (k=q8,v=q8,g=24,") != std::string::npos);
-  CHECK(kvrt::test::read_file(dir / "r.json").find("\"skipped_settings\": [\"q4/q4 g32: ") != std::string::npos);
+  CHECK(kvrt::test::read_file(dir / "r.json").find("\"skipped_settings\": [\"q4/q4 g32: ") !=
+        std::string::npos);
   // A run where nothing applies is a usage error naming why.
   const auto none = run_kvrt(common + " --kv q4 --group 32", dir);
   CHECK(none.exit_code == 2);

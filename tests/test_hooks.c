@@ -30,7 +30,8 @@ static void hold(void) {
 }
 
 int rename(const char* from, const char* to) {
-  int (*real)(const char*, const char*) = (int (*)(const char*, const char*))dlsym(RTLD_NEXT, "rename");
+  int (*real)(const char*, const char*) =
+      (int (*)(const char*, const char*))dlsym(RTLD_NEXT, "rename");
   const char* kill_suffix = getenv("KVRT_HOOK_KILL_RENAME");
   const char* hold_suffix = getenv("KVRT_HOOK_HOLD_RENAME");
   if (kill_suffix && ends_with(to, kill_suffix)) raise(SIGKILL);

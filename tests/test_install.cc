@@ -50,8 +50,8 @@ struct Install {
   Install() {
     const char* build = std::getenv("KVRT_BUILD_DIR");
     REQUIRE(build != nullptr);
-    REQUIRE(sh("meson install -C '" + std::string(build) + "' --no-rebuild --quiet --destdir '" + root +
-               "' >'" + tmp / "install.log" + "' 2>&1") == 0);
+    REQUIRE(sh("meson install -C '" + std::string(build) + "' --no-rebuild --quiet --destdir '" +
+               root + "' >'" + tmp / "install.log" + "' 2>&1") == 0);
     REQUIRE(sh("find '" + root + "' -path '*/bin/kvrt' -type f", &kvrt) == 0);
     while (!kvrt.empty() && kvrt.back() == '\n') kvrt.pop_back();
     REQUIRE_MESSAGE(!kvrt.empty(), "bin/kvrt was not installed");
@@ -65,10 +65,14 @@ struct Install {
     fs::create_directories(work);
     const char* wrapper = std::getenv("KVRT_EXE_WRAPPER");  // cross builds: the emulator
     kvrt::test::CommandResult r;
-    r.exit_code = sh("cd '" + work + "' && env -u KVRT_DATA_DIR -u KVRT_VALIDATION_DIR -u KVRT_MODEL -u KVRT_EXE "
-                     "-u KVRT_STATE_DIR HOME='" + home + "' XDG_STATE_HOME='" + home + "/state' " + env + " " +
-                     (wrapper ? std::string(wrapper) + " " : "") + "'" + kvrt + "' " + args + " 2>'" + tmp / "stderr" + "'",
-                     &r.out);
+    r.exit_code =
+        sh("cd '" + work +
+               "' && env -u KVRT_DATA_DIR -u KVRT_VALIDATION_DIR -u KVRT_MODEL -u KVRT_EXE "
+               "-u KVRT_STATE_DIR HOME='" +
+               home + "' XDG_STATE_HOME='" + home + "/state' " + env + " " +
+               (wrapper ? std::string(wrapper) + " " : "") + "'" + kvrt + "' " + args + " 2>'" +
+               tmp / "stderr" + "'",
+           &r.out);
     r.err = kvrt::test::read_file(tmp / "stderr");
     return r;
   }
@@ -81,10 +85,13 @@ const Install& installed() {
 
 }  // namespace
 
-TEST_CASE("the installed tree holds the data: validation set, thresholds, default model and its licence") {
+TEST_CASE(
+    "the installed tree holds the data: validation set, thresholds, default model and its "
+    "licence") {
   const Install& in = installed();
-  for (const char* f : {"validation/thresholds.toml", "validation/settings.toml", "validation/cases/manifest.toml",
-                        "models/stories260K.gguf", "models/LICENSE-stories260K", "models/catalogue.toml"}) {
+  for (const char* f :
+       {"validation/thresholds.toml", "validation/settings.toml", "validation/cases/manifest.toml",
+        "models/stories260K.gguf", "models/LICENSE-stories260K", "models/catalogue.toml"}) {
     CAPTURE(f);
     CHECK(fs::is_regular_file(in.data_dir + "/" + f));
   }
@@ -104,7 +111,8 @@ TEST_CASE("the installed kvrt validates with the bundled acceptance set and thre
   const auto r = in.run("validate --kv q8 --max-len 64 -t 1 --record r.toml");
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
-  CHECK(r.out.find("thresholds " + in.data_dir + "/validation/thresholds.toml") != std::string::npos);
+  CHECK(r.out.find("thresholds " + in.data_dir + "/validation/thresholds.toml") !=
+        std::string::npos);
   CHECK(r.out.find("PASS") != std::string::npos);
   CHECK(fs::is_regular_file(in.tmp / "work/r.toml"));
 }
@@ -115,7 +123,8 @@ TEST_CASE("the installed kvrt refuses a KVRT_DATA_DIR that is not a directory, n
   const auto r = in.run("info", "KVRT_DATA_DIR='" + missing + "'");
   CHECK(r.exit_code == 2);
   CHECK(r.out.empty());
-  CHECK(r.err.find("KVRT_DATA_DIR names '" + missing + "', which is not a directory") != std::string::npos);
+  CHECK(r.err.find("KVRT_DATA_DIR names '" + missing + "', which is not a directory") !=
+        std::string::npos);
 }
 
 // The bytes of an installed file as a program would see them: object files (ELF, ar archives)
@@ -123,7 +132,11 @@ TEST_CASE("the installed kvrt refuses a KVRT_DATA_DIR that is not a directory, n
 // builds ($KVRT_STRIP --strip-debug on a copy).
 std::string loaded_bytes(const fs::path& file, const kvrt::test::TempDir& tmp) {
   const std::string bytes = kvrt::test::read_file(file.string());
-  if (bytes.rfind("\x7f" "ELF", 0) != 0 && bytes.rfind("!<arch>\n", 0) != 0) return bytes;
+  if (bytes.rfind("\x7f"
+                  "ELF",
+                  0) != 0 &&
+      bytes.rfind("!<arch>\n", 0) != 0)
+    return bytes;
   const char* strip = std::getenv("KVRT_STRIP");
   REQUIRE_MESSAGE(strip != nullptr, "tests/meson.build sets KVRT_STRIP");
   const std::string copy = tmp / "stripped";

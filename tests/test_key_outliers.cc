@@ -49,7 +49,8 @@ std::vector<double> key_kl(const std::string& fixture, const std::vector<std::st
   const RunResult r = run_validation(m, cases, ss, o);
   std::vector<double> kl;
   for (const SettingResult& s : r.settings) {
-    const std::vector<double> v = metric_values(s, cases, Metric::kKl, [](const Case&) { return true; });
+    const std::vector<double> v =
+        metric_values(s, cases, Metric::kKl, [](const Case&) { return true; });
     REQUIRE(v.size() == cases.size());
     kl.push_back(std::accumulate(v.begin(), v.end(), 0.0) / double(v.size()));
   }
@@ -58,12 +59,16 @@ std::vector<double> key_kl(const std::string& fixture, const std::vector<std::st
 
 }  // namespace
 
-TEST_CASE("a K-bias outlier costs per-token q4 keys several times the KL; channel-axis keys and rotation take it back") {
-  const std::vector<std::string> settings = {"k=q4,v=f32,rot=0", "k=q4,v=f32,axis=channel,rot=0", "k=q4,v=f32,rot=1"};
+TEST_CASE(
+    "a K-bias outlier costs per-token q4 keys several times the KL; channel-axis keys and rotation "
+    "take it back") {
+  const std::vector<std::string> settings = {"k=q4,v=f32,rot=0", "k=q4,v=f32,axis=channel,rot=0",
+                                             "k=q4,v=f32,rot=1"};
   const std::vector<double> qwen = key_kl("qwen2-hd64", settings);
   const std::vector<double> llama = key_kl("llama3-hd64", {settings[0]});
-  MESSAGE("mean KL of q4 keys: qwen2-hd64 per-token " << qwen[0] << ", channel-axis " << qwen[1] << ", rotated "
-                                                      << qwen[2] << "; llama3-hd64 per-token " << llama[0]);
+  MESSAGE("mean KL of q4 keys: qwen2-hd64 per-token " << qwen[0] << ", channel-axis " << qwen[1]
+                                                      << ", rotated " << qwen[2]
+                                                      << "; llama3-hd64 per-token " << llama[0]);
   // llama.cpp's q4_0 keys cost 10x on qwen2-hd64; kvrt's q4 has a minimum beside the scale, which
   // absorbs part of a one-sided outlier, so the contrast is smaller but still far outside noise.
   CHECK(qwen[0] > 3 * llama[0]);

@@ -54,7 +54,8 @@ kv::KvConfig setting(kv::Format k, kv::Format v) {
 
 }  // namespace
 
-TEST_CASE("greedy generation with a q8 cache follows FP32 for 100 tokens, or diverges at a near-tie") {
+TEST_CASE(
+    "greedy generation with a q8 cache follows FP32 for 100 tokens, or diverges at a near-tie") {
   const int n_vocab = stories().config().n_vocab;
   auto ref = make_session({}, 128);
   auto q8 = make_session(setting(kv::Format::kQ8, kv::Format::kQ8), 128);
@@ -99,7 +100,8 @@ TEST_CASE("KL divergence against FP32 over the reference text, per format") {
   const double kl_q8 = mean_kl(setting(kv::Format::kQ8, kv::Format::kQ8));
   const double kl_q4 = mean_kl(setting(kv::Format::kQ4, kv::Format::kQ4));
   const double kl_k8v4 = mean_kl(setting(kv::Format::kQ8, kv::Format::kQ4));
-  MESSAGE("mean KL vs FP32 over 512 tokens: q8/q8 " << kl_q8 << ", q8/q4 " << kl_k8v4 << ", q4/q4 " << kl_q4);
+  MESSAGE("mean KL vs FP32 over 512 tokens: q8/q8 " << kl_q8 << ", q8/q4 " << kl_k8v4 << ", q4/q4 "
+                                                    << kl_q4);
   // q8 is close to lossless here; q4 keys lose more than q4 values (keys are more sensitive).
   CHECK(kl_q8 < 0.01);
   CHECK(kl_q8 < kl_k8v4);
@@ -113,7 +115,8 @@ namespace {
 std::vector<float> text_logits(const kv::KvConfig& kv, int n) {
   const auto& m = stories();
   const int n_vocab = m.config().n_vocab, n_prefill = n / 2;
-  std::vector<int32_t> tokens = m.tokenizer().encode(test::read_file(test::text_dir() + "/tinystories_sample.txt"), true);
+  std::vector<int32_t> tokens =
+      m.tokenizer().encode(test::read_file(test::text_dir() + "/tinystories_sample.txt"), true);
   REQUIRE(int(tokens.size()) >= n);
   std::vector<float> logits(size_t(n) * n_vocab);  // [n][n_vocab]
   auto s = make_session(kv, n);
@@ -130,13 +133,13 @@ std::vector<float> text_logits(const kv::KvConfig& kv, int n) {
 TEST_CASE("protections that store the same numbers give the same logits, bit for bit") {
   const int n = 100;  // stories260K has 5 layers
   const std::pair<const char*, const char*> same[] = {
-      {"q8", "q4,layers[0,1,2,3,4]=q8"},            // every layer overridden: the uniform setting
-      {"q8", "q2,layers[0,1,-3,-2,-1]=q8"},         // the same, counted from the last layer
-      {"k=q8,v=q4", "q4,k[0,1,2,3,4]=q8"},          // keys alone
-      {"q4", "q4,sinks=0"},                         // no sinks
-      {"f32", "q4,rot=0,sinks=100"},                // sinks over the whole context: FP32 keys and values
+      {"q8", "q4,layers[0,1,2,3,4]=q8"},     // every layer overridden: the uniform setting
+      {"q8", "q2,layers[0,1,-3,-2,-1]=q8"},  // the same, counted from the last layer
+      {"k=q8,v=q4", "q4,k[0,1,2,3,4]=q8"},   // keys alone
+      {"q4", "q4,sinks=0"},                  // no sinks
+      {"f32", "q4,rot=0,sinks=100"},         // sinks over the whole context: FP32 keys and values
       {"f32", "q2,axis=channel,r=32,rot=0,sinks=100,layers[1]=q8"},
-      {"f32,rot=1", "q4,sinks=100"},                // the same rows stored rotated
+      {"f32,rot=1", "q4,sinks=100"},  // the same rows stored rotated
   };
   for (const auto& [a, b] : same) {
     CAPTURE(a);
@@ -145,11 +148,13 @@ TEST_CASE("protections that store the same numbers give the same logits, bit for
   }
   // And a protection that changes the numbers does change the logits.
   CHECK(text_logits(kv::parse_setting("q4"), n) != text_logits(kv::parse_setting("q4,sinks=4"), n));
-  CHECK(text_logits(kv::parse_setting("q4"), n) != text_logits(kv::parse_setting("q4,layers[-1]=q8"), n));
+  CHECK(text_logits(kv::parse_setting("q4"), n) !=
+        text_logits(kv::parse_setting("q4,layers[-1]=q8"), n));
 }
 
 TEST_CASE("a session names its setting with layer indices counted from the first layer") {
   const auto s = make_session(kv::parse_setting("q4,sinks=4,layers[0,-1]=q8,v[-2]=f32"), 64);
-  CHECK(s.kv_cache().config().name() == "k=q4,v=q4,g=8,axis=token,r=0,rot=1,sinks=4,v[3]=f32,layers[0,4]=q8");
+  CHECK(s.kv_cache().config().name() ==
+        "k=q4,v=q4,g=8,axis=token,r=0,rot=1,sinks=4,v[3]=f32,layers[0,4]=q8");
   CHECK_THROWS_AS(make_session(kv::parse_setting("q4,layers[5]=q8"), 64), Error);
 }

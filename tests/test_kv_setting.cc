@@ -1,5 +1,6 @@
 // The one text form of a KV setting (kv::parse_setting): the same parser behind --kv, bench
-// --settings, kvrt_kv_config_parse and validation/settings.toml, and the canonical name it reads back.
+// --settings, kvrt_kv_config_parse and validation/settings.toml, and the canonical name it reads
+// back.
 #include <doctest/doctest.h>
 
 #include <fstream>
@@ -33,7 +34,8 @@ std::string error_of(std::string_view text) {
 
 }  // namespace
 
-TEST_CASE("a setting is a format, then fields applied left to right; the canonical name reads back") {
+TEST_CASE(
+    "a setting is a format, then fields applied left to right; the canonical name reads back") {
   const KvConfig q8 = kv::parse_setting("q8");
   CHECK(q8.k_format == Format::kQ8);
   CHECK(q8.v_format == Format::kQ8);
@@ -48,16 +50,18 @@ TEST_CASE("a setting is a format, then fields applied left to right; the canonic
   CHECK(full.name() == "k=q4,v=q8,g=16,axis=channel,r=32,rot=1");
   CHECK(same(kv::parse_setting(full.name()), full));
   CHECK(same(kv::parse_setting("rot=1,v=q8,k=q4,r=32,axis=channel,g=16"), full));  // any order
-  CHECK(kv::parse_setting("q8,v=f32").v_format == Format::kF32);                   // later fields win
-  const KvConfig sym = kv::parse_setting("k=q4s,v=q4");  // the symmetric 4-bit format is its own name
+  CHECK(kv::parse_setting("q8,v=f32").v_format == Format::kF32);  // later fields win
+  const KvConfig sym =
+      kv::parse_setting("k=q4s,v=q4");  // the symmetric 4-bit format is its own name
   CHECK(sym.k_format == Format::kQ4S);
   CHECK(sym.v_format == Format::kQ4);
   CHECK(same(kv::parse_setting(sym.name()), sym));
 }
 
-TEST_CASE("rotation is on by default for a setting that quantizes anything, and a name keeps its own") {
+TEST_CASE(
+    "rotation is on by default for a setting that quantizes anything, and a name keeps its own") {
   CHECK(kv::parse_setting("q4").rotate);
-  CHECK(kv::parse_setting("k=q8").rotate);                 // values stay f32; the keys are quantized
+  CHECK(kv::parse_setting("k=q8").rotate);  // values stay f32; the keys are quantized
   CHECK(kv::parse_setting("f32,layers[1]=q8").rotate);
   CHECK_FALSE(kv::parse_setting("f32").rotate);
   CHECK_FALSE(kv::parse_setting("q8,layers[0,-1]=f32,k=f32,v=f32").rotate);  // stores only f32
@@ -87,7 +91,8 @@ TEST_CASE("bad settings are usage errors that name the field") {
   CHECK(error_of("k=q8,rot=2").find("rot=2") != std::string::npos);
   CHECK(error_of("axis=diagonal").find("diagonal") != std::string::npos);
   CHECK(error_of("k=q4,q8").find("first") != std::string::npos);
-  CHECK(error_of("k=q8,").find("empty") == std::string::npos);  // an empty field is not "an empty setting"
+  CHECK(error_of("k=q8,").find("empty") ==
+        std::string::npos);  // an empty field is not "an empty setting"
   CHECK_FALSE(error_of("k=q8,").empty());
   CHECK(error_of("q8,sinks=-1").find("sinks=-1") != std::string::npos);
 }
@@ -105,7 +110,8 @@ TEST_CASE("per-layer formats and sinks: the canonical name groups them and reads
   CHECK(r.format(kv::TileRole::kValue, 2) == Format::kQ4);
   // Sides apart, sinks, a later per-layer field winning, and a per-layer field before k= still
   // overriding it (per-layer fields override k and v wherever they stand).
-  const KvConfig m = kv::parse_setting("layers[2]=q8,k=q8,v=q8,sinks=4,k[0]=f32,v[-1]=q4,layers[3]=q2,k[3]=q8");
+  const KvConfig m =
+      kv::parse_setting("layers[2]=q8,k=q8,v=q8,sinks=4,k[0]=f32,v[-1]=q4,layers[3]=q2,k[3]=q8");
   CHECK(m.sinks == 4);
   // layers[2]=q8 and k[3]=q8 are the setting's own format; k[3] replaced layers[3]'s key.
   CHECK(m.name() == "k=q8,v=q8,g=0,axis=token,r=0,rot=1,sinks=4,k[0]=f32,v[-1]=q4,v[3]=q2");
@@ -138,7 +144,8 @@ TEST_CASE("bad per-layer fields and layers outside the model are usage errors th
       FAIL("a layer outside the model was accepted");
     } catch (const Error& e) {
       CHECK(e.kind() == ErrorKind::kUsage);
-      CHECK(std::string(e.what()).find("outside the model's 6 layers (0..5, or -6..-1") != std::string::npos);
+      CHECK(std::string(e.what()).find("outside the model's 6 layers (0..5, or -6..-1") !=
+            std::string::npos);
     }
   }
   CHECK_NOTHROW(kv::resolve_layers(kv::parse_setting("q4,layers[5,-6]=q8"), 6));
@@ -162,7 +169,8 @@ TEST_CASE("TOML settings, the C API and the CLI read the same fields as the text
   test::TempDir tmp;
   const std::string path = tmp / "settings.toml";
   std::ofstream(path) << "[[setting]]\nlabel = \"a\"\nkv = \"q4,axis=channel,r=32\"\n\n"
-                         "[[setting]]\nlabel = \"b\"\nk = \"q4\"\nv = \"q4\"\nk_axis = \"channel\"\nresidual = 32\n\n"
+                         "[[setting]]\nlabel = \"b\"\nk = \"q4\"\nv = \"q4\"\nk_axis = "
+                         "\"channel\"\nresidual = 32\n\n"
                          "[[setting]]\nlabel = \"c\"\nkv = \"q8\"\ngroup = 16\nrotate = true\n";
   const auto s = validate::read_settings(path);
   REQUIRE(s.size() == 3);
@@ -173,7 +181,8 @@ TEST_CASE("TOML settings, the C API and the CLI read the same fields as the text
     validate::read_settings(path);
     FAIL("a bad kv field was accepted");
   } catch (const Error& e) {
-    CHECK(std::string(e.what()).find(path + ":3") != std::string::npos);  // file and line of the key
+    CHECK(std::string(e.what()).find(path + ":3") !=
+          std::string::npos);  // file and line of the key
     CHECK(std::string(e.what()).find("colour") != std::string::npos);
   }
   kvrt_kv_config c;
@@ -185,12 +194,14 @@ TEST_CASE("TOML settings, the C API and the CLI read the same fields as the text
   CHECK(c.n_layer_formats == 0);
   CHECK(kvrt_kv_config_parse("", &c) == KVRT_ERR_INVALID_ARGUMENT);
   // Sinks and per-layer formats: TOML (kv and the sinks key) and the C API hold what the text says.
-  std::ofstream(path) << "[[setting]]\nlabel = \"p\"\nkv = \"q4,layers[0,-1]=q8,v[1]=f32\"\nsinks = 4\n";
+  std::ofstream(path)
+      << "[[setting]]\nlabel = \"p\"\nkv = \"q4,layers[0,-1]=q8,v[1]=f32\"\nsinks = 4\n";
   const auto p = validate::read_settings(path);
   REQUIRE(p.size() == 1);
   const KvConfig protected_q4 = kv::parse_setting("q4,sinks=4,layers[0,-1]=q8,v[1]=f32");
   CHECK(same(p[0].kv, protected_q4));
-  CHECK(validate::setting_label(p[0].kv, ops::MatmulPrecision::kF32) == "q4/q4 sinks4 v[1]=f32,layers[-1,0]=q8");
+  CHECK(validate::setting_label(p[0].kv, ops::MatmulPrecision::kF32) ==
+        "q4/q4 sinks4 v[1]=f32,layers[-1,0]=q8");
   REQUIRE(kvrt_kv_config_parse("q4,sinks=4,layers[0,-1]=q8,v[1]=f32", &c) == KVRT_OK);
   CHECK(c.sinks == 4);
   REQUIRE(c.n_layer_formats == 5);
@@ -204,7 +215,8 @@ TEST_CASE("TOML settings, the C API and the CLI read the same fields as the text
   CHECK(std::string(kvrt_last_error()).find("'x'") != std::string::npos);
 }
 
-TEST_CASE("kvrt bench accepts every setting of validation/settings.toml, as their canonical names") {
+TEST_CASE(
+    "kvrt bench accepts every setting of validation/settings.toml, as their canonical names") {
   const auto settings = validate::read_settings(test::source_dir() + "/validation/settings.toml");
   std::string list;
   for (const auto& s : settings) {
@@ -212,7 +224,10 @@ TEST_CASE("kvrt bench accepts every setting of validation/settings.toml, as thei
     list += (list.empty() ? "" : ";") + s.kv.name();
   }
   test::TempDir tmp;
-  const auto r = test::run_kvrt("bench -m " + test::stories_path() + " -t 1 --ctx 160 --prefill-tokens 160 --decode-tokens 2 --settings '" + list + "'", tmp);
+  const auto r = test::run_kvrt(
+      "bench -m " + test::stories_path() +
+          " -t 1 --ctx 160 --prefill-tokens 160 --decode-tokens 2 --settings '" + list + "'",
+      tmp);
   INFO(r.err);
   CHECK(r.exit_code == 0);
   for (const auto& s : settings) CHECK(r.out.find(s.kv.name()) != std::string::npos);

@@ -35,8 +35,8 @@ struct Shape {
 // Between them: F32, F16, Q8_0 (Q8_0 activations), Q4_0 (its own kernel), Q4_1 (Q8_1) and a
 // K-quant mix (Q8_K).
 constexpr Shape kShapes[] = {
-    {"llama", 4, 2, 64, "f16"},  {"llama", 4, 1, 64, "q4_0"}, {"qwen2", 4, 1, 64, "q8_0"},
-    {"phi3", 8, 2, 32, "q4_1"},  {"gemma2", 4, 2, 64, "q4_k_m"}, {"qwen2", 4, 2, 64, "f32"},
+    {"llama", 4, 2, 64, "f16"}, {"llama", 4, 1, 64, "q4_0"},    {"qwen2", 4, 1, 64, "q8_0"},
+    {"phi3", 8, 2, 32, "q4_1"}, {"gemma2", 4, 2, 64, "q4_k_m"}, {"qwen2", 4, 2, 64, "f32"},
 };
 constexpr int kWindow = 24, kSteps = 20;
 
@@ -109,7 +109,8 @@ TEST_CASE("a lockstep step computes each session's own one-token eval, bit for b
         group.push_back(stepped.back().get());
       }
       model::Lockstep lockstep(m, int(group.size()), n_threads);
-      for (int step = 0; step < kSteps; ++step) {  // the longest prompt plus kSteps is past the window
+      for (int step = 0; step < kSteps;
+           ++step) {  // the longest prompt plus kSteps is past the window
         std::vector<int32_t> tokens;
         for (size_t i = 0; i < group.size(); ++i) tokens.push_back(token_at(int(i), 100 + step));
         lockstep.step(group.data(), tokens.data(), int(group.size()));
@@ -145,7 +146,8 @@ TEST_CASE("a lockstep step refuses bad input before any session changes") {
   model::Lockstep lockstep(m, 2, 1);
   model::Session* both[2] = {&a, &b};
   const int32_t ok[2] = {3, 4}, bad[2] = {3, 512};
-  CHECK_THROWS_WITH_AS(lockstep.step(both, bad, 2), doctest::Contains("outside the vocabulary"), Error);
+  CHECK_THROWS_WITH_AS(lockstep.step(both, bad, 2), doctest::Contains("outside the vocabulary"),
+                       Error);
   CHECK(a.n_past() == 0);
   lockstep.step(both, ok, 2);  // b fills its context of 8
   CHECK(a.n_past() == 1);

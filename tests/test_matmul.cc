@@ -45,8 +45,9 @@ struct Shape {
 };
 // Decode (m = 1), a short prompt with odd sizes everywhere, prefill-sized blocks, sizes below
 // one vector so every tile edge and k tail is taken, and more W rows than one widened block (256).
-constexpr Shape kShapes[] = {{1, 64, 64},  {1, 257, 1023}, {7, 33, 29},     {64, 100, 130}, {300, 67, 515},
-                             {5, 3, 3},    {2, 1, 17},     {300, 256, 64},  {9, 600, 96}};
+constexpr Shape kShapes[] = {{1, 64, 64},    {1, 257, 1023}, {7, 33, 29},
+                             {64, 100, 130}, {300, 67, 515}, {5, 3, 3},
+                             {2, 1, 17},     {300, 256, 64}, {9, 600, 96}};
 
 }  // namespace
 
@@ -115,7 +116,8 @@ TEST_CASE("matmul: decode-sized products on quantized weights run on the packed 
       Problem p = make_problem(m, 67, 512, WeightType::kF32, 21);
       std::vector<uint8_t> packed(size_t(t.row_bytes(p.n_out * p.n_in)));
       t.from_float_ref(p.w.data(), p.n_out * p.n_in, packed.data());
-      t.to_float_ref(packed.data(), p.n_out * p.n_in, p.w.data());  // the reference sees the decoded weights
+      t.to_float_ref(packed.data(), p.n_out * p.n_in,
+                     p.w.data());  // the reference sees the decoded weights
       const WeightMatrix w{packed.data(), type, p.n_out, p.n_in};
       std::vector<float> y1(size_t(m * p.n_out)), y2(y1.size());
       one.run(p.x.data(), m, w, y1.data());
@@ -128,7 +130,8 @@ TEST_CASE("matmul: decode-sized products on quantized weights run on the packed 
           double exact = 0, abs_sum = 0, bound = 0;
           for (int64_t k0 = 0; k0 < p.n_in; k0 += act_block) {
             float amax = 0;
-            for (int64_t k = k0; k < k0 + act_block; ++k) amax = std::max(amax, std::fabs(p.x[size_t(i * p.n_in + k)]));
+            for (int64_t k = k0; k < k0 + act_block; ++k)
+              amax = std::max(amax, std::fabs(p.x[size_t(i * p.n_in + k)]));
             for (int64_t k = k0; k < k0 + act_block; ++k) {
               const double wk = p.w[size_t(j * p.n_in + k)], xk = p.x[size_t(i * p.n_in + k)];
               exact += wk * xk;
@@ -144,7 +147,9 @@ TEST_CASE("matmul: decode-sized products on quantized weights run on the packed 
   }
 }
 
-TEST_CASE("matmul: prefill-sized products on quantized weights match the product of the decoded weights") {
+TEST_CASE(
+    "matmul: prefill-sized products on quantized weights match the product of the decoded "
+    "weights") {
   // W is widened a block of 256 rows at a time by the type's to_float kernel: 600 rows are two
   // full blocks and a partial one, whose columns of y are written apart and copied in.
   Matmul mm(2);
@@ -152,9 +157,11 @@ TEST_CASE("matmul: prefill-sized products on quantized weights match the product
     const kvrt::simd::WeightTypeTraits& t = kvrt::simd::weight_type_traits(type);
     INFO(t.name);
     Problem p = make_problem(9, 600, 512, WeightType::kF32, 31);
-    std::vector<uint8_t> packed(size_t(t.row_bytes(p.n_out * p.n_in)));  // W [n_out][n_in] in blocks
+    std::vector<uint8_t> packed(
+        size_t(t.row_bytes(p.n_out * p.n_in)));  // W [n_out][n_in] in blocks
     t.from_float_ref(p.w.data(), p.n_out * p.n_in, packed.data());
-    t.to_float_ref(packed.data(), p.n_out * p.n_in, p.w.data());  // the reference sees the decoded weights
+    t.to_float_ref(packed.data(), p.n_out * p.n_in,
+                   p.w.data());  // the reference sees the decoded weights
     std::vector<float> y(size_t(p.m * p.n_out), std::nanf(""));  // every output must be written
     mm.run(p.x.data(), p.m, WeightMatrix{packed.data(), type, p.n_out, p.n_in}, y.data());
     check_against_reference(p, y);

@@ -23,7 +23,7 @@ using kvrt::ops::MatmulPrecision;
 using kvrt::ops::WeightMatrix;
 using kvrt::simd::WeightType;
 
-constexpr double kU32 = 0x1p-24;  // unit roundoff of f32
+constexpr double kU32 = 0x1p-24;   // unit roundoff of f32
 constexpr double kUBf16 = 0x1p-8;  // of bf16: 8 significand bits, nearest with ties to even
 
 bool bf16_here() {
@@ -48,7 +48,8 @@ struct Shape {
 };
 // Prefill-sized (m above the decode limit of 4): odd sizes, more W rows than one rounded block
 // (256), k tails of every length.
-constexpr Shape kPrefill[] = {{5, 3, 3}, {7, 33, 29}, {64, 100, 130}, {300, 67, 515}, {300, 600, 64}, {257, 300, 1024}};
+constexpr Shape kPrefill[] = {{5, 3, 3},      {7, 33, 29},    {64, 100, 130},
+                              {300, 67, 515}, {300, 600, 64}, {257, 300, 1024}};
 
 }  // namespace
 
@@ -68,8 +69,8 @@ TEST_CASE("matmul bf16: prefill products are the f32 sums of the bf16-rounded x 
       std::string first;
       const auto bound = [&](double abs_sum) { return 2.0 * double(p.n_in) * kU32 * abs_sum; };
       const int64_t n_bad = count_outside(p, run(mm, p), round_bf16, bound, first);
-      INFO("type " << kvrt::simd::weight_type_name(type) << ", m " << p.m << ", n_out " << p.n_out << ", n_in "
-                   << p.n_in << "; first: " << first);
+      INFO("type " << kvrt::simd::weight_type_name(type) << ", m " << p.m << ", n_out " << p.n_out
+                   << ", n_in " << p.n_in << "; first: " << first);
       CHECK(n_bad == 0);
     }
   }
@@ -77,7 +78,9 @@ TEST_CASE("matmul bf16: prefill products are the f32 sums of the bf16-rounded x 
   CHECK(std::string(mm.implementation()).find("bf16") != std::string::npos);
 }
 
-TEST_CASE("matmul bf16: products stay within the bf16 rounding bound of the exact product, and leave f32's") {
+TEST_CASE(
+    "matmul bf16: products stay within the bf16 rounding bound of the exact product, and leave "
+    "f32's") {
   if (!bf16_here()) return;
   // rx = x(1 + a), rw = w(1 + b), |a|, |b| <= u: |rx rw - x w| <= (2u + u^2)|x w|, then the f32
   // summation of the rounded products (each at most (1 + u)^2 |x w|).
@@ -87,10 +90,13 @@ TEST_CASE("matmul bf16: products stay within the bf16 rounding bound of the exac
   const std::vector<float> y = run(bf16, p);
   const auto exact = [](float v) { return v; };
   std::string first;
-  const auto bf16_bound = [&](double s) { return (2 * u + u * u + 2.0 * double(p.n_in) * kU32 * (1 + u) * (1 + u)) * s; };
+  const auto bf16_bound = [&](double s) {
+    return (2 * u + u * u + 2.0 * double(p.n_in) * kU32 * (1 + u) * (1 + u)) * s;
+  };
   CHECK(count_outside(p, y, exact, bf16_bound, first) == 0);
   INFO(first);
-  // ... and they are bf16's: many outputs are farther from the exact product than f32 summation goes.
+  // ... and they are bf16's: many outputs are farther from the exact product than f32 summation
+  // goes.
   const auto f32_bound = [&](double s) { return 2.0 * double(p.n_in) * kU32 * s; };
   CHECK(count_outside(p, y, exact, f32_bound, first) > p.m * p.n_out / 2);
 }

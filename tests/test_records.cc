@@ -25,7 +25,9 @@ using kvrt::test::error_of;
 
 namespace {
 
-void write(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+void write(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
 
 // A record the gate accepts for "k=q8,v=q8" at 512 positions: the bundled thresholds and cases,
 // and `model` standing for the model file (the gate reads only its sha256).
@@ -46,8 +48,10 @@ Record gate_record(const std::string& model) {
   return r;
 }
 
-GateQuery query(const Record& r, const std::string& path, const std::string& setting = "k=q8,v=q8") {
-  return GateQuery{r.model_path, setting, ops::MatmulPrecision::kF32, path, "scalar", "9.9", 512, 2048};
+GateQuery query(const Record& r, const std::string& path,
+                const std::string& setting = "k=q8,v=q8") {
+  return GateQuery{r.model_path, setting, ops::MatmulPrecision::kF32, path, "scalar", "9.9",
+                   512,          2048};
 }
 
 // What an attacker who can write the file does after editing it: recompute the content hash (over
@@ -72,7 +76,8 @@ std::string replaced(std::string text, const std::string& from, const std::strin
 
 TEST_CASE("a signed record passes the gate for its key only, and no edit survives the signature") {
   test::TempDir tmp;
-  const std::string model = default_validation_dir() + "/settings.toml";  // any file stands for the model
+  const std::string model =
+      default_validation_dir() + "/settings.toml";  // any file stands for the model
   const SecretKey key = SecretKey::generate(), other = SecretKey::generate();
   const Record r = gate_record(model);
   const std::string path = tmp / "rec.toml";
@@ -80,7 +85,8 @@ TEST_CASE("a signed record passes the gate for its key only, and no edit survive
   CHECK(read_record(path).signer == key.public_key().hex());
 
   GateQuery q = query(r, path);
-  CHECK(require_pass_record(q).signer_id.empty() == false);  // signed records pass where no key is required
+  CHECK(require_pass_record(q).signer_id.empty() ==
+        false);  // signed records pass where no key is required
   q.trusted = key.public_key();
   const GatePass pass = require_pass_record(q);
   CHECK(pass.signer_id == key.public_key().id());
@@ -96,17 +102,21 @@ TEST_CASE("a signed record passes the gate for its key only, and no edit survive
   // PASS entry added ahead of the real one (also a duplicate), the signature line moved elsewhere.
   const std::string text = test::read_file(path);
   q.trusted = key.public_key();
-  const std::string edits[][2] = {{"verdict = \"FAIL\"", "verdict = \"PASS\""},
-                                  {"n_ctx = 512", "n_ctx = 4096"},
-                                  {"\n[[setting]]\nname = \"k=q8,v=q8\"", "\n[[setting]]\nname = \"k=q4,v=q4\"\nmatmul = "
-                                   "\"f32\"\nverdict = \"PASS\"\nn_ctx = 512\n\n[[setting]]\nname = \"k=q8,v=q8\""}};
+  const std::string edits[][2] = {
+      {"verdict = \"FAIL\"", "verdict = \"PASS\""},
+      {"n_ctx = 512", "n_ctx = 4096"},
+      {"\n[[setting]]\nname = \"k=q8,v=q8\"",
+       "\n[[setting]]\nname = \"k=q4,v=q4\"\nmatmul = "
+       "\"f32\"\nverdict = \"PASS\"\nn_ctx = 512\n\n[[setting]]\nname = \"k=q8,v=q8\""}};
   for (const auto& [from, to] : edits) {
     write(tmp / "edited.toml", rehash(replaced(text, from, to)));
     const std::string e = error_of([&] { read_record(tmp / "edited.toml"); });
     INFO(from, e);
-    CHECK(e.find("does not match its signature by key " + key.public_key().id()) != std::string::npos);
+    CHECK(e.find("does not match its signature by key " + key.public_key().id()) !=
+          std::string::npos);
     q.record_path = tmp / "edited.toml";
-    CHECK(error_of([&] { require_pass_record(q); }).find(" is not validated: validation record") != std::string::npos);
+    CHECK(error_of([&] { require_pass_record(q); }).find(" is not validated: validation record") !=
+          std::string::npos);
   }
   // Re-signing with another key gives another signer, which the trusted key refuses.
   Record forged = read_record(path);
@@ -114,7 +124,8 @@ TEST_CASE("a signed record passes the gate for its key only, and no edit survive
   write_record(forged, tmp / "forged.toml", &other);
   q.record_path = tmp / "forged.toml";
   q.setting = "k=q4,v=q4";
-  CHECK(error_of([&] { require_pass_record(q); }).find("not by the trusted key") != std::string::npos);
+  CHECK(error_of([&] { require_pass_record(q); }).find("not by the trusted key") !=
+        std::string::npos);
 
   // A missing signature: the line removed leaves a record whose hash still matches.
   const size_t sig = text.find("signature = ");
@@ -125,17 +136,21 @@ TEST_CASE("a signed record passes the gate for its key only, and no edit survive
   q.record_path = tmp / "unsigned.toml";
   q.setting = "k=q8,v=q8";
   const std::string missing = error_of([&] { require_pass_record(q); });
-  CHECK(missing.find("is not signed, and only records signed by the trusted key " + key.public_key().id()) !=
-        std::string::npos);
+  CHECK(missing.find("is not signed, and only records signed by the trusted key " +
+                     key.public_key().id()) != std::string::npos);
   q.trusted.reset();
-  CHECK(require_pass_record(q).signer_id.empty());  // unsigned records work where no key is required
+  CHECK(
+      require_pass_record(q).signer_id.empty());  // unsigned records work where no key is required
 
   // The signature line anywhere but before the content hash is refused, not ignored.
   const std::string line = text.substr(sig, text.find('\n', sig) + 1 - sig);
-  write(tmp / "moved.toml", rehash(replaced(unsigned_text, "max_len = 512\n", "max_len = 512\n" + line)));
-  CHECK(error_of([&] { read_record(tmp / "moved.toml"); }).find("unknown key 'signature'") != std::string::npos);
+  write(tmp / "moved.toml",
+        rehash(replaced(unsigned_text, "max_len = 512\n", "max_len = 512\n" + line)));
+  CHECK(error_of([&] { read_record(tmp / "moved.toml"); }).find("unknown key 'signature'") !=
+        std::string::npos);
   write(tmp / "bad.toml", replaced(text, "signature = \"ed25519:", "signature = \"ed25519:zz"));
-  CHECK(error_of([&] { read_record(tmp / "bad.toml"); }).find("malformed signature line") != std::string::npos);
+  CHECK(error_of([&] { read_record(tmp / "bad.toml"); }).find("malformed signature line") !=
+        std::string::npos);
 }
 
 TEST_CASE("a signed record replayed for another model file is refused") {
@@ -165,10 +180,13 @@ TEST_CASE("a record listing a setting twice is refused: the first match would wi
   CHECK(read_record(tmp / "two.toml").settings.size() == 3);
   r.settings[0].tune_name = r.settings[1].tune_name = "tuned";
   write_record(r, tmp / "names.toml");
-  CHECK(error_of([&] { read_record(tmp / "names.toml"); }).find("'tuned' names two settings") != std::string::npos);
+  CHECK(error_of([&] { read_record(tmp / "names.toml"); }).find("'tuned' names two settings") !=
+        std::string::npos);
 }
 
-TEST_CASE("key files: keygen's pair reads back, a secret key others can read or a special file is refused") {
+TEST_CASE(
+    "key files: keygen's pair reads back, a secret key others can read or a special file is "
+    "refused") {
   test::TempDir tmp;
   const SecretKey key = SecretKey::generate();
   const std::string path = tmp / "k";
@@ -189,23 +207,28 @@ TEST_CASE("key files: keygen's pair reads back, a secret key others can read or 
 
   REQUIRE(chmod(path.c_str(), 0644) == 0);
   const std::string readable = error_of([&] { (void)read_secret_key(path); });
-  CHECK(readable.find("other users may read or write this secret key (mode 0644); make it private with chmod 600") !=
-        std::string::npos);
+  CHECK(readable.find("other users may read or write this secret key (mode 0644); make it private "
+                      "with chmod 600") != std::string::npos);
   REQUIRE(mkfifo((tmp / "fifo").c_str(), 0600) == 0);
-  CHECK(error_of([&] { (void)read_secret_key(tmp / "fifo"); }).find("it is a FIFO, not a regular file") !=
+  CHECK(error_of([&] {
+          (void)read_secret_key(tmp / "fifo");
+        }).find("it is a FIFO, not a regular file") != std::string::npos);
+  CHECK(error_of([&] { (void)read_public_key(tmp.path()); }).find("it is a directory") !=
         std::string::npos);
-  CHECK(error_of([&] { (void)read_public_key(tmp.path()); }).find("it is a directory") != std::string::npos);
   // A public key where the secret key belongs, and malformed keys, name the file and line.
   write(tmp / "swap", test::read_file(path + ".pub"));
   REQUIRE(chmod((tmp / "swap").c_str(), 0600) == 0);
-  CHECK(error_of([&] { (void)read_secret_key(tmp / "swap"); }).find("holds a kvrt-ed25519-public-key") !=
-        std::string::npos);
+  CHECK(error_of([&] {
+          (void)read_secret_key(tmp / "swap");
+        }).find("holds a kvrt-ed25519-public-key") != std::string::npos);
   write(tmp / "short.pub", "# a comment\nkvrt-ed25519-public-key abcd\n");
-  CHECK(error_of([&] { (void)read_public_key(tmp / "short.pub"); }).find("short.pub':2: the key must be exactly 64 hex") !=
-        std::string::npos);
+  CHECK(error_of([&] {
+          (void)read_public_key(tmp / "short.pub");
+        }).find("short.pub':2: the key must be exactly 64 hex") != std::string::npos);
   write(tmp / "empty.pub", "# nothing\n");
-  CHECK(error_of([&] { (void)read_public_key(tmp / "empty.pub"); }).find("holds no 'kvrt-ed25519-public-key' line") !=
-        std::string::npos);
+  CHECK(error_of([&] {
+          (void)read_public_key(tmp / "empty.pub");
+        }).find("holds no 'kvrt-ed25519-public-key' line") != std::string::npos);
 }
 
 TEST_CASE("replacing a record keeps or names every earlier verdict, and never another model's") {
@@ -220,8 +243,10 @@ TEST_CASE("replacing a record keeps or names every earlier verdict, and never an
   const std::vector<std::string> notes = merge_earlier("r.toml", old, same, nullptr);
   CHECK(same.settings.size() == 3);
   REQUIRE(notes.size() == 1);
-  CHECK(notes[0] == "record 'r.toml': the earlier verdict q8/q8 (PASS at 512 positions) is replaced by this run's "
-                    "PASS at 160 positions");
+  CHECK(notes[0] ==
+        "record 'r.toml': the earlier verdict q8/q8 (PASS at 512 positions) is replaced by this "
+        "run's "
+        "PASS at 160 positions");
 
   // Other thresholds: the earlier verdicts go, by name.
   Record other_thresholds = next;
@@ -229,16 +254,19 @@ TEST_CASE("replacing a record keeps or names every earlier verdict, and never an
   const std::vector<std::string> dropped = merge_earlier("r.toml", old, other_thresholds, nullptr);
   CHECK(other_thresholds.settings.size() == 1);
   REQUIRE(dropped.size() == 1);
-  CHECK(dropped[0].find("dropping the earlier verdicts of q8/q8 (PASS at 512 positions), q4/q4 (FAIL at 512 "
-                        "positions): it was made with other thresholds") != std::string::npos);
+  CHECK(dropped[0].find(
+            "dropping the earlier verdicts of q8/q8 (PASS at 512 positions), q4/q4 (FAIL at 512 "
+            "positions): it was made with other thresholds") != std::string::npos);
 
   // Signing vouches for what is kept: only verdicts signed by the same key.
   const SecretKey key = SecretKey::generate();
   Record signed_next = next;
-  const std::vector<std::string> unsigned_old = merge_earlier("r.toml", old, signed_next, &key.public_key());
+  const std::vector<std::string> unsigned_old =
+      merge_earlier("r.toml", old, signed_next, &key.public_key());
   CHECK(signed_next.settings.size() == 1);
   REQUIRE(unsigned_old.size() == 1);
-  CHECK(unsigned_old[0].find("it is not signed, and this run signs what it keeps") != std::string::npos);
+  CHECK(unsigned_old[0].find("it is not signed, and this run signs what it keeps") !=
+        std::string::npos);
   Record signed_old = old;
   signed_old.signer = key.public_key().hex();
   signed_next = next;
@@ -249,7 +277,8 @@ TEST_CASE("replacing a record keeps or names every earlier verdict, and never an
   Record other_model = next;
   other_model.model_sha256 = std::string(64, 'e');
   const std::string e = error_of([&] { merge_earlier("r.toml", old, other_model, nullptr); });
-  CHECK(e.find("validation record 'r.toml' holds the verdicts of another model file (" + model) == 0);
+  CHECK(e.find("validation record 'r.toml' holds the verdicts of another model file (" + model) ==
+        0);
 }
 
 namespace {
@@ -260,7 +289,9 @@ std::string model_arg() { return "-m " + test::stories_path(); }
 
 }  // namespace
 
-TEST_CASE("validate refuses a lock file that is not a regular file before any work, and other models' records") {
+TEST_CASE(
+    "validate refuses a lock file that is not a regular file before any work, and other models' "
+    "records") {
   test::TempDir tmp;
   const std::string rec = tmp / "r.toml";
   REQUIRE(mkfifo((rec + ".lock").c_str(), 0600) == 0);
@@ -268,7 +299,8 @@ TEST_CASE("validate refuses a lock file that is not a regular file before any wo
   const auto fifo = run_kvrt(v + " --kv q8", tmp);
   INFO(fifo.err);
   CHECK(fifo.exit_code == 2);
-  CHECK(fifo.err.find("cannot lock '" + rec + ".lock': it is not a regular file") != std::string::npos);
+  CHECK(fifo.err.find("cannot lock '" + rec + ".lock': it is not a regular file") !=
+        std::string::npos);
   CHECK(fifo.err.find("validating") == std::string::npos);  // before the first case
   CHECK(test::read_file(rec).empty());
   REQUIRE(unlink((rec + ".lock").c_str()) == 0);
@@ -276,29 +308,36 @@ TEST_CASE("validate refuses a lock file that is not a regular file before any wo
   // q8 under the bundled thresholds, then q4s under others: q8's verdict is dropped by name.
   REQUIRE(run_kvrt(v + " --kv q8", tmp).exit_code == 0);
   const std::string thresholds = tmp / "t.toml";
-  write(thresholds, test::read_file(default_validation_dir() + "/thresholds.toml") + "# another file\n");
+  write(thresholds,
+        test::read_file(default_validation_dir() + "/thresholds.toml") + "# another file\n");
   const auto q4s = run_kvrt(v + " --kv q4s --config " + thresholds, tmp);
   INFO(q4s.err);
   REQUIRE((q4s.exit_code == 0 || q4s.exit_code == 1));
-  CHECK(q4s.err.find("kvrt validate: note: record '" + rec + "': dropping the earlier verdicts of q8/q8 (PASS at 160 "
+  CHECK(q4s.err.find("kvrt validate: note: record '" + rec +
+                     "': dropping the earlier verdicts of q8/q8 (PASS at 160 "
                      "positions): it was made with other thresholds") != std::string::npos);
-  const auto gone = run_kvrt("run " + model_arg() + " -c 160 -p Once -n 2 --kv q8 --record " + rec, tmp);
+  const auto gone =
+      run_kvrt("run " + model_arg() + " -c 160 -p Once -n 2 --kv q8 --record " + rec, tmp);
   CHECK(gone.exit_code == 3);
   CHECK(gone.err.find("does not cover it") != std::string::npos);
   // run says when the record was made with thresholds other than the bundled ones.
   if (q4s.exit_code == 0) {
-    const auto note = run_kvrt("run " + model_arg() + " -c 160 -p Once -n 2 --kv q4s --record " + rec, tmp);
+    const auto note =
+        run_kvrt("run " + model_arg() + " -c 160 -p Once -n 2 --kv q4s --record " + rec, tmp);
     CHECK(note.exit_code == 0);
-    CHECK(note.err.find("note: that record was made with the thresholds of " + thresholds + ", not the bundled ones") !=
-          std::string::npos);
+    CHECK(note.err.find("note: that record was made with the thresholds of " + thresholds +
+                        ", not the bundled ones") != std::string::npos);
   }
 
   // Another model into the same record: refused before the run, the record left as it is.
   const std::string before = test::read_file(rec);
-  const auto other = run_kvrt("validate -m " + test::models_dir() + "/canary.gguf -c 160 -t 1 --kv q8 --record " + rec, tmp);
+  const auto other = run_kvrt(
+      "validate -m " + test::models_dir() + "/canary.gguf -c 160 -t 1 --kv q8 --record " + rec,
+      tmp);
   INFO(other.err);
   CHECK(other.exit_code == 2);
-  CHECK(other.err.find("holds the verdicts of another model file (" + test::stories_path()) != std::string::npos);
+  CHECK(other.err.find("holds the verdicts of another model file (" + test::stories_path()) !=
+        std::string::npos);
   CHECK(other.err.find("validating") == std::string::npos);
   CHECK(test::read_file(rec) == before);
 
@@ -306,8 +345,10 @@ TEST_CASE("validate refuses a lock file that is not a regular file before any wo
   write(thresholds, "[metric.kl]\nmax = 0.01\n\n[metric.kl.category]\nrecal = 1e-7\n");
   const auto typo = run_kvrt(v + " --kv q8 --config " + thresholds, tmp);
   CHECK(typo.exit_code == 2);
-  CHECK(typo.err.find(thresholds + ":5: metric.kl.category: no case of the acceptance set has category 'recal'") !=
-        std::string::npos);
+  CHECK(
+      typo.err.find(thresholds +
+                    ":5: metric.kl.category: no case of the acceptance set has category 'recal'") !=
+      std::string::npos);
 }
 
 TEST_CASE("signed records end to end: keygen, validate --sign, run --trust") {
@@ -341,7 +382,8 @@ TEST_CASE("signed records end to end: keygen, validate --sign, run --trust") {
   CHECK(wrong.exit_code == 3);
   CHECK(wrong.err.find("not by the trusted key") != std::string::npos);
   CHECK(run_kvrt(run + " --trust " + key + ".pub --allow-unvalidated", tmp).exit_code == 2);
-  CHECK(run_kvrt(run + " --trust " + key, tmp).exit_code == 2);  // a secret key file is not a public key
+  CHECK(run_kvrt(run + " --trust " + key, tmp).exit_code ==
+        2);  // a secret key file is not a public key
 
   // Tampered and rehashed: refused with or without a trusted key.
   const std::string text = test::read_file(rec);
@@ -352,7 +394,8 @@ TEST_CASE("signed records end to end: keygen, validate --sign, run --trust") {
 
   // Unsigned: fine without a key, refused with one.
   write(rec, text);
-  REQUIRE(run_kvrt(v, tmp).exit_code == 0);  // re-validated without --sign: the new record is unsigned
+  REQUIRE(run_kvrt(v, tmp).exit_code ==
+          0);  // re-validated without --sign: the new record is unsigned
   const auto unsigned_run = run_kvrt(run + " --trust " + key + ".pub", tmp);
   CHECK(unsigned_run.exit_code == 3);
   CHECK(unsigned_run.err.find("is not signed") != std::string::npos);

@@ -12,7 +12,8 @@ using namespace kvrt;
 
 namespace {
 
-const std::vector<float> kLogits = {1.0f, 2.5f, -0.5f, 2.0f, 0.0f, 1.5f};  // ids by logit: 1 3 5 0 4 2
+const std::vector<float> kLogits = {1.0f, 2.5f, -0.5f,
+                                    2.0f, 0.0f, 1.5f};  // ids by logit: 1 3 5 0 4 2
 constexpr int kDraws = 60000;
 
 std::vector<int> counts(model::SamplerOptions o) {

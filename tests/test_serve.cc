@@ -320,8 +320,8 @@ TEST_CASE("the bad-input catalogue: an error object each, while another slot gen
   check_error(cmpl({{"prompt", "x"}, {"stream", 1}}), 400, "stream");
   check_error(chat({{"messages", "hi"}}), 400, "messages");
   check_error(chat({{"messages", {{{"role", "wizard"}, {"content", "hi"}}}}}), 400,
-              "messages[0].role");                                                   // unknown role
-  check_error(chat({{"messages", json::array()}}), 400, "messages");                 // empty list
+              "messages[0].role");                                    // unknown role
+  check_error(chat({{"messages", json::array()}}), 400, "messages");  // empty list
   check_error(chat({{"messages", {{{"role", "user"}}}}}), 400, "messages[0].content");
   check_error(cmpl({{"prompt", "x"}, {"n", 2}}), 400, "n");
   check_error(cmpl({{"prompt", "x"}, {"top_p", 0}}), 400, "top_p");

@@ -4,9 +4,9 @@
 // model with every matrix decoded to F32 (--decoded). Both compute the same function; they differ
 // only where the packed decode products quantize the activations to int8 blocks (Q8_0, Q8_1 or
 // Q8_K), so the logits must agree within the error that quantization can cause (activation_bound),
-// and one prefill on both (FP32 products on the same weight values) to float rounding (rounding_bound).
-// Greedy decoding on f32, q8 and q4 caches picks, at every step, a token the decoded model ranks
-// within that error of its best.
+// and one prefill on both (FP32 products on the same weight values) to float rounding
+// (rounding_bound). Greedy decoding on f32, q8 and q4 caches picks, at every step, a token the
+// decoded model ranks within that error of its best.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -33,14 +33,15 @@ struct ArchShape {
   const char* arch;
   int n_heads, n_kv_heads, head_dim;
   bool tied;
-  const char* types[4];  // weight types it runs in: each activation format (Q8_0, Q8_1, Q8_K) on each
+  const char*
+      types[4];  // weight types it runs in: each activation format (Q8_0, Q8_1, Q8_K) on each
 };
 
 // d_model and d_ff 256, whole blocks of every type. qwen2: GQA 4:1, tied output; phi3:
-// head_dim 96 (8 heads: whole blocks), fused QKV and gate/up, every layer windowed; gemma2: head_dim 128 != 256 / 4,
-// soft-caps, post-norms, even layers windowed. Windows of 24 positions: the positions below go past
-// them. Between them they run every weight type and both mixes kvrt writes (the test runs under
-// qemu and ASan too: 16 pairs of models, not 52).
+// head_dim 96 (8 heads: whole blocks), fused QKV and gate/up, every layer windowed; gemma2:
+// head_dim 128 != 256 / 4, soft-caps, post-norms, even layers windowed. Windows of 24 positions:
+// the positions below go past them. Between them they run every weight type and both mixes kvrt
+// writes (the test runs under qemu and ASan too: 16 pairs of models, not 52).
 constexpr ArchShape kShapes[] = {
     {"llama", 4, 2, 64, false, {"q8_0", "q4_1", "q2_k", "q5_k"}},
     {"qwen2", 4, 1, 64, true, {"q4_0", "q5_1", "q3_k", "q4_k_m"}},
@@ -104,11 +105,13 @@ double rounding_bound(const ArchShape& a) {
   return kProductsOnPath * longest * std::ldexp(1.0, -24);
 }
 
-// The activation format of the type with the largest blocks among a mix's matrices: its bound is the loosest.
+// The activation format of the type with the largest blocks among a mix's matrices: its bound is
+// the loosest.
 simd::WeightType activation_of(const synth::SynthConfig& c) {
   simd::WeightType act = simd::weight_type_traits(c.type).act;
   for (const char* role : {"output", "attn_v", "ffn_down", "attn_qkv"}) {
-    const simd::WeightType t = simd::weight_type_traits(synth::matrix_type({c.type, c.mix}, role, 0, c.n_layers)).act;
+    const simd::WeightType t =
+        simd::weight_type_traits(synth::matrix_type({c.type, c.mix}, role, 0, c.n_layers)).act;
     if (simd::weight_type_traits(t).block > simd::weight_type_traits(act).block) act = t;
   }
   return act;
@@ -129,7 +132,8 @@ model::SessionOptions options(const char* kv) {
 }
 
 // Logits of every position: a token at a time (the packed decode products), or one prefill.
-std::vector<float> logits(const model::Model& m, const std::vector<int32_t>& tokens, bool one_by_one) {
+std::vector<float> logits(const model::Model& m, const std::vector<int32_t>& tokens,
+                          bool one_by_one) {
   model::Session s(m, options("f32"));
   const size_t n_vocab = size_t(m.config().n_vocab);
   std::vector<float> out(tokens.size() * n_vocab);
@@ -199,10 +203,11 @@ void check_twin(const ArchShape& a, const char* type, const TempDir& dir) {
   const double decode_err = max_relative_rms(logits(q, tokens, true), ref_decode, n_vocab);
   CHECK(decode_err <= bound);
   // One prefill: FP32 products on the same values on both (W widened from its blocks).
-  const double prefill_err = max_relative_rms(logits(q, tokens, false), logits(ref, tokens, false), n_vocab);
+  const double prefill_err =
+      max_relative_rms(logits(q, tokens, false), logits(ref, tokens, false), n_vocab);
   CHECK(prefill_err <= rounding_bound(a));
-  MESSAGE(std::string(a.arch) << " " << std::string(type) << ": decode " << decode_err << " (bound " << bound
-                              << "), prefill " << prefill_err);
+  MESSAGE(std::string(a.arch) << " " << std::string(type) << ": decode " << decode_err << " (bound "
+                              << bound << "), prefill " << prefill_err);
 }
 
 // Greedy decoding on the f32, q8 and q4 caches with the architecture's last type.
@@ -233,7 +238,8 @@ TEST_CASE("greedy decoding on quantized weights of every architecture, on f32, q
   for (const ArchShape& a : kShapes) check_greedy_caches(a, dir);
 }
 
-TEST_CASE("the 2026 architectures on F16, Q8_0, Q4_0 and Q4_K_M compute their decoded twins' logits") {
+TEST_CASE(
+    "the 2026 architectures on F16, Q8_0, Q4_0 and Q4_K_M compute their decoded twins' logits") {
   TempDir dir;
   for (const ArchShape& a : kShapes2026) {
     for (const char* type : a.types) check_twin(a, type, dir);
@@ -245,7 +251,9 @@ TEST_CASE("the 2026 architectures on F16, Q8_0, Q4_0 and Q4_K_M compute their de
 // session whose cache keeps every position (a chunk as long as the context leaves no ring; the
 // window is then only attention's mask), the logits are the same bits, many windows on, and the
 // ring's memory stops at the positions it keeps while the full cache's grows.
-TEST_CASE("phi3's sliding window on every layer: the ring computes the full cache's logits, and stops growing") {
+TEST_CASE(
+    "phi3's sliding window on every layer: the ring computes the full cache's logits, and stops "
+    "growing") {
   TempDir dir;
   const synth::SynthConfig c = config(kShapes[2], "q8_0", false);
   REQUIRE(std::string(c.arch) == "phi3");
@@ -253,7 +261,8 @@ TEST_CASE("phi3's sliding window on every layer: the ring computes the full cach
   const model::Model m(dir / "phi3.gguf");
   REQUIRE(m.config().window_of(0) == kWindow);
   REQUIRE(m.config().window_of(kLayers - 1) == kWindow);
-  constexpr int kChunk = 8, kCtx = 256, kFed = 208;  // kFed: 8 windows, past the ring of 128 positions
+  constexpr int kChunk = 8, kCtx = 256,
+                kFed = 208;  // kFed: 8 windows, past the ring of 128 positions
   const std::vector<int32_t> tokens = prompt_tokens(kFed);
   const size_t n_vocab = size_t(m.config().n_vocab);
   for (const char* kv : {"f32", "q8", "q4"}) {
@@ -290,9 +299,12 @@ TEST_CASE("phi3's sliding window on every layer: the ring computes the full cach
 // validate's memory accounting (validate/runner.h kv_bytes): what is resident with the cache filled
 // to the validated context, per layer kind; a sliding-window layer counts its ring only, so the
 // windowed model's total is below bytes/token x context, by exactly what the rings do not hold.
-TEST_CASE("validate counts a sliding-window model's KV memory as resident at the validated context, per layer kind") {
+TEST_CASE(
+    "validate counts a sliding-window model's KV memory as resident at the validated context, per "
+    "layer kind") {
   TempDir dir;
-  for (const ArchShape& a : {kShapes[2], kShapes[3]}) {  // phi3: every layer windowed; gemma2: even layers
+  for (const ArchShape& a :
+       {kShapes[2], kShapes[3]}) {  // phi3: every layer windowed; gemma2: even layers
     CAPTURE(std::string(a.arch));
     synth::write_synth_model(config(a, "q8_0", false), dir / "m.gguf");
     const model::Model m(dir / "m.gguf");
@@ -311,8 +323,10 @@ TEST_CASE("validate counts a sliding-window model's KV memory as resident at the
       for (const validate::KvKindBytes& k : b.kinds) {
         CAPTURE(k.sliding_window);
         const int held = k.sliding_window > 0 ? std::min(k.kept, kValidated) : kValidated;
-        if (k.sliding_window > 0) CHECK(k.kept < kValidated);  // the ring is what the window makes it hold
-        CHECK(k.bytes == doctest::Approx(k.bytes_per_token * held).epsilon(1e-9));  // no sinks, no FP32 window
+        if (k.sliding_window > 0)
+          CHECK(k.kept < kValidated);  // the ring is what the window makes it hold
+        CHECK(k.bytes ==
+              doctest::Approx(k.bytes_per_token * held).epsilon(1e-9));  // no sinks, no FP32 window
         sum += k.bytes;
         all_positions += k.bytes_per_token * kValidated;
       }

@@ -19,13 +19,12 @@
 #include "test_util.h"
 
 namespace fs = std::filesystem;
-using kvrt::test::TempDir;
 using kvrt::io::GgufFile;
 using kvrt::simd::WeightType;
 using kvrt::synth::SynthConfig;
+using kvrt::test::TempDir;
 
 namespace {
-
 
 // A small model over the 512-token vocabulary of stories260K.
 SynthConfig tiny_config(WeightType type) {
@@ -243,7 +242,9 @@ TEST_CASE("synth --weights-from writes the tensors of raw f32 files; bad files a
   CHECK_FALSE(fs::exists(dir / "bad.gguf"));
 }
 
-TEST_CASE("synth writes qwen2, phi3 and gemma2 with their tensors and keys; --decoded holds what a type decodes to") {
+TEST_CASE(
+    "synth writes qwen2, phi3 and gemma2 with their tensors and keys; --decoded holds what a type "
+    "decodes to") {
   TempDir dir;
   SynthConfig c = tiny_config(WeightType::kQ4_0);
   c.arch = "qwen2";
@@ -269,7 +270,8 @@ TEST_CASE("synth writes qwen2, phi3 and gemma2 with their tensors and keys; --de
   CHECK(kvrt::model::ModelConfig::from_gguf(phi3).window_of(1) == 40);
   c.arch = "olmo2";
   c.tied = true;  // olmo2 has a separate output matrix
-  CHECK_THROWS_WITH_AS(kvrt::synth::write_synth_model(c, dir / "x.gguf"), doctest::Contains("separate output"), kvrt::Error);
+  CHECK_THROWS_WITH_AS(kvrt::synth::write_synth_model(c, dir / "x.gguf"),
+                       doctest::Contains("separate output"), kvrt::Error);
   c.tied = false;
 
   c.arch = "gemma2";
@@ -286,8 +288,8 @@ TEST_CASE("synth writes qwen2, phi3 and gemma2 with their tensors and keys; --de
   CHECK(gemma2.find_tensor("blk.1.post_attention_norm.weight") != nullptr);
 
   c.arch = "mamba";
-  CHECK_THROWS_WITH_AS(kvrt::synth::write_synth_model(c, dir / "x.gguf"), doctest::Contains("llama, qwen2, phi3, gemma2"),
-                       kvrt::Error);
+  CHECK_THROWS_WITH_AS(kvrt::synth::write_synth_model(c, dir / "x.gguf"),
+                       doctest::Contains("llama, qwen2, phi3, gemma2"), kvrt::Error);
 
   // --decoded: every matrix F32, equal to the quantized file's blocks decoded; vectors unchanged.
   for (const char* type : {"q4_0", "q5_1", "iq4_nl", "q4_k_m"}) {
@@ -394,5 +396,6 @@ TEST_CASE("synth_model writes every 2026 family with its own keys, and the real 
   kvrt::synth::apply_shape(g, "qwen3-0.6b");
   CHECK(g.n_layers == 28);
   CHECK(g.n_kv_heads == 8);
-  CHECK_THROWS_WITH_AS(kvrt::synth::apply_shape(g, "gemma3-27b"), doctest::Contains("gemma3-1b, qwen3-0.6b"), kvrt::Error);
+  CHECK_THROWS_WITH_AS(kvrt::synth::apply_shape(g, "gemma3-27b"),
+                       doctest::Contains("gemma3-1b, qwen3-0.6b"), kvrt::Error);
 }

@@ -30,7 +30,8 @@ TaskCheck with_pattern(CheckKind kind, const std::string& pattern, bool forbid =
 
 std::string load_error(const std::string& case_toml) {
   test::TempDir tmp;
-  std::ofstream(tmp / "manifest.toml") << "[[case]]\nid = \"t\"\ncategory = \"task\"\n" << case_toml;
+  std::ofstream(tmp / "manifest.toml") << "[[case]]\nid = \"t\"\ncategory = \"task\"\n"
+                                       << case_toml;
   try {
     load_case_set({tmp.path()});
   } catch (const Error& e) {
@@ -42,17 +43,44 @@ std::string load_error(const std::string& case_toml) {
 }  // namespace
 
 TEST_CASE("json: complete values of every kind are valid, with whitespace around them") {
-  for (const char* ok : {"{}", "[]", "0", "-0", "12.5e-3", "1E+9", "-7", "true", "false", "null", "\"\"",
-                         " {\"a\": [1, 2.0, {\"b\": null}], \"c\": \"x\\ny\\u00e9\\\"\"} ", "[[[[]]]]",
-                         "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"", "\t[true,false]\n"})
+  for (const char* ok :
+       {"{}", "[]", "0", "-0", "12.5e-3", "1E+9", "-7", "true", "false", "null", "\"\"",
+        " {\"a\": [1, 2.0, {\"b\": null}], \"c\": \"x\\ny\\u00e9\\\"\"} ", "[[[[]]]]",
+        "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"", "\t[true,false]\n"})
     CHECK_MESSAGE(json_valid(ok), ok);
 }
 
 TEST_CASE("json: what lenient parsers accept is refused") {
-  for (const char* bad : {"", " ", "{", "[1,]", "{\"a\":1,}", "{a: 1}", "{'a': 1}", "[01]", "[1.]", "[.5]",
-                          "[+1]", "[1e]", "[-]", "NaN", "[Infinity]", "tru", "nul", "\"abc", "\"a\\x\"",
-                          "\"\\u12G4\"", "\"tab\there\"", "[1 2]", "{\"a\" 1}", "{\"a\":}", "[1] x",
-                          "// c\n{}", "\"\xc0\xaf\"", "\"\xed\xa0\x80\"", "\"\xf5\x80\x80\x80\"", "\"\xe2\x82\""})
+  for (const char* bad : {"",
+                          " ",
+                          "{",
+                          "[1,]",
+                          "{\"a\":1,}",
+                          "{a: 1}",
+                          "{'a': 1}",
+                          "[01]",
+                          "[1.]",
+                          "[.5]",
+                          "[+1]",
+                          "[1e]",
+                          "[-]",
+                          "NaN",
+                          "[Infinity]",
+                          "tru",
+                          "nul",
+                          "\"abc",
+                          "\"a\\x\"",
+                          "\"\\u12G4\"",
+                          "\"tab\there\"",
+                          "[1 2]",
+                          "{\"a\" 1}",
+                          "{\"a\":}",
+                          "[1] x",
+                          "// c\n{}",
+                          "\"\xc0\xaf\"",
+                          "\"\xed\xa0\x80\"",
+                          "\"\xf5\x80\x80\x80\"",
+                          "\"\xe2\x82\""})
     CHECK_MESSAGE(!json_valid(bad), bad);
 }
 
@@ -88,7 +116,8 @@ TEST_CASE("regex: ECMAScript search in the continuation; anchors mean its start 
   CHECK(!task_passes(quote, "I like it, said Tom."));
 }
 
-TEST_CASE("regex: a continuation of 4096 long tokens is matched in one pass, whatever the pattern") {
+TEST_CASE(
+    "regex: a continuation of 4096 long tokens is matched in one pass, whatever the pattern") {
   // 4096 tokens of 16 bytes, no period. std::regex's default backtracking matcher recursed once
   // per character: the bundled word-list pattern crashed it from 32 KiB on an 8 MiB stack, and
   // the sentence pattern took 34 s at 16 KiB (it retries every start).
@@ -122,22 +151,25 @@ TEST_CASE("regex: patterns that would not match in one pass within bounded stack
     return std::string();
   };
   CHECK(error("(a)\\1").find("back-references are not supported") != std::string::npos);
-  const std::string too_long = "is too long: more than " + std::to_string(kMaxPatternLength) + " characters";
+  const std::string too_long =
+      "is too long: more than " + std::to_string(kMaxPatternLength) + " characters";
   CHECK(error(std::string(kMaxPatternLength, 'a')).empty());
   CHECK(error(std::string(kMaxPatternLength + 1, 'a')).find(too_long) != std::string::npos);
   const std::string n = std::to_string(kMaxPatternLength);
   CHECK(error("a{" + n + "}").empty());
   CHECK(error("a{" + n + ",}").find(too_long) != std::string::npos);  // at least n + 1
-  CHECK(error("a{2," + std::to_string(kMaxPatternLength + 1) + "}").find(too_long) != std::string::npos);
+  CHECK(error("a{2," + std::to_string(kMaxPatternLength + 1) + "}").find(too_long) !=
+        std::string::npos);
   CHECK(error("(a{16}){16}").find(too_long) != std::string::npos);  // 16 x (16 + 2)
   CHECK(error("[a-z]{8}").empty());
   CHECK(error("a{99999999999999999999999}").find(too_long) != std::string::npos);
   const TaskCheck braces = with_pattern(CheckKind::kRegex, "a\\{999\\}");  // escaped: not a count
   CHECK(task_passes(braces, "say a{999}"));
-  const std::string e = load_error("mode = \"task\"\ntext = \"x\"\ncheck = \"regex\"\npattern = '(a)\\1'\n");
+  const std::string e =
+      load_error("mode = \"task\"\ntext = \"x\"\ncheck = \"regex\"\npattern = '(a)\\1'\n");
   INFO(e);
-  CHECK(e.find(":7: case: 'pattern' bad regular expression '(a)\\1': back-references are not supported") !=
-        std::string::npos);
+  CHECK(e.find(":7: case: 'pattern' bad regular expression '(a)\\1': back-references are not "
+               "supported") != std::string::npos);
 }
 
 TEST_CASE("constraint: the pattern must match, or with forbid must not") {
@@ -149,7 +181,9 @@ TEST_CASE("constraint: the pattern must match, or with forbid must not") {
   CHECK(!task_passes(avoid, " Lily went home."));
 }
 
-TEST_CASE("json_valid: the prompt's part of the value plus the continuation must begin an object or array") {
+TEST_CASE(
+    "json_valid: the prompt's part of the value plus the continuation must begin an object or "
+    "array") {
   TaskCheck c;
   c.kind = CheckKind::kJsonValid;
   CHECK(task_passes(c, " {\"name\": \"Tom\", \"age\": 5}\nMore text"));
@@ -169,12 +203,15 @@ TEST_CASE("a bad regular expression is an error, at compile time and in a manife
   CHECK_THROWS_AS(compile_pattern(c), Error);
   c.pattern = "";
   CHECK_THROWS_AS(compile_pattern(c), Error);
-  const std::string e = load_error("mode = \"task\"\ntext = \"x\"\ncheck = \"regex\"\npattern = \"[a-\"\n");
+  const std::string e =
+      load_error("mode = \"task\"\ntext = \"x\"\ncheck = \"regex\"\npattern = \"[a-\"\n");
   INFO(e);
   CHECK(e.find(":7: case: 'pattern' bad regular expression '[a-'") != std::string::npos);
 }
 
-TEST_CASE("task fields in a manifest are checked: mode, check, its parameters and where they may appear") {
+TEST_CASE(
+    "task fields in a manifest are checked: mode, check, its parameters and where they may "
+    "appear") {
   auto has = [](const std::string& error, const std::string& part) {
     INFO(error);
     return error.find(part) != std::string::npos;
@@ -184,33 +221,47 @@ TEST_CASE("task fields in a manifest are checked: mode, check, its parameters an
   CHECK(has(load_error("mode = \"task\"\ntext = \"x\"\n"), "a task case needs 'check'"));
   CHECK(has(load_error("mode = \"greedy\"\ntext = \"x\"\ncheck = \"exact\"\nexpect = \"y\"\n"),
             "'check' is only for task cases"));
-  CHECK(has(load_error("mode = \"greedy\"\ntext = \"x\"\npattern = \"y\"\n"), "'pattern' is only for task cases"));
-  CHECK(has(load_error("mode = \"task\"\ntext = \"x\"\ncheck = \"exact\"\n"), "an exact check needs 'expect'"));
-  CHECK(has(load_error("mode = \"task\"\ntext = \"x\"\ncheck = \"exact\"\nexpect = \"y\"\npattern = \"z\"\n"),
-            "'pattern' is not a parameter of the 'exact' check"));
-  CHECK(has(load_error("mode = \"task\"\ntext = \"x\"\ncheck = \"regex\"\n"), "a regex check needs 'pattern'"));
+  CHECK(has(load_error("mode = \"greedy\"\ntext = \"x\"\npattern = \"y\"\n"),
+            "'pattern' is only for task cases"));
+  CHECK(has(load_error("mode = \"task\"\ntext = \"x\"\ncheck = \"exact\"\n"),
+            "an exact check needs 'expect'"));
+  CHECK(has(
+      load_error(
+          "mode = \"task\"\ntext = \"x\"\ncheck = \"exact\"\nexpect = \"y\"\npattern = \"z\"\n"),
+      "'pattern' is not a parameter of the 'exact' check"));
+  CHECK(has(load_error("mode = \"task\"\ntext = \"x\"\ncheck = \"regex\"\n"),
+            "a regex check needs 'pattern'"));
   CHECK(has(load_error("mode = \"task\"\ntext = \"x\"\ncheck = \"constraint\"\npattern = \"y\"\n"),
             "a constraint check needs 'instruction'"));
-  CHECK(has(load_error("mode = \"task\"\ntext = \"x\"\ncheck = \"constraint\"\ninstruction = \"i\"\n"),
-            "one of 'pattern' (must match) or 'forbid' (must not)"));
-  CHECK(has(load_error("mode = \"task\"\ntext = \"x\"\ncheck = \"constraint\"\ninstruction = \"i\"\npattern = \"a\"\n"
+  CHECK(has(
+      load_error("mode = \"task\"\ntext = \"x\"\ncheck = \"constraint\"\ninstruction = \"i\"\n"),
+      "one of 'pattern' (must match) or 'forbid' (must not)"));
+  CHECK(has(load_error("mode = \"task\"\ntext = \"x\"\ncheck = \"constraint\"\ninstruction = "
+                       "\"i\"\npattern = \"a\"\n"
                        "forbid = \"b\"\n"),
             "one of 'pattern' (must match) or 'forbid' (must not)"));
-  CHECK(has(load_error("mode = \"task\"\ntext = \"x\"\ncheck = \"json_valid\"\ninstruction = \"i\"\n"),
-            "'instruction' is not a parameter of the 'json_valid' check"));
-  CHECK(has(load_error("mode = \"task\"\ntext = \"x\"\ncheck = \"regex\"\npattern = \"y\"\nanswer = \" z\"\n"),
-            "'answer' is only for recall cases"));
+  CHECK(has(
+      load_error("mode = \"task\"\ntext = \"x\"\ncheck = \"json_valid\"\ninstruction = \"i\"\n"),
+      "'instruction' is not a parameter of the 'json_valid' check"));
+  CHECK(has(
+      load_error(
+          "mode = \"task\"\ntext = \"x\"\ncheck = \"regex\"\npattern = \"y\"\nanswer = \" z\"\n"),
+      "'answer' is only for recall cases"));
 }
 
-TEST_CASE("recall: the continuation is read after the prompt, so an answer that starts with a space is found") {
+TEST_CASE(
+    "recall: the continuation is read after the prompt, so an answer that starts with a space is "
+    "found") {
   // stories260K goes on "... a little girl named Lily." (models/golden_greedy_prompt_once_n64.txt).
   // Decoded alone, the continuation loses its leading space, and " Lily" was never found.
   test::TempDir tmp;
-  std::ofstream(tmp / "manifest.toml") << "[[case]]\nid = \"r\"\ncategory = \"recall\"\nmode = \"recall\"\n"
-                                          "text = \"Once upon a time, there was a little girl named\"\n"
-                                          "answer = \" Lily\"\ngenerate = 4\n";
+  std::ofstream(tmp / "manifest.toml")
+      << "[[case]]\nid = \"r\"\ncategory = \"recall\"\nmode = \"recall\"\n"
+         "text = \"Once upon a time, there was a little girl named\"\n"
+         "answer = \" Lily\"\ngenerate = 4\n";
   const model::Model m(test::stories_path());
-  const std::vector<Case> cases = build_cases(load_case_set({tmp.path()}), m.tokenizer(), nullptr, 64, nullptr);
+  const std::vector<Case> cases =
+      build_cases(load_case_set({tmp.path()}), m.tokenizer(), nullptr, 64, nullptr);
   REQUIRE(cases.size() == 1);
   RunOptions o;
   o.n_threads = 1;
@@ -226,9 +277,10 @@ TEST_CASE("recall: the continuation is read after the prompt, so an answer that 
 
 TEST_CASE("a constraint case reads its check and puts the instruction before the text") {
   test::TempDir tmp;
-  std::ofstream(tmp / "manifest.toml") << "[[case]]\nid = \"c\"\ncategory = \"task\"\nmode = \"task\"\n"
-                                          "instruction = \"The girl is Mia.\"\ntext = \"At the end,\"\n"
-                                          "check = \"constraint\"\nforbid = \"Lily\"\ngenerate = 8\n";
+  std::ofstream(tmp / "manifest.toml")
+      << "[[case]]\nid = \"c\"\ncategory = \"task\"\nmode = \"task\"\n"
+         "instruction = \"The girl is Mia.\"\ntext = \"At the end,\"\n"
+         "check = \"constraint\"\nforbid = \"Lily\"\ngenerate = 8\n";
   const CaseSet set = load_case_set({tmp.path()});
   REQUIRE(set.cases.size() == 1);
   const CaseDef& d = set.cases[0];
@@ -242,13 +294,19 @@ TEST_CASE("a constraint case reads its check and puts the instruction before the
   CHECK(!task_passes(*d.check, " Lily smiled."));
 }
 
-TEST_CASE("a constraint template: one check per value, the instruction at the start of prompts scaled to the context") {
+TEST_CASE(
+    "a constraint template: one check per value, the instruction at the start of prompts scaled to "
+    "the context") {
   test::TempDir tmp;
-  std::ofstream(tmp / "filler.txt") << "The sun was warm.\nBirds sang in the tree.\nA dog ran on the grass.\n";
+  std::ofstream(tmp / "filler.txt")
+      << "The sun was warm.\nBirds sang in the tree.\nA dog ran on the grass.\n";
   std::ofstream(tmp / "manifest.toml")
-      << "[[template]]\nid = \"hero\"\ncategory = \"task\"\nmode = \"task\"\ncheck = \"constraint\"\n"
-         "instruction = \"There was a girl named {value}.\"\ncue = \"The next day,\"\npattern = '\\b{value}\\b'\n"
-         "values = [\"Mia\", \"Sue\"]\nfiller_file = \"filler.txt\"\nlengths = [0.25, 0.9]\npositions = [0.0]\n"
+      << "[[template]]\nid = \"hero\"\ncategory = \"task\"\nmode = \"task\"\ncheck = "
+         "\"constraint\"\n"
+         "instruction = \"There was a girl named {value}.\"\ncue = \"The next day,\"\npattern = "
+         "'\\b{value}\\b'\n"
+         "values = [\"Mia\", \"Sue\"]\nfiller_file = \"filler.txt\"\nlengths = [0.25, "
+         "0.9]\npositions = [0.0]\n"
          "generate = 8\n";
   const CaseSet set = load_case_set({tmp.path()});
   REQUIRE(set.templates.size() == 1);
@@ -269,7 +327,8 @@ TEST_CASE("a constraint template: one check per value, the instruction at the st
     REQUIRE(cases[i].check);
     const std::string prompt = m.tokenizer().decode(cases[i].turns[0]);
     INFO(prompt);
-    CHECK(prompt.rfind(i == 0 ? "There was a girl named Mia." : "There was a girl named Sue.", 0) == 0);
+    CHECK(prompt.rfind(i == 0 ? "There was a girl named Mia." : "There was a girl named Sue.", 0) ==
+          0);
     CHECK(prompt.size() > 13);
     CHECK(prompt.substr(prompt.size() - 13) == "The next day,");
     CHECK(task_passes(*cases[i].check, i == 0 ? " Mia" : " Sue"));
@@ -284,10 +343,11 @@ TEST_CASE("a task template is a constraint, with an instruction instead of a fac
   test::TempDir tmp;
   std::ofstream(tmp / "filler.txt") << "The sun was warm.\n";
   auto error = [&](const std::string& body) {
-    std::ofstream(tmp / "manifest.toml") << "[[template]]\nid = \"t\"\ncategory = \"task\"\nmode = \"task\"\n"
-                                            "cue = \"Then\"\nvalues = [\"Mia\"]\nfiller_file = \"filler.txt\"\n"
-                                            "lengths = [0.5]\npositions = [0.0]\n"
-                                         << body;
+    std::ofstream(tmp / "manifest.toml")
+        << "[[template]]\nid = \"t\"\ncategory = \"task\"\nmode = \"task\"\n"
+           "cue = \"Then\"\nvalues = [\"Mia\"]\nfiller_file = \"filler.txt\"\n"
+           "lengths = [0.5]\npositions = [0.0]\n"
+        << body;
     try {
       load_case_set({tmp.path()});
     } catch (const Error& e) {
@@ -295,8 +355,10 @@ TEST_CASE("a task template is a constraint, with an instruction instead of a fac
     }
     return std::string();
   };
-  CHECK(error("check = \"exact\"\nexpect = \"x\"\n").find("unknown key 'expect'") != std::string::npos);
-  CHECK(error("check = \"regex\"\npattern = \"x\"\n").find("'check' of a template must be constraint") != std::string::npos);
+  CHECK(error("check = \"exact\"\nexpect = \"x\"\n").find("unknown key 'expect'") !=
+        std::string::npos);
+  CHECK(error("check = \"regex\"\npattern = \"x\"\n")
+            .find("'check' of a template must be constraint") != std::string::npos);
   CHECK(error("check = \"constraint\"\ninstruction = \"i\"\npattern = \"x\"\nfact = \"f\"\n")
             .find("'fact' is only for recall templates") != std::string::npos);
   CHECK(error("check = \"constraint\"\ninstruction = \"i {value}\"\npattern = '({value}'\n")

@@ -150,22 +150,22 @@ TEST_CASE("token_to_piece: spaces, byte tokens, control tokens") {
   model::Tokenizer spm(spm_file);
   CHECK(spm.token_to_piece(spm.bos_id()) == "");
   CHECK(spm.token_to_piece(spm.eos_id()) == "");
-  CHECK(spm.token_to_piece(13) == "\n");            // <0x0A>
-  CHECK(spm.token_to_piece(15043) == " Hello");     // ▁Hello
+  CHECK(spm.token_to_piece(13) == "\n");         // <0x0A>
+  CHECK(spm.token_to_piece(15043) == " Hello");  // ▁Hello
   CHECK(spm.decode({1, 15043, 3186}) == "Hello world");
   CHECK_THROWS_AS(spm.token_to_piece(spm.n_vocab()), Error);
 
   io::GgufFile bpe_file(test::vocab_dir() + "/ggml-vocab-gpt-2.gguf");
   model::Tokenizer bpe(bpe_file);
-  CHECK(bpe.token_to_piece(220) == " ");    // Ġ
-  CHECK(bpe.token_to_piece(198) == "\n");   // Ċ
+  CHECK(bpe.token_to_piece(220) == " ");   // Ġ
+  CHECK(bpe.token_to_piece(198) == "\n");  // Ċ
   CHECK(bpe.token_to_piece(18435) == " Hello");
-  CHECK(bpe.token_to_piece(50256) == "");   // <|endoftext|> is a control token
+  CHECK(bpe.token_to_piece(50256) == "");  // <|endoftext|> is a control token
 }
 
 TEST_CASE("pre-tokenizers split words as llama.cpp's regex sets do") {
-  using model::detail::PreTokenizer;
   using model::detail::pre_tokenize;
+  using model::detail::PreTokenizer;
   using Words = std::vector<std::string>;
   CHECK(pre_tokenize(PreTokenizer::kGpt2, "Hello world  !!'s 3.5\n\n") ==
         Words{"Hello", " world", " ", " !!'", "s", " 3", ".", "5", "\n\n"});
@@ -186,7 +186,8 @@ TEST_CASE("pre-tokenizers split words as llama.cpp's regex sets do") {
   CHECK(pre_tokenize(PreTokenizer::kQwen2, "ab12345 c'D") ==
         Words{"ab", "1", "2", "3", "4", "5", " c", "'D"});
   // Qwen3.5: combining marks join the letters before them.
-  CHECK(pre_tokenize(PreTokenizer::kQwen35, "e\u0301te\u0301 12") == Words{"e\u0301te\u0301", " ", "1", "2"});
+  CHECK(pre_tokenize(PreTokenizer::kQwen35, "e\u0301te\u0301 12") ==
+        Words{"e\u0301te\u0301", " ", "1", "2"});
   CHECK(pre_tokenize(PreTokenizer::kQwen2, "e\u0301te\u0301") == Words{"e", "\u0301te", "\u0301"});
   // Tekken and GPT-4o split words where ASCII case turns from lower to upper; non-ASCII letters
   // have no case. GPT-4o keeps contractions on their word and takes three digits at a time.
@@ -196,7 +197,8 @@ TEST_CASE("pre-tokenizers split words as llama.cpp's regex sets do") {
         Words{"I", "'M", " don", "'t", " ", "1", "2", "3", "4"});
   CHECK(pre_tokenize(PreTokenizer::kGpt4o, "I'M don't 1234567") ==
         Words{"I'M", " don't", " ", "123", "456", "7"});
-  CHECK(pre_tokenize(PreTokenizer::kGpt4o, "a/b\n/c  d") == Words{"a", "/b", "\n", "/c", " ", " d"});
+  CHECK(pre_tokenize(PreTokenizer::kGpt4o, "a/b\n/c  d") ==
+        Words{"a", "/b", "\n", "/c", " ", " d"});
   CHECK(pre_tokenize(PreTokenizer::kNewlines, "a b\n\nc\n") == Words{"a b", "\n\n", "c", "\n"});
   CHECK(pre_tokenize(PreTokenizer::kGpt2, "").empty());
   CHECK_THROWS_AS(pre_tokenize(PreTokenizer::kGpt2, "ok \xC3"), Error);  // truncated UTF-8
@@ -208,10 +210,10 @@ TEST_CASE("unicode tables and GPT-2's byte alphabet") {
   CHECK(cp_flags('7') == kNumber);
   CHECK(cp_flags(' ') == (kSeparator | kWhitespace));
   CHECK(cp_flags('\n') == (kControl | kWhitespace));
-  CHECK(cp_flags(0x4E2D) == kLetter);       // 中
+  CHECK(cp_flags(0x4E2D) == kLetter);                     // 中
   CHECK(cp_flags(0x3000) == (kSeparator | kWhitespace));  // ideographic space
-  CHECK(cp_flags(0xFE0F) == kMark);         // variation selector
-  CHECK(cp_flags(0x1F999) == kSymbol);      // 🦙
+  CHECK(cp_flags(0xFE0F) == kMark);                       // variation selector
+  CHECK(cp_flags(0x1F999) == kSymbol);                    // 🦙
   CHECK(cp_flags(kMaxCodepoint + 1) == 0);
   for (int b = 0; b < 256; ++b) CHECK(cp_to_byte(byte_to_cp(uint8_t(b))) == b);
   CHECK(byte_to_cp(' ') == 0x120);  // Ġ

@@ -20,10 +20,10 @@ using namespace kvrt;
 namespace {
 
 std::string shared_vocab(const std::string& name) {
-  const std::string path =
-      (std::filesystem::path(test::source_dir()) / ".." / "shared" / "vocab" / ("ggml-vocab-" + name + ".gguf"))
-          .lexically_normal()
-          .string();
+  const std::string path = (std::filesystem::path(test::source_dir()) / ".." / "shared" / "vocab" /
+                            ("ggml-vocab-" + name + ".gguf"))
+                               .lexically_normal()
+                               .string();
   if (std::filesystem::exists(path)) return path;
   std::fprintf(stderr, "SKIP: %s is absent; put ../shared beside the checkout\n", path.c_str());
   std::exit(77);

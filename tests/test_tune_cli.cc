@@ -1,4 +1,5 @@
-// kvrt tune end to end on stories260K, the record it writes and `kvrt run --kv tuned` through the gate.
+// kvrt tune end to end on stories260K, the record it writes and `kvrt run --kv tuned` through the
+// gate.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -37,23 +38,29 @@ std::string rest_of_line(const std::string& text, const std::string& key) {
 }  // namespace
 
 // 160 positions and three formats keep the search to seconds; the verdicts are validate's.
-TEST_CASE("tune finds a PASS below FP32 on disjoint slices, records it by name, and run takes --kv tuned") {
+TEST_CASE(
+    "tune finds a PASS below FP32 on disjoint slices, records it by name, and run takes --kv "
+    "tuned") {
   TempDir tmp;
   setenv("KVRT_STATE_DIR", (tmp / "state").c_str(), 1);
   const std::string record = tmp / "r.toml";
-  const auto t = run_kvrt("tune " + model_arg() + " -c 160 --formats q4,q8,f32 --sinks 1 --record " + record, tmp);
+  const auto t = run_kvrt(
+      "tune " + model_arg() + " -c 160 --formats q4,q8,f32 --sinks 1 --record " + record, tmp);
   INFO(t.out, t.err);
   REQUIRE(t.exit_code == 0);
 
   // The calibration slice and the verdict slice share no case, and both hold some.
-  const std::vector<std::string> calib = listed(t.out, "calibration cases"), verdict = listed(t.out, "verdict cases");
+  const std::vector<std::string> calib = listed(t.out, "calibration cases"),
+                                 verdict = listed(t.out, "verdict cases");
   CHECK(!calib.empty());
   CHECK(verdict.size() > calib.size());
   std::set<std::string> all(calib.begin(), calib.end());
-  for (const std::string& id : verdict) CHECK_MESSAGE(all.insert(id).second, id << " is in both slices");
+  for (const std::string& id : verdict)
+    CHECK_MESSAGE(all.insert(id).second, id << " is in both slices");
 
   // Every unit (5 layers, K and V) was measured, and the path ends at the FP32 cache.
-  for (const char* unit : {"k[0]", "v[0]", "k[4]", "v[4]"}) CHECK(t.out.find(std::string("\n") + unit + " ") != std::string::npos);
+  for (const char* unit : {"k[0]", "v[0]", "k[4]", "v[4]"})
+    CHECK(t.out.find(std::string("\n") + unit + " ") != std::string::npos);
   CHECK(t.out.find("time: ") != std::string::npos);
   // The sinks step is calibrated too: every unit at q4 without and with sinks=1.
   CHECK(t.out.find("every unit at q4: KL ") != std::string::npos);
@@ -65,7 +72,8 @@ TEST_CASE("tune finds a PASS below FP32 on disjoint slices, records it by name, 
   // The base gives no rot: tune measured the bottom without and with rotation and kept the better.
   const std::string rot = rest_of_line(t.out, "rotation: every unit at q4: KL ");
   REQUIRE(!rot.empty());
-  CHECK(found.find(rot.find("runs with (rot=1)") != std::string::npos ? ",rot=1" : ",rot=0") != std::string::npos);
+  CHECK(found.find(rot.find("runs with (rot=1)") != std::string::npos ? ",rot=1" : ",rot=0") !=
+        std::string::npos);
   // One FP32 position costs less than raising a unit, so the first PASS is checked with the sinks
   // toggled (taken out, or added to the step before it). The result is the check's setting when it
   // PASSed, else the path's: it holds the sinks exactly when the check added them and PASSed or
@@ -87,17 +95,21 @@ TEST_CASE("tune finds a PASS below FP32 on disjoint slices, records it by name, 
   CHECK(bytes < 1280);  // the FP32 cache: 5 layers x (K and V) x 4 kv heads x 8 dims x 4 bytes
 
   // run takes it by name through the gate, at the context it was found for and not beyond.
-  const auto r = run_kvrt("run " + model_arg() + " -c 160 -p Once -n 4 --kv tuned --record " + record, tmp);
+  const auto r =
+      run_kvrt("run " + model_arg() + " -c 160 -p Once -n 4 --kv tuned --record " + record, tmp);
   CHECK(r.exit_code == 0);
   CHECK(r.err.find("KV setting 'tuned' is " + found) != std::string::npos);
   CHECK(r.err.find("validated for 160 positions") != std::string::npos);
-  const auto longer = run_kvrt("run " + model_arg() + " -c 512 -p Once -n 4 --kv tuned --record " + record, tmp);
+  const auto longer =
+      run_kvrt("run " + model_arg() + " -c 512 -p Once -n 4 --kv tuned --record " + record, tmp);
   CHECK(longer.exit_code == 3);
   CHECK(longer.err.find("validated up to a context of 160") != std::string::npos);
-  const auto other = run_kvrt("run " + model_arg() + " -c 160 -p Once -n 4 --kv fast --record " + record, tmp);
+  const auto other =
+      run_kvrt("run " + model_arg() + " -c 160 -p Once -n 4 --kv fast --record " + record, tmp);
   CHECK(other.exit_code == 3);
   CHECK(other.err.find("no KV setting named 'fast' (it names tuned)") != std::string::npos);
-  const auto mixed = run_kvrt("run " + model_arg() + " -p Once -n 4 --kv tuned --kv-k q8 --record " + record, tmp);
+  const auto mixed =
+      run_kvrt("run " + model_arg() + " -p Once -n 4 --kv tuned --kv-k q8 --record " + record, tmp);
   CHECK(mixed.exit_code == 2);
 }
 
@@ -108,8 +120,9 @@ TEST_CASE("tune and run --kv NAME refuse bad input before any work") {
   CHECK(no_record.exit_code == 3);
   CHECK(no_record.err.find("kvrt tune") != std::string::npos);
   CHECK(no_record.err.find("does not exist") != std::string::npos);
-  for (const char* bad : {"--formats q8,q4", "--formats q4", "--formats q4,q5,f32", "--name q8", "--name q3", "--name 4bit",
-                          "--kv q4", "--kv k=q8", "--kv layers[0]=q8", "--calibration 1.5", "-c 100000", "--sinks -1"}) {
+  for (const char* bad : {"--formats q8,q4", "--formats q4", "--formats q4,q5,f32", "--name q8",
+                          "--name q3", "--name 4bit", "--kv q4", "--kv k=q8", "--kv layers[0]=q8",
+                          "--calibration 1.5", "-c 100000", "--sinks -1"}) {
     const auto r = run_kvrt("tune " + model_arg() + " " + bad, tmp);
     INFO(bad, " ", r.err);
     CHECK(r.exit_code == 2);
@@ -125,7 +138,9 @@ TEST_CASE("tune and run --kv NAME refuse bad input before any work") {
 TEST_CASE("tune protects a damaged layer in FP32 and no other") {
   TempDir tmp;
   setenv("KVRT_STATE_DIR", (tmp / "state").c_str(), 1);
-  const auto t = run_kvrt("tune " + model_arg() + " -c 160 --formats q4,q8,f32 --kv rot=0 --debug-damage-layer 2:0.5", tmp);
+  const auto t = run_kvrt(
+      "tune " + model_arg() + " -c 160 --formats q4,q8,f32 --kv rot=0 --debug-damage-layer 2:0.5",
+      tmp);
   INFO(t.out, t.err);
   REQUIRE(t.exit_code == 0);
   CHECK(t.out.find("record: not written") != std::string::npos);
@@ -134,7 +149,8 @@ TEST_CASE("tune protects a damaged layer in FP32 and no other") {
   // The damaged layer's keys in FP32 (at q8 they cost it 8x the KL its values do); its values in
   // FP32 too, or at q8 when the sinks step leaves that within the limits (with the task cases in
   // the set, the verdict cases at -c 160 pass k[2]=f32,v[2]=q8 beside sinks=4: KL 0.0057).
-  CHECK((found.find("layers[2]=f32") != std::string::npos || found.find("k[2]=f32") != std::string::npos));
+  CHECK((found.find("layers[2]=f32") != std::string::npos ||
+         found.find("k[2]=f32") != std::string::npos));
   CHECK(found.find("f32") == found.rfind("f32"));
 
   const size_t path = t.out.find("\nPath ");

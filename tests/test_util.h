@@ -39,7 +39,8 @@ inline constexpr bool kSanitizedBuild = false;
 // $KVRT_FIXTURES_DIR (a test program of other cases checks that it is a directory to use one).
 inline std::string fixtures_path() {
   const char* env = std::getenv("KVRT_FIXTURES_DIR");
-  return (env && *env ? std::filesystem::path(env) : std::filesystem::path(source_dir()) / ".." / "shared" / "fixtures")
+  return (env && *env ? std::filesystem::path(env)
+                      : std::filesystem::path(source_dir()) / ".." / "shared" / "fixtures")
       .lexically_normal()
       .string();
 }

@@ -43,7 +43,9 @@ SettingVerdict verdict(Verdict v) {
 
 }  // namespace
 
-TEST_CASE("bootstrap interval is deterministic for a seed, brackets the mean and narrows with more cases") {
+TEST_CASE(
+    "bootstrap interval is deterministic for a seed, brackets the mean and narrows with more "
+    "cases") {
   std::vector<double> x;
   for (int i = 0; i < 40; ++i) x.push_back(std::sin(i * 1.7) + 2.0);
   BootstrapOptions o;
@@ -63,7 +65,9 @@ TEST_CASE("bootstrap interval is deterministic for a seed, brackets the mean and
   CHECK(flat.upper == doctest::Approx(0.25));
 }
 
-TEST_CASE("decide: PASS on the upper bound, FAIL on the corrected lower bound, INCONCLUSIVE between or when few") {
+TEST_CASE(
+    "decide: PASS on the upper bound, FAIL on the corrected lower bound, INCONCLUSIVE between or "
+    "when few") {
   Check c;
   c.metric = Metric::kKl;
   c.scope = "all";
@@ -92,11 +96,15 @@ struct Table {
 // Appends t's cases to r and cases, each a copy of `like` with id "<like.id>-<index>" and its
 // outcomes in the recall or task fields, by like.mode; `categories` > 0 spreads them over that
 // many categories c0, c1, ...
-void add_table(const Table& t, const Case& like, SettingResult& r, std::vector<Case>& cases, int categories = 0) {
+void add_table(const Table& t, const Case& like, SettingResult& r, std::vector<Case>& cases,
+               int categories = 0) {
   const struct {
     int n;
     bool base, cand;
-  } cells[] = {{t.both, true, true}, {t.lost, true, false}, {t.gained, false, true}, {t.neither, false, false}};
+  } cells[] = {{t.both, true, true},
+               {t.lost, true, false},
+               {t.gained, false, true},
+               {t.neither, false, false}};
   for (const auto& cell : cells)
     for (int i = 0; i < cell.n; ++i) {
       Case c = like;
@@ -190,7 +198,8 @@ TEST_CASE("recall: 10 answers kept out of 10 cannot PASS a 0.2 limit; 40 out of 
   CHECK(v40.verdict == Verdict::kPass);
 }
 
-TEST_CASE("recall: answers the baseline missed do not dilute the share lost; McNemar sees the gains") {
+TEST_CASE(
+    "recall: answers the baseline missed do not dilute the share lost; McNemar sees the gains") {
   // 3 of 10 baseline answers lost is 0.3 of them, whatever the 30 cases both missed.
   auto [r, c] = outcomes({7, 3, 0, 30});
   const SettingVerdict v = judge(r, c, recall_limit(0.2));
@@ -207,7 +216,9 @@ TEST_CASE("recall: answers the baseline missed do not dilute the share lost; McN
   CHECK(g.verdict == Verdict::kPass);
 }
 
-TEST_CASE("recall: a clear loss FAILs with one check, and is INCONCLUSIVE once the error is split over ten") {
+TEST_CASE(
+    "recall: a clear loss FAILs with one check, and is INCONCLUSIVE once the error is split over "
+    "ten") {
   // 9 of 20 answers lost: the 95% Wilson lower bound 0.258 is beyond 0.2; with ten checks the
   // Bonferroni-corrected (99.5%) lower bound is 0.199, not beyond it.
   auto [r1, c1] = outcomes({11, 9, 0, 0});
@@ -217,7 +228,8 @@ TEST_CASE("recall: a clear loss FAILs with one check, and is INCONCLUSIVE once t
   CHECK(one.verdict == Verdict::kFail);
 
   Thresholds ten = recall_limit(0.2);
-  for (int i = 0; i < 9; ++i) ten.limits[Metric::kRecallLoss].by_category["c" + std::to_string(i)] = 0.9;
+  for (int i = 0; i < 9; ++i)
+    ten.limits[Metric::kRecallLoss].by_category["c" + std::to_string(i)] = 0.9;
   auto [r10, c10] = outcomes({11, 9, 0, 0}, 9);
   const SettingVerdict split = judge(r10, c10, ten);
   CHECK(split.n_checks == 10);
@@ -230,7 +242,9 @@ TEST_CASE("recall: a clear loss FAILs with one check, and is INCONCLUSIVE once t
   CHECK(judge(r11, c11, ten).verdict == Verdict::kFail);
 }
 
-TEST_CASE("task checks: the share of the baseline's passes lost, Wilson-bounded, with McNemar beside it") {
+TEST_CASE(
+    "task checks: the share of the baseline's passes lost, Wilson-bounded, with McNemar beside "
+    "it") {
   Thresholds t;
   t.sequential.looks = 0;
   t.limits[Metric::kTaskLoss].max = 0.3;
@@ -317,7 +331,9 @@ TEST_CASE("a model whose baseline recalls nothing cannot pass a recall limit") {
   CHECK(v.verdict == Verdict::kInconclusive);
 }
 
-TEST_CASE("continuous checks: the FAIL side is corrected too, and 'detectable' is the interval's margin") {
+TEST_CASE(
+    "continuous checks: the FAIL side is corrected too, and 'detectable' is the interval's "
+    "margin") {
   std::vector<double> x;
   for (int i = 0; i < 30; ++i) x.push_back(0.1 + 0.01 * std::sin(i * 1.3));
   SettingResult r;
@@ -367,7 +383,9 @@ std::pair<SettingResult, std::vector<Case>> kl_cases(int n, double mean, double 
 
 }  // namespace
 
-TEST_CASE("sequential looks: a clear PASS and a clear FAIL stop at the first look, a borderline setting does not") {
+TEST_CASE(
+    "sequential looks: a clear PASS and a clear FAIL stop at the first look, a borderline setting "
+    "does not") {
   Thresholds t;
   t.limits[Metric::kKl].max = 0.01;
   REQUIRE(look_points(60, t) == std::vector<int>{15, 30, 45});
@@ -379,18 +397,21 @@ TEST_CASE("sequential looks: a clear PASS and a clear FAIL stop at the first loo
   CHECK(verdict_at(0.002, 0.001, 15, interim) == Verdict::kPass);
   CHECK(verdict_at(0.05, 0.01, 15, interim) == Verdict::kFail);
   // Near the limit: undecided at every interim look, and the final look on all 60 too.
-  for (int n_run : look_points(60, t)) CHECK(verdict_at(0.0095, 0.004, n_run, interim) == Verdict::kInconclusive);
+  for (int n_run : look_points(60, t))
+    CHECK(verdict_at(0.0095, 0.004, n_run, interim) == Verdict::kInconclusive);
   CHECK(verdict_at(0.0095, 0.004, 60, final_look(t, false)) == Verdict::kInconclusive);
   // A margin the whole set resolves but 15 cases at the interim confidence do not.
   CHECK(verdict_at(0.0085, 0.004, 15, interim) == Verdict::kInconclusive);
   CHECK(verdict_at(0.0085, 0.004, 60, final_look(t, false)) == Verdict::kPass);
 }
 
-TEST_CASE("sequential looks spend the error instead of adding to it; a partial look counts every limit") {
+TEST_CASE(
+    "sequential looks spend the error instead of adding to it; a partial look counts every limit") {
   Thresholds t;
   t.limits[Metric::kKl].max = 0.01;
   const double alpha = 1.0 - t.bootstrap.confidence;
-  const double spent = t.sequential.looks * (1.0 - interim_look(t).confidence) + (1.0 - final_look(t, false).confidence);
+  const double spent = t.sequential.looks * (1.0 - interim_look(t).confidence) +
+                       (1.0 - final_look(t, false).confidence);
   CHECK(spent == doctest::Approx(alpha));
   CHECK(final_look(t, false).confidence > t.bootstrap.confidence);
   t.sequential.looks = 0;
@@ -433,12 +454,15 @@ TEST_CASE("--prefer: the least memory or the fastest decode, among the PASSing s
     return t;
   };
   // 0: big and fast; 1: small and slow; 2: smallest, fastest, but FAIL; 3: mid, INCONCLUSIVE.
-  auto [rs, vs] = table({{800, 50, Verdict::kPass}, {300, 40, Verdict::kPass}, {100, 90, Verdict::kFail},
+  auto [rs, vs] = table({{800, 50, Verdict::kPass},
+                         {300, 40, Verdict::kPass},
+                         {100, 90, Verdict::kFail},
                          {200, 60, Verdict::kInconclusive}});
   CHECK(recommend(rs, vs, Prefer::kMemory) == 1);
   CHECK(recommend(rs, vs, Prefer::kSpeed) == 0);
   // Equal speed: the smaller one; equal memory: the earlier one (not the faster clock reading).
-  auto [rs2, vs2] = table({{800, 50, Verdict::kPass}, {300, 50, Verdict::kPass}, {300, 55, Verdict::kPass}});
+  auto [rs2, vs2] =
+      table({{800, 50, Verdict::kPass}, {300, 50, Verdict::kPass}, {300, 55, Verdict::kPass}});
   CHECK(recommend(rs2, vs2, Prefer::kSpeed) == 2);
   CHECK(recommend(rs2, vs2, Prefer::kMemory) == 1);
   auto [rs3, vs3] = table({{800, 50, Verdict::kPass}, {300, 50, Verdict::kPass}});
@@ -464,7 +488,8 @@ TEST_CASE("--prefer: the least memory or the fastest decode, among the PASSing s
   rs[1].speed.decode_undisturbed = kMinUndisturbed - 1;
   CHECK(!rs[1].speed.decode_reliable());
   CHECK(recommend(rs, vs, Prefer::kSpeed) == 1);
-  CHECK(time_spread({0.010, 0.030, 0.0105, 0.0103}) == doctest::Approx(0.05));  // the third-fastest against the fastest
+  CHECK(time_spread({0.010, 0.030, 0.0105, 0.0103}) ==
+        doctest::Approx(0.05));  // the third-fastest against the fastest
   CHECK(time_spread({0.010, 0.012}) == doctest::Approx(0.2));
   CHECK(time_spread({0.010}) == 0);
   // Nothing passed: no recommendation, whatever the preference.
@@ -477,7 +502,9 @@ TEST_CASE("--prefer: the least memory or the fastest decode, among the PASSing s
   CHECK(std::string(prefer_name(Prefer::kSpeed)) == "speed");
 }
 
-TEST_CASE("the damage: a failing setting's worst cases, continuations side by side with the divergence marked, escaped") {
+TEST_CASE(
+    "the damage: a failing setting's worst cases, continuations side by side with the divergence "
+    "marked, escaped") {
   std::vector<Case> cases(4);
   const char* ids[] = {"long-<prose>", "recall-1", "calm", "calm-2"};
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -506,7 +533,8 @@ TEST_CASE("the damage: a failing setting's worst cases, continuations side by si
     s->kl_by_pos.assign(4, 1e-12);
     s->kl_by_pos_count.assign(4, 1);
   }
-  // The long case has the largest KL; the recall case lost its answer; "calm" and "calm-2" barely moved.
+  // The long case has the largest KL; the recall case lost its answer; "calm" and "calm-2" barely
+  // moved.
   bad.cases = {scored(100, 0.5), scored(10, 0.05), scored(10, 0.002), scored(10, 0.001)};
   for (int p = 0; p < 100; ++p) bad.cases[0].kl_by_pos[size_t(p)] = float(0.01 * (p + 1));
   bad.cases[1].recall_baseline = true;
@@ -525,9 +553,11 @@ TEST_CASE("the damage: a failing setting's worst cases, continuations side by si
   r.model_sha256 = std::string(64, '0');
   r.acceptance_sha256 = std::string(64, '0');
 
-  CHECK(worst_cases(r, run.settings[0], kWorstCases) == std::vector<size_t>{1, 0, 2});  // lost first, then by KL
+  CHECK(worst_cases(r, run.settings[0], kWorstCases) ==
+        std::vector<size_t>{1, 0, 2});  // lost first, then by KL
   const std::string text = report_text(r);
-  CHECK(text.find("worst cases: recall-1 (kl 0.05, answer lost) long-<prose> (kl 0.5) calm (kl 0.002)") !=
+  CHECK(text.find(
+            "worst cases: recall-1 (kl 0.05, answer lost) long-<prose> (kl 0.5) calm (kl 0.002)") !=
         std::string::npos);
 
   const std::string html = report_html(r);
@@ -536,8 +566,12 @@ TEST_CASE("the damage: a failing setting's worst cases, continuations side by si
   const std::string d = html.substr(damage, html.find("<h2>Full table") - damage);
   // Side by side: the first divergent token marked in both columns, the candidate's text escaped,
   // a byte that is not UTF-8 shown as U+FFFD.
-  CHECK(d.find("<td> The<mark> cat</mark><span class='after'> sat</span></td>") != std::string::npos);
-  CHECK(d.find("<td> The<mark> &lt;dog&gt;</mark><span class='after'> \xEF\xBF\xBD&amp;</span></td>") != std::string::npos);
+  CHECK(d.find("<td> The<mark> cat</mark><span class='after'> sat</span></td>") !=
+        std::string::npos);
+  CHECK(
+      d.find(
+          "<td> The<mark> &lt;dog&gt;</mark><span class='after'> \xEF\xBF\xBD&amp;</span></td>") !=
+      std::string::npos);
   CHECK(d.find("(its own continuation)") != std::string::npos);
   CHECK(d.find("q4&lt;&#39;x&#39;&gt;") != std::string::npos);
   CHECK(d.find("<dog>") == std::string::npos);
@@ -619,7 +653,9 @@ TEST_CASE("the shipped thresholds, settings and acceptance set parse") {
   CHECK(load_case_set({dir + "/cases"}).sha256 == set.sha256);
 }
 
-TEST_CASE("the canary's acceptance set: 100 held-out recall cases in each distance bucket, beside the bundled set") {
+TEST_CASE(
+    "the canary's acceptance set: 100 held-out recall cases in each distance bucket, beside the "
+    "bundled set") {
   const std::string dir = default_validation_dir();
   const CaseSet canary = load_case_set({dir + "/canary"});
   std::map<std::string, int> per_bucket;
@@ -629,8 +665,10 @@ TEST_CASE("the canary's acceptance set: 100 held-out recall cases in each distan
     CHECK(c.answer[0] == ' ');
     ++per_bucket[c.category];
   }
-  CHECK(per_bucket == std::map<std::string, int>{
-                          {"recall-8-128", 100}, {"recall-128-256", 100}, {"recall-256-512", 100}, {"recall-512-900", 100}});
+  CHECK(per_bucket == std::map<std::string, int>{{"recall-8-128", 100},
+                                                 {"recall-128-256", 100},
+                                                 {"recall-256-512", 100},
+                                                 {"recall-512-900", 100}});
   // --cases adds it to the bundled set: no id of one is in the other.
   CHECK(load_case_set({dir + "/cases", dir + "/canary"}).cases.size() ==
         load_case_set({dir + "/cases"}).cases.size() + canary.cases.size());
@@ -641,14 +679,16 @@ TEST_CASE("a bad thresholds file is an error naming the file and the line") {
   const std::string path = tmp / "t.toml";
   write(path, "[bootstrap]\nseed = 1\n\n[metric.kl]\nmax = 0.01\nmaximum = 3\n");
   CHECK(error_of([&] { read_thresholds(path); }).find(path + ":6: ") == 0);
-  CHECK(error_of([&] { read_thresholds(path); }).find("unknown key 'maximum'") != std::string::npos);
+  CHECK(error_of([&] { read_thresholds(path); }).find("unknown key 'maximum'") !=
+        std::string::npos);
   write(path, "[metric.kl]\nmax = \"small\"\n");
   CHECK(error_of([&] { read_thresholds(path); }).find(path + ":2: ") == 0);
   write(path, "[metric.klx]\nmax = 1\n");
   CHECK(error_of([&] { read_thresholds(path); }).find("unknown metric 'klx'") != std::string::npos);
   write(path, "[metric.kl\nmax = 1\n");
   CHECK(error_of([&] { read_thresholds(path); }).find(path + ":1:") == 0);
-  CHECK(error_of([&] { read_thresholds(tmp / "missing.toml"); }).find("missing.toml") != std::string::npos);
+  CHECK(error_of([&] { read_thresholds(tmp / "missing.toml"); }).find("missing.toml") !=
+        std::string::npos);
 }
 
 TEST_CASE("a thresholds typo or a limit that checks nothing is an error, never a dropped limit") {
@@ -658,7 +698,10 @@ TEST_CASE("a thresholds typo or a limit that checks nothing is an error, never a
   write(path, "[metric.kl]\nmax = 0.01\n\n[metric.kl.bucket]\nlong = 0.015\nlnog = 1e-7\n");
   const std::string bucket = error_of([&] { read_thresholds(path); });
   INFO(bucket);
-  CHECK(bucket.find(path + ":6: metric.kl.bucket: unknown key 'lnog' (expected one of: short, medium, long)") == 0);
+  CHECK(bucket.find(
+            path +
+            ":6: metric.kl.bucket: unknown key 'lnog' (expected one of: short, medium, long)") ==
+        0);
   for (const char* bad : {"nan", "inf", "+inf", "-inf"}) {
     write(path, std::string("[metric.kl]\nmax = ") + bad + "\n");
     const std::string e = error_of([&] { read_thresholds(path); });
@@ -666,15 +709,18 @@ TEST_CASE("a thresholds typo or a limit that checks nothing is an error, never a
     CHECK(e.find(path + ":2: metric.kl: 'max'") == 0);
   }
   write(path, "[metric.kl]\nmax = 0.01\n[metric.kl.category]\nrecall = nan\n");
-  CHECK(error_of([&] { read_thresholds(path); }).find(":4: metric.kl.category: 'recall' must be a finite number") !=
-        std::string::npos);
+  CHECK(error_of([&] {
+          read_thresholds(path);
+        }).find(":4: metric.kl.category: 'recall' must be a finite number") != std::string::npos);
   // A category is any name a manifest gives, so it is checked against the acceptance set.
   write(path, "[metric.kl]\nmax = 0.01\n\n[metric.kl.category]\nrecall = 0.015\nrecal = 1e-7\n");
   const Thresholds t = read_thresholds(path);
   CHECK_NOTHROW(check_categories(t, {"prose", "recall", "recal"}));
   const std::string category = error_of([&] { check_categories(t, {"prose", "recall"}); });
   INFO(category);
-  CHECK(category.find(path + ":6: metric.kl.category: no case of the acceptance set has category 'recal'") == 0);
+  CHECK(category.find(
+            path + ":6: metric.kl.category: no case of the acceptance set has category 'recal'") ==
+        0);
   // The bundled thresholds name only categories of the bundled set.
   const std::string dir = default_validation_dir();
   const CaseSet set = load_case_set({dir + "/cases"});
@@ -686,22 +732,28 @@ TEST_CASE("a thresholds typo or a limit that checks nothing is an error, never a
 
 TEST_CASE("a bad case manifest is an error naming the file and the line") {
   test::TempDir tmp;
-  write(tmp / "manifest.toml", "[[case]]\nid = \"a\"\ncategory = \"prose\"\nmode = \"greedy\"\ntext = \"x\"\n\n"
-                               "[[case]]\nid = \"a\"\ncategory = \"prose\"\nmode = \"teacher_forced\"\ntext = \"y\"\n");
+  write(tmp / "manifest.toml",
+        "[[case]]\nid = \"a\"\ncategory = \"prose\"\nmode = \"greedy\"\ntext = \"x\"\n\n"
+        "[[case]]\nid = \"a\"\ncategory = \"prose\"\nmode = \"teacher_forced\"\ntext = \"y\"\n");
   const std::string dup = error_of([&] { load_case_set({tmp.path()}); });
   INFO(dup);
   CHECK(dup.find(":8: case: 'id' 'a' is already used") != std::string::npos);
-  write(tmp / "manifest.toml", "[[case]]\nid = \"a\"\ncategory = \"prose\"\nmode = \"guess\"\ntext = \"x\"\n");
-  CHECK(error_of([&] { load_case_set({tmp.path()}); }).find(":4: case: 'mode' is 'guess'") != std::string::npos);
+  write(tmp / "manifest.toml",
+        "[[case]]\nid = \"a\"\ncategory = \"prose\"\nmode = \"guess\"\ntext = \"x\"\n");
+  CHECK(error_of([&] { load_case_set({tmp.path()}); }).find(":4: case: 'mode' is 'guess'") !=
+        std::string::npos);
 }
 
-TEST_CASE("a context beyond the record's is refused with the validate command of the record's own inputs") {
+TEST_CASE(
+    "a context beyond the record's is refused with the validate command of the record's own "
+    "inputs") {
   test::TempDir tmp;
   const std::string dir = default_validation_dir();
   Record r;
   r.kvrt_version = "9.9";
   r.isa = "scalar";
-  r.model_path = dir + "/settings.toml";  // any file stands for the model: the gate reads its sha256
+  r.model_path =
+      dir + "/settings.toml";  // any file stands for the model: the gate reads its sha256
   r.model_sha256 = sha256_file(r.model_path);
   r.thresholds_path = dir + "/thresholds.toml";
   r.thresholds_sha256 = sha256_file(r.thresholds_path);
@@ -710,7 +762,8 @@ TEST_CASE("a context beyond the record's is refused with the validate command of
   r.settings.push_back({"k=q8,v=q8", "q8/q8", Verdict::kPass, 1088, 512});
   const std::string path = tmp / "rec.toml";
   write_record(r, path);
-  GateQuery q{r.model_path, "k=q8,v=q8", kvrt::ops::MatmulPrecision::kF32, path, "scalar", "9.9", 512, 1024};
+  GateQuery q{r.model_path, "k=q8,v=q8", kvrt::ops::MatmulPrecision::kF32, path, "scalar", "9.9",
+              512,          1024};
   CHECK(require_pass_record(q).record_path == path);
   q.n_ctx = 1000;
   const std::string longer = error_of([&] { require_pass_record(q); });
@@ -718,8 +771,8 @@ TEST_CASE("a context beyond the record's is refused with the validate command of
   // The record's file and extra cases, so that the new verdict lands where the gate reads it;
   // the bundled thresholds and cases need no flag.
   CHECK(longer.find("validated up to a context of 512 positions") != std::string::npos);
-  CHECK(longer.find("Run `kvrt validate -m " + r.model_path + " -c 1000 --record " + path + " --cases " + dir +
-                    "/canary`") != std::string::npos);
+  CHECK(longer.find("Run `kvrt validate -m " + r.model_path + " -c 1000 --record " + path +
+                    " --cases " + dir + "/canary`") != std::string::npos);
   q.n_ctx = 2048;
   const std::string beyond = error_of([&] { require_pass_record(q); });
   CHECK(beyond.find("beyond the model's context of 1024 positions") != std::string::npos);
@@ -732,8 +785,9 @@ TEST_CASE("a context beyond the record's is refused with the validate command of
   r.thresholds_path = thresholds;
   write_record(r, path);
   q.n_ctx = 1000;
-  CHECK(error_of([&] { require_pass_record(q); }).find(" -c 1000 --record " + path + " --config " + thresholds +
-                                                       " --cases " + dir + "/canary --only-cases`") != std::string::npos);
+  CHECK(error_of([&] { require_pass_record(q); })
+            .find(" -c 1000 --record " + path + " --config " + thresholds + " --cases " + dir +
+                  "/canary --only-cases`") != std::string::npos);
 }
 
 TEST_CASE("a record round-trips, and an edited record is refused") {
@@ -749,7 +803,8 @@ TEST_CASE("a record round-trips, and an edited record is refused") {
   r.acceptance_sha256 = std::string(64, 'c');
   r.max_len = 512;
   r.settings.push_back({"k=q4,v=q4", "q4/q4", Verdict::kFail, 12.5});
-  r.settings.push_back({"k=q4,v=q4", "q4/q4 bf16", Verdict::kPass, 12.5, 256, kvrt::ops::MatmulPrecision::kBf16});
+  r.settings.push_back(
+      {"k=q4,v=q4", "q4/q4 bf16", Verdict::kPass, 12.5, 256, kvrt::ops::MatmulPrecision::kBf16});
   const std::string path = tmp / "rec.toml";
   write_record(r, path);
   const Record back = read_record(path);
@@ -777,7 +832,9 @@ TEST_CASE("a record round-trips, and an edited record is refused") {
   }
 }
 
-TEST_CASE("on a sliding-window model the report counts, per length bucket, the cases longer than the window") {
+TEST_CASE(
+    "on a sliding-window model the report counts, per length bucket, the cases longer than the "
+    "window") {
   std::vector<validate::Case> cases;
   for (int n : {50, 100, 300, 700, 900}) {
     validate::Case c;
@@ -793,16 +850,20 @@ TEST_CASE("on a sliding-window model the report counts, per length bucket, the c
   r.n_windowed_layers = 13;
   r.n_layers = 26;
   CHECK(validate::window_summary(r) ==
-        "sliding window 250 positions on 13 of 26 layers; cases longer than it (those layers drop their first "
+        "sliding window 250 positions on 13 of 26 layers; cases longer than it (those layers drop "
+        "their first "
         "positions) by bucket: short 0 medium 1 long 2\n");
   r.sliding_window = 4096;  // a validation that never reaches past the window says so
-  CHECK(validate::window_summary(r).find("none, so no case reaches past the window: validate with -c above 4096") !=
+  CHECK(validate::window_summary(r).find(
+            "none, so no case reaches past the window: validate with -c above 4096") !=
         std::string::npos);
 }
 
 // kvrt tune's path from scripted calibration numbers: two units, a q4-like rung of 2 bytes and an
 // FP32 top of 8; unit 0 costs 0.1 nats alone at the bottom, unit 1 0.02.
-TEST_CASE("tune's path adds the sinks where they remove the most KL per byte, once, and not when they remove none") {
+TEST_CASE(
+    "tune's path adds the sinks where they remove the most KL per byte, once, and not when they "
+    "remove none") {
   PathCosts c;
   c.unit_kl = {{0.1, 0}, {0.02, 0}};
   c.rung_bytes = {2, 8};

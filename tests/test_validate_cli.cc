@@ -32,14 +32,16 @@ int number_after(const std::string& text, const std::string& key) {
   return at == std::string::npos ? -1 : std::atoi(text.c_str() + at + key.size());
 }
 
-// JSON without the timings (run time, tok/s, their spreads and segment counts), for run-to-run comparison.
+// JSON without the timings (run time, tok/s, their spreads and segment counts), for run-to-run
+// comparison.
 std::string without_seconds(const std::string& json) {
-  const std::string counts = std::regex_replace(json, std::regex("\"undisturbed_segments\": \\[[^\\]]*\\]"), "");
-  return std::regex_replace(
-      counts,
-      std::regex("\"(seconds|prefill_tok_s|decode_tok_s|prefill_spread|decode_spread|speed_reliable|timed_segments)\": "
-                 "[^,}\\n]*"),
-      "");
+  const std::string counts =
+      std::regex_replace(json, std::regex("\"undisturbed_segments\": \\[[^\\]]*\\]"), "");
+  return std::regex_replace(counts,
+                            std::regex("\"(seconds|prefill_tok_s|decode_tok_s|prefill_spread|"
+                                       "decode_spread|speed_reliable|timed_segments)\": "
+                                       "[^,}\\n]*"),
+                            "");
 }
 
 // The verdict of the setting whose label is `label` in the JSON report.
@@ -56,7 +58,9 @@ std::string verdict_of(const std::string& json, const std::string& label) {
 TEST_CASE("f32 passes, the negative control fails, and results repeat exactly with the same seed") {
   TempDir tmp;
   setenv("KVRT_STATE_DIR", (tmp / "state").c_str(), 1);
-  const std::string args = model_arg() + " --max-len 160 --kv f32 --debug-negative-control 0.5 --record " + tmp / "r.toml";
+  const std::string args = model_arg() +
+                           " --max-len 160 --kv f32 --debug-negative-control 0.5 --record " +
+                           tmp / "r.toml";
   const auto a = run_kvrt("validate " + args + " --json " + tmp / "a.json", tmp);
   INFO(a.out, a.err);
   CHECK(a.exit_code == 1);  // one requested setting (the negative control) refused
@@ -76,7 +80,8 @@ TEST_CASE("the default run covers every shipped setting, and kvrt run honours it
   const auto before = run_kvrt("run " + model_arg() + " -p Once -n 4 --kv q8", tmp);
   CHECK(before.exit_code == 3);
   CHECK(before.err.find("kvrt validate") != std::string::npos);
-  const auto forced = run_kvrt("run " + model_arg() + " -p Once -n 4 --kv q8 --allow-unvalidated", tmp);
+  const auto forced =
+      run_kvrt("run " + model_arg() + " -p Once -n 4 --kv q8 --allow-unvalidated", tmp);
   CHECK(forced.exit_code == 0);
   CHECK(forced.err.find("warning") != std::string::npos);
 
@@ -84,12 +89,14 @@ TEST_CASE("the default run covers every shipped setting, and kvrt run honours it
   const auto v = run_kvrt("validate " + model_arg() + ctx + " --html " + tmp / "r.html", tmp);
   INFO(v.out, v.err);
   REQUIRE((v.exit_code == 0 || v.exit_code == 1));
-  for (const char* label : {"q8/q8", "q8/q4", "q8/q4s", "q4/q4", "q4s/q4s", "q4/q4 ch r32", "q4s/q4s ch"})
+  for (const char* label :
+       {"q8/q8", "q8/q4", "q8/q4s", "q4/q4", "q4s/q4s", "q4/q4 ch r32", "q4s/q4s ch"})
     CHECK(v.out.find(std::string("\n") + label + " ") != std::string::npos);
   // The bf16 settings run where the CPU has bf16, and are skipped with the reason elsewhere.
   for (const char* label : {"bf16", "q8/q8 bf16"})
-    CHECK((v.out.find(std::string("\n") + label + " ") != std::string::npos ||
-           v.out.find(std::string(label) + ": --matmul bf16 cannot run here") != std::string::npos));
+    CHECK(
+        (v.out.find(std::string("\n") + label + " ") != std::string::npos ||
+         v.out.find(std::string(label) + ": --matmul bf16 cannot run here") != std::string::npos));
   CHECK(kvrt::test::read_file(tmp / "r.html").find("<svg") != std::string::npos);
   // The long cases stretch to the validated context: the longest within ~10% of it.
   const int longest = number_after(v.out, "longest case ");
@@ -101,7 +108,8 @@ TEST_CASE("the default run covers every shipped setting, and kvrt run honours it
   const auto q4 = run_kvrt("run " + model_arg() + ctx + " -p Once -n 4 --kv q4", tmp);
   CHECK(q4.exit_code == 3);
   CHECK(q4.err.find("says FAIL") != std::string::npos);
-  CHECK(run_kvrt("run " + model_arg() + " -p Once -n 4", tmp).exit_code == 0);  // f32 needs no record
+  CHECK(run_kvrt("run " + model_arg() + " -p Once -n 4", tmp).exit_code ==
+        0);  // f32 needs no record
 }
 
 // The number after `"key": ` in the JSON of the setting whose label is `label` (-1 when absent).
@@ -110,7 +118,9 @@ int json_number_of(const std::string& json, const std::string& label, const std:
   return at == std::string::npos ? -1 : number_after(json.substr(at), "\"" + key + "\": ");
 }
 
-TEST_CASE("sequential stopping: a clearly failing setting stops at the first look; a tiny budget decides nothing") {
+TEST_CASE(
+    "sequential stopping: a clearly failing setting stops at the first look; a tiny budget decides "
+    "nothing") {
   TempDir tmp;
   const std::string v = "validate " + model_arg() + " -c 160 -t 1 --record " + tmp / "r.toml";
   const auto q4 = run_kvrt(v + " --kv q4 --json " + tmp / "q4.json", tmp);
@@ -132,20 +142,27 @@ TEST_CASE("sequential stopping: a clearly failing setting stops at the first loo
   CHECK(verdict_of(jt, "q8/q8") == "INCONCLUSIVE");
   CHECK(json_number_of(jt, "q8/q8", "cases_run") < n_cases);
   CHECK(tiny.out.find("the budget ended the run") != std::string::npos);
-  CHECK(run_kvrt("run " + model_arg() + " -c 160 -p Once -n 4 --kv q8 --record " + tmp / "r.toml", tmp).exit_code == 3);
+  CHECK(run_kvrt("run " + model_arg() + " -c 160 -p Once -n 4 --kv q8 --record " + tmp / "r.toml",
+                 tmp)
+            .exit_code == 3);
 }
 
-TEST_CASE("speed beside quality: memory at the validated context and tok/s per setting; --prefer picks among the PASSing ones") {
+TEST_CASE(
+    "speed beside quality: memory at the validated context and tok/s per setting; --prefer picks "
+    "among the PASSing ones") {
   TempDir tmp;
-  const std::string v = "validate " + model_arg() + " -c 160 -t 1 --kv q8 --record " + tmp / "r.toml";
-  const auto r = run_kvrt(v + " --prefer speed --json " + tmp / "r.json --html " + tmp / "r.html", tmp);
+  const std::string v =
+      "validate " + model_arg() + " -c 160 -t 1 --kv q8 --record " + tmp / "r.toml";
+  const auto r =
+      run_kvrt(v + " --prefer speed --json " + tmp / "r.json --html " + tmp / "r.html", tmp);
   INFO(r.out, r.err);
   REQUIRE((r.exit_code == 0 || r.exit_code == 1));
   const size_t header = r.out.find("\nsetting ");
   REQUIRE(header != std::string::npos);
   const std::string head = r.out.substr(header, r.out.find('\n', header + 1) - header);
   size_t at = 0;  // the columns, in this order
-  for (const char* column : {"bytes/tok", "KV@160", "prefill t/s", "decode t/s", "kl mean", "verdict"}) {
+  for (const char* column :
+       {"bytes/tok", "KV@160", "prefill t/s", "decode t/s", "kl mean", "verdict"}) {
     INFO(column);
     const size_t found = head.find(column, at);
     CHECK(found != std::string::npos);
@@ -165,7 +182,8 @@ TEST_CASE("speed beside quality: memory at the validated context and tok/s per s
   const size_t row = r.out.find("\nq8/q8 ");
   REQUIRE(row != std::string::npos);
   const std::string q8_row = r.out.substr(row, r.out.find('\n', row + 1) - row);
-  CHECK((q8_row.find("\u00b1") != std::string::npos || q8_row.find("UNRELIABLE") != std::string::npos));
+  CHECK((q8_row.find("\u00b1") != std::string::npos ||
+         q8_row.find("UNRELIABLE") != std::string::npos));
   CHECK(j.find("\"prefer\": \"speed\"") != std::string::npos);
   // 400 bytes/token (q8, FP16 scales, head_dim 8; f32 1280) resident at the validated context of
   // 160 and at stories260K's full context of 2048 (800 KiB); the saving is what is resident less.
@@ -174,20 +192,25 @@ TEST_CASE("speed beside quality: memory at the validated context and tok/s per s
   CHECK(json_number_of(j, "q8/q8", "kv_bytes_at_full_context") == 400 * 2048);
   CHECK(json_number_of(j, "q8/q8", "bytes_saved_at_full_context") == (1280 - 400) * 2048);
   CHECK(kvrt::test::read_file(tmp / "r.html").find("decode tok/s") != std::string::npos);
-  if (verdict_of(j, "q8/q8") == "PASS") CHECK(r.out.find("recommended (--prefer speed): q8/q8") != std::string::npos);
+  if (verdict_of(j, "q8/q8") == "PASS")
+    CHECK(r.out.find("recommended (--prefer speed): q8/q8") != std::string::npos);
   const auto bad = run_kvrt(v + " --prefer size", tmp);
   CHECK(bad.exit_code == 2);
   CHECK(bad.err.find("--prefer takes memory or speed") != std::string::npos);
 }
 
-TEST_CASE("the record binds the validated context: a longer run is refused with the command that extends it") {
+TEST_CASE(
+    "the record binds the validated context: a longer run is refused with the command that extends "
+    "it") {
   TempDir tmp;
   const std::string rec = tmp / "r.toml", thresholds = tmp / "thresholds.toml";
   // The default context is the model's (2048), capped by [context] max of the thresholds file.
-  std::string t = kvrt::test::read_file(std::string(KVRT_SOURCE_DIR) + "/validation/thresholds.toml");
+  std::string t =
+      kvrt::test::read_file(std::string(KVRT_SOURCE_DIR) + "/validation/thresholds.toml");
   t.replace(t.find("max = 4096"), 10, "max = 128");
   std::ofstream(thresholds) << t;
-  const std::string v = "validate " + model_arg() + " -t 1 --config " + thresholds + " --record " + rec;
+  const std::string v =
+      "validate " + model_arg() + " -t 1 --config " + thresholds + " --record " + rec;
   const auto a = run_kvrt(v + " --kv q8", tmp);
   INFO(a.out, a.err);
   REQUIRE(a.exit_code == 0);
@@ -201,7 +224,8 @@ TEST_CASE("the record binds the validated context: a longer run is refused with 
   CHECK(longer.exit_code == 3);
   CHECK(longer.err.find("validated up to a context of 128 positions") != std::string::npos);
   CHECK(longer.err.find("Run `kvrt validate -m ") != std::string::npos);
-  CHECK(longer.err.find("stories260K.gguf -c 129 --record " + rec + " --config " + thresholds + "`") != std::string::npos);
+  CHECK(longer.err.find("stories260K.gguf -c 129 --record " + rec + " --config " + thresholds +
+                        "`") != std::string::npos);
   const auto past_model = run_kvrt(run + " -c 4096", tmp);  // stories260K's context is 2048
   CHECK(past_model.exit_code == 3);
   CHECK(past_model.err.find("beyond the model's context of 2048 positions") != std::string::npos);
@@ -213,19 +237,25 @@ TEST_CASE("the record binds the validated context: a longer run is refused with 
   CHECK(number_after(b.out, "validated context ") == 160);
   CHECK(run_kvrt(run + " -c 128", tmp).exit_code == 0);
   CHECK(run_kvrt(run + " -c 160", tmp).exit_code == 3);
-  CHECK(run_kvrt("run " + model_arg() + " -p Once -n 4 --kv-k q8 --kv-v q4 -c 160 --record " + rec, tmp).exit_code == 0);
+  CHECK(run_kvrt("run " + model_arg() + " -p Once -n 4 --kv-k q8 --kv-v q4 -c 160 --record " + rec,
+                 tmp)
+            .exit_code == 0);
   // -c beyond the model's context is a usage error before anything runs.
   const auto beyond = run_kvrt(v + " --kv q8 -c 4096", tmp);
   CHECK(beyond.exit_code == 2);
   CHECK(beyond.err.find("context of 2048") != std::string::npos);
 }
 
-TEST_CASE("--matmul bf16 is a validated setting: run refuses it without a PASS record, or where it cannot run") {
+TEST_CASE(
+    "--matmul bf16 is a validated setting: run refuses it without a PASS record, or where it "
+    "cannot run") {
   TempDir tmp;
   setenv("KVRT_STATE_DIR", (tmp / "state").c_str(), 1);
   const std::string rec = tmp / "r.toml";
   // More than the 4 tokens of a decode-sized product, so the prefill products run in bf16.
-  const std::string run = "run " + model_arg() + " -c 160 -p 'Once upon a time, there was a little girl' -n 4 --matmul bf16";
+  const std::string run =
+      "run " + model_arg() +
+      " -c 160 -p 'Once upon a time, there was a little girl' -n 4 --matmul bf16";
   // A CPU without AVX-512 (KVRT_ISA=avx2 stands for one on x86; an ARM build has no oneDNN) cannot
   // run it: a usage error before any work.
 #if defined(__x86_64__)
@@ -269,25 +299,37 @@ TEST_CASE("--matmul bf16 is a validated setting: run refuses it without a PASS r
   CHECK(q8.err.find("does not cover it") != std::string::npos);
 }
 
-TEST_CASE("a protected setting is validated under its canonical name, which kvrt run finds from any spelling") {
+TEST_CASE(
+    "a protected setting is validated under its canonical name, which kvrt run finds from any "
+    "spelling") {
   TempDir tmp;
   const std::string rec = tmp / "r.toml";
-  const auto v = run_kvrt("validate " + model_arg() + " -t 1 -c 128 --kv 'q4,sinks=4,layers[0,-1]=q8' --record " + rec, tmp);
+  const auto v = run_kvrt(
+      "validate " + model_arg() + " -t 1 -c 128 --kv 'q4,sinks=4,layers[0,-1]=q8' --record " + rec,
+      tmp);
   INFO(v.out, v.err);
   REQUIRE((v.exit_code == 0 || v.exit_code == 1));
-  const std::string name = "k=q4,v=q4,g=8,axis=token,r=0,rot=1,sinks=4,layers[0,4]=q8";  // stories260K: 5 layers
+  const std::string name =
+      "k=q4,v=q4,g=8,axis=token,r=0,rot=1,sinks=4,layers[0,4]=q8";  // stories260K: 5 layers
   CHECK(kvrt::test::read_file(rec).find("name = \"" + name + "\"") != std::string::npos);
-  CHECK(v.out.find("q4/q4 sinks4 layers[-1,0]=q8") != std::string::npos);  // the label: the setting as given
-  // The summary's first column is as wide as the longest label and two spaces: the columns stay apart.
+  CHECK(v.out.find("q4/q4 sinks4 layers[-1,0]=q8") !=
+        std::string::npos);  // the label: the setting as given
+  // The summary's first column is as wide as the longest label and two spaces: the columns stay
+  // apart.
   CHECK(v.out.find("\nq4/q4 sinks4 layers[-1,0]=q8  ") != std::string::npos);
   CHECK(v.out.find("\nsetting" + std::string(28 + 2 - 7, ' ') + "bytes/tok") != std::string::npos);
   const bool pass = v.exit_code == 0;
-  const auto r = run_kvrt("run " + model_arg() + " -c 128 -p Once -n 4 --kv 'q4,layers[4,0]=q8,sinks=4' --record " + rec, tmp);
+  const auto r =
+      run_kvrt("run " + model_arg() +
+                   " -c 128 -p Once -n 4 --kv 'q4,layers[4,0]=q8,sinks=4' --record " + rec,
+               tmp);
   INFO(r.err);
   CHECK(r.exit_code == (pass ? 0 : 3));
   CHECK(r.err.find(pass ? "validated for 128 positions" : "says FAIL") != std::string::npos);
   CHECK(r.err.find("KV setting " + name) != std::string::npos);
-  const auto other = run_kvrt("run " + model_arg() + " -c 128 -p Once -n 4 --kv 'q4,sinks=4,layers[0]=q8' --record " + rec, tmp);
+  const auto other = run_kvrt(
+      "run " + model_arg() + " -c 128 -p Once -n 4 --kv 'q4,sinks=4,layers[0]=q8' --record " + rec,
+      tmp);
   CHECK(other.exit_code == 3);
   CHECK(other.err.find("does not cover it") != std::string::npos);
   const auto outside = run_kvrt("run " + model_arg() + " -p Once -n 4 --kv 'q4,layers[5]=q8'", tmp);
@@ -298,29 +340,35 @@ TEST_CASE("a protected setting is validated under its canonical name, which kvrt
 TEST_CASE("an edited record and a record for other thresholds are refused by kvrt run") {
   TempDir tmp;
   const std::string rec = tmp / "r.toml", thresholds = tmp / "thresholds.toml";
-  std::ofstream(thresholds) << kvrt::test::read_file(std::string(KVRT_SOURCE_DIR) + "/validation/thresholds.toml");
-  const auto v = run_kvrt("validate " + model_arg() + " -c 160 --kv q8 --config " + thresholds +
-                              " --record " + rec, tmp);
+  std::ofstream(thresholds) << kvrt::test::read_file(std::string(KVRT_SOURCE_DIR) +
+                                                     "/validation/thresholds.toml");
+  const auto v = run_kvrt(
+      "validate " + model_arg() + " -c 160 --kv q8 --config " + thresholds + " --record " + rec,
+      tmp);
   INFO(v.out, v.err);
   REQUIRE(v.exit_code == 0);
-  CHECK(run_kvrt("run " + model_arg() + " -c 160 -p Once -n 4 --kv q8 --record " + rec, tmp).exit_code == 0);
+  CHECK(run_kvrt("run " + model_arg() + " -c 160 -p Once -n 4 --kv q8 --record " + rec, tmp)
+            .exit_code == 0);
 
   std::ofstream(thresholds, std::ios::app) << "# edited\n";
-  const auto moved = run_kvrt("run " + model_arg() + " -c 160 -p Once -n 4 --kv q8 --record " + rec, tmp);
+  const auto moved =
+      run_kvrt("run " + model_arg() + " -c 160 -p Once -n 4 --kv q8 --record " + rec, tmp);
   CHECK(moved.exit_code == 3);
   CHECK(moved.err.find("changed since validation") != std::string::npos);
 
   std::string text = kvrt::test::read_file(rec);
   text.replace(text.find("max_len = 160"), 13, "max_len = 512");
   std::ofstream(rec, std::ios::binary) << text;
-  const auto edited = run_kvrt("run " + model_arg() + " -c 160 -p Once -n 4 --kv q8 --record " + rec, tmp);
+  const auto edited =
+      run_kvrt("run " + model_arg() + " -c 160 -p Once -n 4 --kv q8 --record " + rec, tmp);
   CHECK(edited.exit_code == 3);
   CHECK(edited.err.find("content hash mismatch") != std::string::npos);
 }
 
 TEST_CASE("usage and input errors exit with 2 and name the file and line") {
   TempDir tmp;
-  std::ofstream(tmp / "t.toml") << "[metric.kl]\nmax = 0.01\n\n[metric.top1_mismatch]\nlimit = 0.1\n";
+  std::ofstream(tmp / "t.toml")
+      << "[metric.kl]\nmax = 0.01\n\n[metric.top1_mismatch]\nlimit = 0.1\n";
   const auto bad = run_kvrt("validate " + model_arg() + " --config " + tmp / "t.toml", tmp);
   CHECK(bad.exit_code == 2);
   CHECK(bad.err.find(tmp / "t.toml" + ":5: ") != std::string::npos);

@@ -1,5 +1,5 @@
-// The decode products on packed weight blocks (simd/weights/decode.h): each type's scalar twin equals
-// the dot product of the decoded weights and decoded activation blocks. Every rung's kernels
+// The decode products on packed weight blocks (simd/weights/decode.h): each type's scalar twin
+// equals the dot product of the decoded weights and decoded activation blocks. Every rung's kernels
 // against the twins, and its activation quantizers: tests/checkasm.
 #include <doctest/doctest.h>
 
@@ -40,8 +40,10 @@ TEST_CASE("each type's scalar decode product is the dot product of the decoded b
       for (int i = 0; i < kMaxM; ++i) {
         for (int j = 0; j < kRows; ++j) {
           double exact = 0;
-          for (int64_t k = 0; k < n; ++k) exact += double(o.w_values[j * n + k]) * o.act_values[i * n + k];
-          CHECK(std::fabs(y[i * kRows + j] - exact) <= 1e-5 * magnitude(o, i, j) + q8_1_rounding(o, i, j));
+          for (int64_t k = 0; k < n; ++k)
+            exact += double(o.w_values[j * n + k]) * o.act_values[i * n + k];
+          CHECK(std::fabs(y[i * kRows + j] - exact) <=
+                1e-5 * magnitude(o, i, j) + q8_1_rounding(o, i, j));
         }
       }
     }

@@ -66,15 +66,16 @@ TEST_CASE("kvrt's encoders round-trip through the decoders within each type's ro
   struct Case {
     WeightType type;
     double bound;
-  } cases[] = {{WeightType::kQ8_0, 0.01}, {WeightType::kQ4_0, 0.15}, {WeightType::kQ4_1, 0.12},
+  } cases[] = {{WeightType::kQ8_0, 0.01},  {WeightType::kQ4_0, 0.15}, {WeightType::kQ4_1, 0.12},
                {WeightType::kQ5_0, 0.075}, {WeightType::kQ5_1, 0.06}, {WeightType::kIQ4_NL, 0.13},
-               {WeightType::kQ2_K, 0.45}, {WeightType::kQ3_K, 0.25}, {WeightType::kQ4_K, 0.12},
-               {WeightType::kQ5_K, 0.06}, {WeightType::kQ6_K, 0.03}};
+               {WeightType::kQ2_K, 0.45},  {WeightType::kQ3_K, 0.25}, {WeightType::kQ4_K, 0.12},
+               {WeightType::kQ5_K, 0.06},  {WeightType::kQ6_K, 0.03}};
   const std::vector<float> x = gaussian(256 * 64, 3);
   for (const Case& c : cases) {
     const std::vector<float> y = decode(c.type, encode(c.type, x), x.size());
     double err = 0, ref = 0;
-    for (size_t i = 0; i < x.size(); ++i) err += double(y[i] - x[i]) * double(y[i] - x[i]), ref += double(x[i]) * x[i];
+    for (size_t i = 0; i < x.size(); ++i)
+      err += double(y[i] - x[i]) * double(y[i] - x[i]), ref += double(x[i]) * x[i];
     const double rel = std::sqrt(err / ref);
     INFO(simd::weight_type_name(c.type) << " relative rms error " << rel);
     CHECK(rel < c.bound);
@@ -97,7 +98,8 @@ TEST_CASE("decoders follow ggml's layouts on hand-built blocks") {
     b.d = f32_to_f16(0.5f);
     b.qs[3] = 0x1F;  // value 3: 15 - 8 = 7; value 19: 1 - 8 = -7
     std::vector<float> y(32);
-    simd::weight_type_traits(WeightType::kQ4_0).to_float_ref(reinterpret_cast<uint8_t*>(&b), 32, y.data());
+    simd::weight_type_traits(WeightType::kQ4_0)
+        .to_float_ref(reinterpret_cast<uint8_t*>(&b), 32, y.data());
     CHECK(y[3] == 3.5f);
     CHECK(y[19] == -3.5f);
     CHECK(y[0] == -4.0f);
@@ -108,7 +110,8 @@ TEST_CASE("decoders follow ggml's layouts on hand-built blocks") {
     b.m = f32_to_f16(-2.0f);
     b.qh[2] = 0x01;  // value 16 gets 16
     std::vector<float> y(32);
-    simd::weight_type_traits(WeightType::kQ5_1).to_float_ref(reinterpret_cast<uint8_t*>(&b), 32, y.data());
+    simd::weight_type_traits(WeightType::kQ5_1)
+        .to_float_ref(reinterpret_cast<uint8_t*>(&b), 32, y.data());
     CHECK(y[16] == 14.0f);
     CHECK(y[15] == -2.0f);
   }
@@ -123,7 +126,8 @@ TEST_CASE("decoders follow ggml's layouts on hand-built blocks") {
     b.scales[5] = uint8_t(0x1 << 6);
     b.qs[64 + 7] = 0x30;  // sub-block 5 is the high nibbles of bytes 64..95: value 160 + 7 gets 3
     std::vector<float> y(256);
-    simd::weight_type_traits(WeightType::kQ4_K).to_float_ref(reinterpret_cast<uint8_t*>(&b), 256, y.data());
+    simd::weight_type_traits(WeightType::kQ4_K)
+        .to_float_ref(reinterpret_cast<uint8_t*>(&b), 256, y.data());
     CHECK(y[167] == 37.0f * 3.0f - 0.25f * 18.0f);
     CHECK(y[160] == -0.25f * 18.0f);
   }
@@ -135,7 +139,8 @@ TEST_CASE("decoders follow ggml's layouts on hand-built blocks") {
     b.ql[64 + 8] = 0x70;  // low 4 bits 7
     b.qh[32 + 8] = 0x20;  // bits 4-5: top bits 2 → code 7 | 32 = 39, value 39 - 32 = 7
     std::vector<float> y(256);
-    simd::weight_type_traits(WeightType::kQ6_K).to_float_ref(reinterpret_cast<uint8_t*>(&b), 256, y.data());
+    simd::weight_type_traits(WeightType::kQ6_K)
+        .to_float_ref(reinterpret_cast<uint8_t*>(&b), 256, y.data());
     CHECK(y[200] == 2.0f * -3.0f * 7.0f);
     CHECK(y[0] == 2.0f * -32.0f);
   }
@@ -165,7 +170,8 @@ TEST_CASE("partial blocks, truncated blocks and unknown type ids are refused nam
   {
     io::GgufWriter w;
     CHECK_THROWS_WITH_AS(w.add_tensor("w", {128, 4}, WeightType::kQ4_K, x),
-                         doctest::Contains("tensor 'w': Q4_K needs rows of a multiple of 256"), Error);
+                         doctest::Contains("tensor 'w': Q4_K needs rows of a multiple of 256"),
+                         Error);
   }
   // A Q4_K tensor re-declared with rows of 128: the reader refuses it before touching its data.
   io::GgufWriter w;
@@ -180,14 +186,16 @@ TEST_CASE("partial blocks, truncated blocks and unknown type ids are refused nam
   std::memcpy(&partial[dims_at], &row128, 8);
   std::memcpy(&partial[dims_at + 8], &rows4, 8);
   std::ofstream(tmp / "partial.gguf", std::ios::binary) << partial;
-  CHECK(error_of(tmp / "partial.gguf").find("tensor 'blk.0.ffn_up.weight' row of 128 elements is not a multiple of "
-                                             "the Q4_K block size (256)") != std::string::npos);
+  CHECK(error_of(tmp / "partial.gguf")
+            .find("tensor 'blk.0.ffn_up.weight' row of 128 elements is not a multiple of "
+                  "the Q4_K block size (256)") != std::string::npos);
 
   std::string unknown = bytes;
   const uint32_t type99 = 99;
   std::memcpy(&unknown[type_at], &type99, 4);
   std::ofstream(tmp / "unknown.gguf", std::ios::binary) << unknown;
-  CHECK(error_of(tmp / "unknown.gguf").find("tensor 'blk.0.ffn_up.weight' has unknown type 99") != std::string::npos);
+  CHECK(error_of(tmp / "unknown.gguf").find("tensor 'blk.0.ffn_up.weight' has unknown type 99") !=
+        std::string::npos);
 
   // Cut inside the second super-block (144 bytes each).
   std::ofstream(tmp / "cut.gguf", std::ios::binary) << bytes.substr(0, bytes.size() - 100);

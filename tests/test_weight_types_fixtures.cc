@@ -26,7 +26,7 @@ using namespace kvrt;
 
 namespace {
 
-constexpr const char* kFiles[] = {"Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K",
+constexpr const char* kFiles[] = {"Q8_0",   "Q4_0",   "Q4_1",   "Q5_0", "Q5_1",  "Q2_K",
                                   "Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K", "IQ4_NL"};
 constexpr const char* kModel = "llama-hd128";
 constexpr int kVocab = 512;
@@ -55,14 +55,15 @@ std::vector<Dump> dumps() {
     if (!name.ends_with(".f32") || name.find(".logits.") != std::string::npos) continue;
     name = name.substr(std::strlen(kModel) + 1, name.size() - std::strlen(kModel) - 1 - 4);
     const size_t first = name.find('.'), last = name.rfind('.');
-    out.push_back({name.substr(0, first), name.substr(first + 1, last - first - 1), name.substr(last + 1),
-                   e.path().string()});
+    out.push_back({name.substr(0, first), name.substr(first + 1, last - first - 1),
+                   name.substr(last + 1), e.path().string()});
   }
   return out;
 }
 
 // Mean over positions of KL(p_ref || p) and the fraction of positions with the same argmax.
-void compare_logits(const std::vector<float>& ref, const std::vector<float>& got, double& mean_kl, double& top1) {
+void compare_logits(const std::vector<float>& ref, const std::vector<float>& got, double& mean_kl,
+                    double& top1) {
   const size_t n_pos = ref.size() / kVocab;
   mean_kl = 0.0, top1 = 0.0;
   for (size_t p = 0; p < n_pos; ++p) {
@@ -88,8 +89,9 @@ void compare_logits(const std::vector<float>& ref, const std::vector<float>& got
 
 // The logits of every position: one eval of the whole sequence (prefill products), or one eval
 // per token (decode products, on the packed blocks: `gemv` names the kernels used).
-std::vector<float> kvrt_logits(const std::string& path, const kv::KvConfig& kv, std::vector<int32_t>& tokens,
-                               bool per_token = false, std::string* gemv = nullptr) {
+std::vector<float> kvrt_logits(const std::string& path, const kv::KvConfig& kv,
+                               std::vector<int32_t>& tokens, bool per_token = false,
+                               std::string* gemv = nullptr) {
   model::Model m(path);
   model::SessionOptions o;
   o.n_ctx = 256;
@@ -137,13 +139,16 @@ TEST_CASE("every weight type decodes bit for bit as gguf-py's dequantization, on
     }
     types_seen.push_back(d.type);
   }
-  for (const char* type : {"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL"}) {
+  for (const char* type :
+       {"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL"}) {
     INFO(type);
     CHECK(std::find(types_seen.begin(), types_seen.end(), type) != types_seen.end());
   }
 }
 
-TEST_CASE("llama-quantize's files run in place and give llama.cpp's logits within the README's tolerance") {
+TEST_CASE(
+    "llama-quantize's files run in place and give llama.cpp's logits within the README's "
+    "tolerance") {
   for (const char* file_type : kFiles) {
     const std::string base = quant_dir() + kModel + "." + file_type;
     INFO(base);
@@ -169,7 +174,8 @@ TEST_CASE("llama-quantize's files run in place and give llama.cpp's logits withi
   }
 }
 
-TEST_CASE("decoding token by token, on integer products of the packed blocks, gives llama.cpp's logits") {
+TEST_CASE(
+    "decoding token by token, on integer products of the packed blocks, gives llama.cpp's logits") {
   for (const char* file_type : kFiles) {
     const std::string base = quant_dir() + kModel + "." + file_type;
     INFO(base);
@@ -179,7 +185,8 @@ TEST_CASE("decoding token by token, on integer products of the packed blocks, gi
     std::string gemv;
     double kl, top1;
     compare_logits(ref, kvrt_logits(base + ".gguf", kv::KvConfig{}, tokens, true, &gemv), kl, top1);
-    MESSAGE(std::string(file_type) << ": per token, mean KL " << kl << ", argmax agreement " << top1 << " (" << gemv << ")");
+    MESSAGE(std::string(file_type) << ": per token, mean KL " << kl << ", argmax agreement " << top1
+                                   << " (" << gemv << ")");
     CHECK(gemv.find("gemv kvrt-packed:") != std::string::npos);
     CHECK(kl <= 0.01);
     CHECK(top1 >= 0.85);

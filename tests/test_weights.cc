@@ -69,7 +69,8 @@ std::string error_of(const std::string& path) {
 
 // stories260K rewritten without the metadata key `drop` (and general.alignment), with keys that
 // `add` writes first (e.g. another value for the dropped key, an alignment, padding).
-void rewrite_stories(const std::string& path, const std::string& drop, const std::function<void(io::GgufWriter&)>& add) {
+void rewrite_stories(const std::string& path, const std::string& drop,
+                     const std::function<void(io::GgufWriter&)>& add) {
   io::GgufFile src(test::stories_path());
   io::GgufWriter w;
   if (add) add(w);
@@ -83,7 +84,8 @@ void rewrite_stories(const std::string& path, const std::string& drop, const std
 }
 
 // Overwrites n bytes of tensor `name`, at byte_in_tensor of its data, in the file at `path`.
-void patch_tensor(const std::string& path, const std::string& name, int64_t byte_in_tensor, const void* bytes, size_t n) {
+void patch_tensor(const std::string& path, const std::string& name, int64_t byte_in_tensor,
+                  const void* bytes, size_t n) {
   uint64_t at = 0;
   {
     io::GgufFile f(path);
@@ -121,7 +123,8 @@ TEST_CASE("F16, BF16 and Q8_0 weights give the logits of the FP32 weights they r
   }
 }
 
-TEST_CASE("every quantized type and llama-quantize mix runs packed and tracks the FP32 model's logits") {
+TEST_CASE(
+    "every quantized type and llama-quantize mix runs packed and tracks the FP32 model's logits") {
   // Rows of 256 so the K types apply to every matrix. The bound on the relative rms logit error is
   // three times the bound on the type's relative rms rounding of N(0, 1) weights
   // (test_weight_types.cc): a logit passes through three products in series (the two layers and
@@ -133,14 +136,16 @@ TEST_CASE("every quantized type and llama-quantize mix runs packed and tracks th
     c.d_model = 256, c.d_ff = 512, c.n_heads = 4, c.n_kv_heads = 2, c.head_dim = 64, c.mix = mix;
     return c;
   };
-  synth::write_synth_model(config(simd::WeightType::kF32, synth::WeightMix::kPure), tmp / "f32.gguf");
+  synth::write_synth_model(config(simd::WeightType::kF32, synth::WeightMix::kPure),
+                           tmp / "f32.gguf");
   const auto reference = logits_of(tmp / "f32.gguf");
   struct Case {
     const char* name;
     double bound;
-  } cases[] = {{"q8_0", 0.03}, {"q4_0", 0.45}, {"q4_1", 0.36}, {"q5_0", 0.225}, {"q5_1", 0.18}, {"iq4_nl", 0.39},
-               {"q2_k", 0.95}, {"q3_k", 0.75}, {"q4_k", 0.36}, {"q5_k", 0.18}, {"q6_k", 0.09},
-               {"q3_k_m", 0.75}, {"q4_k_m", 0.36}, {"q5_k_m", 0.18}};
+  } cases[] = {{"q8_0", 0.03},   {"q4_0", 0.45},   {"q4_1", 0.36}, {"q5_0", 0.225},
+               {"q5_1", 0.18},   {"iq4_nl", 0.39}, {"q2_k", 0.95}, {"q3_k", 0.75},
+               {"q4_k", 0.36},   {"q5_k", 0.18},   {"q6_k", 0.09}, {"q3_k_m", 0.75},
+               {"q4_k_m", 0.36}, {"q5_k_m", 0.18}};
   for (const Case& c : cases) {
     const synth::WeightChoice w = synth::parse_weight_choice(c.name);
     const std::string path = tmp / (std::string(c.name) + ".gguf");
@@ -173,13 +178,14 @@ TEST_CASE("a NaN or infinite scale of a K block is refused at load, naming the t
   patch_tensor(tmp / "q4k.gguf", "blk.1.ffn_up.weight", 144 * 5 + 2, &inf16, 2);  // dmin of block 5
   const std::string err = error_of(tmp / "q4k.gguf");
   INFO(err);
-  CHECK(err.find("tensor 'blk.1.ffn_up.weight' has a NaN or infinite scale in its Q4_K block at element 1280 (row 5)") !=
-        std::string::npos);
+  CHECK(err.find("tensor 'blk.1.ffn_up.weight' has a NaN or infinite scale in its Q4_K block at "
+                 "element 1280 (row 5)") != std::string::npos);
 }
 
 TEST_CASE("matrices of every computable type stay packed in the map; nothing is widened at load") {
   test::TempDir tmp;
-  for (simd::WeightType type : {simd::WeightType::kF16, simd::WeightType::kBF16, simd::WeightType::kQ8_0}) {
+  for (simd::WeightType type :
+       {simd::WeightType::kF16, simd::WeightType::kBF16, simd::WeightType::kQ8_0}) {
     const std::string path = tmp / (std::string(simd::weight_type_name(type)) + ".gguf");
     synth::write_synth_model(small_config(type), path);
     model::Model m(path);
@@ -225,7 +231,8 @@ TEST_CASE("a tensor of an unsupported type is refused naming the tensor") {
   std::memcpy(&bytes[at + 4 + 8 * n_dims], &i8, 4);
   std::ofstream(tmp / "i8.gguf", std::ios::binary) << bytes;
   const std::string err = error_of(tmp / "i8.gguf");
-  CHECK(err.find("tensor 'blk.0.attn_q.weight' has type I8, which kvrt does not compute") != std::string::npos);
+  CHECK(err.find("tensor 'blk.0.attn_q.weight' has type I8, which kvrt does not compute") !=
+        std::string::npos);
 }
 
 TEST_CASE("an impossible block count is refused before anything is sized by it") {
@@ -238,7 +245,8 @@ TEST_CASE("an impossible block count is refused before anything is sized by it")
 TEST_CASE("a block_count smaller than the file's blocks is refused, naming the unused tensors") {
   // Five blocks in the file, three in the metadata: the last two must not be silently dropped.
   test::TempDir tmp;
-  rewrite_stories(tmp / "three_of_five.gguf", "llama.block_count", [](io::GgufWriter& w) { w.add_u32("llama.block_count", 3); });
+  rewrite_stories(tmp / "three_of_five.gguf", "llama.block_count",
+                  [](io::GgufWriter& w) { w.add_u32("llama.block_count", 3); });
   const std::string err = error_of(tmp / "three_of_five.gguf");
   INFO(err);
   CHECK(err.find("three_of_five.gguf") != std::string::npos);
@@ -265,8 +273,9 @@ TEST_CASE("tensors misaligned by general.alignment = 1 are copied aligned, with 
   const model::Weights& w = m.weights();
   std::vector<const void*> pointers{w.token_embd.data, w.output_norm, w.output.data};
   for (const model::LayerWeights& l : w.layers) {
-    for (const void* p : {static_cast<const void*>(l.attn_norm), l.wq.data, l.wk.data, l.wv.data, l.wo.data,
-                          static_cast<const void*>(l.ffn_norm), l.w_gate.data, l.w_up.data, l.w_down.data})
+    for (const void* p :
+         {static_cast<const void*>(l.attn_norm), l.wq.data, l.wk.data, l.wv.data, l.wo.data,
+          static_cast<const void*>(l.ffn_norm), l.w_gate.data, l.w_up.data, l.w_down.data})
       pointers.push_back(p);
   }
   for (const void* p : pointers) CHECK(reinterpret_cast<uintptr_t>(p) % alignof(float) == 0);
@@ -281,18 +290,20 @@ TEST_CASE("NaN or infinity in a weight is refused at load, naming the tensor and
   patch_tensor(tmp / "f32.gguf", "blk.1.ffn_down.weight", 4 * 100, &nan, 4);
   std::string err = error_of(tmp / "f32.gguf");
   INFO(err);
-  CHECK(err.find("tensor 'blk.1.ffn_down.weight' holds NaN at element 100 (row 1)") != std::string::npos);
+  CHECK(err.find("tensor 'blk.1.ffn_down.weight' holds NaN at element 100 (row 1)") !=
+        std::string::npos);
 
   synth::write_synth_model(small_config(simd::WeightType::kF16), tmp / "f16.gguf");
   const uint16_t inf16 = 0xfc00;  // -infinity
   patch_tensor(tmp / "f16.gguf", "blk.0.attn_k.weight", 2 * 7, &inf16, 2);
   err = error_of(tmp / "f16.gguf");
-  CHECK(err.find("tensor 'blk.0.attn_k.weight' holds an infinity at element 7") != std::string::npos);
+  CHECK(err.find("tensor 'blk.0.attn_k.weight' holds an infinity at element 7") !=
+        std::string::npos);
 
   synth::write_synth_model(small_config(simd::WeightType::kQ8_0), tmp / "q8.gguf");
   const uint16_t nan16 = 0x7e00;
   patch_tensor(tmp / "q8.gguf", "token_embd.weight", 34 * 3, &nan16, 2);  // the scale of block 3
   err = error_of(tmp / "q8.gguf");
-  CHECK(err.find("tensor 'token_embd.weight' has a NaN or infinite scale in its Q8_0 block at element 96 (row 1)") !=
-        std::string::npos);
+  CHECK(err.find("tensor 'token_embd.weight' has a NaN or infinite scale in its Q8_0 block at "
+                 "element 96 (row 1)") != std::string::npos);
 }

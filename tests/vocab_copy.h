@@ -1,6 +1,6 @@
 // Copies a vocabulary-only GGUF with one metadata key replaced (a SentencePiece vocabulary without
-// the space prefix; the gpt-2 vocabulary with another tokenizer.ggml.pre, as llama-tokenize reads it
-// to make vectors).
+// the space prefix; the gpt-2 vocabulary with another tokenizer.ggml.pre, as llama-tokenize reads
+// it to make vectors).
 #pragma once
 
 #include <functional>
@@ -12,7 +12,8 @@
 
 namespace kvrt::test {
 
-// Writes `src` to `dst` with `key` set by `set` (added when `src` lacks it); tensors are not copied.
+// Writes `src` to `dst` with `key` set by `set` (added when `src` lacks it); tensors are not
+// copied.
 inline void copy_vocab(const std::string& src, const std::string& dst, std::string_view key,
                        const std::function<void(io::GgufWriter&)>& set) {
   const io::GgufFile in(src);

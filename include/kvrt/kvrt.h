@@ -12,8 +12,8 @@
  *    (thread-local, valid until the next kvrt call on the same thread). No C++ exception ever
  *    leaves a kvrt_* function.
  *  - Threads: a kvrt_model is immutable once opened; any number of sessions, in any threads, may
- *    share it (tests/test_c_api.cc runs concurrent sessions on one model against one thread's tokens).
- *    A kvrt_session, kvrt_sampler or kvrt_validation belongs to one thread at a time: use one
+ *    share it (tests/test_c_api.cc runs concurrent sessions on one model against one thread's
+ * tokens). A kvrt_session, kvrt_sampler or kvrt_validation belongs to one thread at a time: use one
  *    session per thread, or serialize the calls on it. A call on a session or sampler while
  *    another thread is inside a call on it fails at once with KVRT_ERR_IN_USE and changes nothing
  *    (a call from the same thread, e.g. from a generation callback, goes ahead); freeing a handle
@@ -67,15 +67,15 @@ extern "C" {
  *    qwen3, smollm3, granite and phi4-mini; signed validation records:
  *    kvrt_validation_check_trusted accepts only a record signed by a given Ed25519 public key
  *    (kvrt validate --sign, docs/signed-records.md); KVRT_ERR_IN_USE: a call on a session or
- *    sampler that another thread is using fails with it instead of racing; sessions that outlive the process:
- *    kvrt_session_save / kvrt_session_load (state files), kvrt_session_state_size / _write /
- *    _read (the same bytes in memory), kvrt_session_tokens, kvrt_session_truncate and
+ *    sampler that another thread is using fails with it instead of racing; sessions that outlive
+ * the process: kvrt_session_save / kvrt_session_load (state files), kvrt_session_state_size /
+ * _write / _read (the same bytes in memory), kvrt_session_tokens, kvrt_session_truncate and
  *    kvrt_session_eval_reusing (prefix reuse); additions only. */
 #define KVRT_API_VERSION 9
 
-/* Most threads a session or a validation run may use (n_threads); more is KVRT_ERR_INVALID_ARGUMENT.
- * When the system cannot create the threads asked for, the call that creates the session (or
- * starts the validation) fails with KVRT_ERR_OUT_OF_MEMORY. */
+/* Most threads a session or a validation run may use (n_threads); more is
+ * KVRT_ERR_INVALID_ARGUMENT. When the system cannot create the threads asked for, the call that
+ * creates the session (or starts the validation) fails with KVRT_ERR_OUT_OF_MEMORY. */
 #define KVRT_MAX_THREADS 256
 
 #if defined(__GNUC__)
@@ -97,7 +97,7 @@ typedef enum kvrt_status {
   KVRT_ERR_REFUSED = 7,          /* the validation gate refused a setting */
   KVRT_ERR_STOPPED = 8,          /* a callback asked generation to stop (not a failure of kvrt) */
   KVRT_ERR_INTERNAL = 9,         /* a bug or a third-party library failure */
-  KVRT_ERR_IN_USE = 10           /* another thread is running a call on the same session or sampler */
+  KVRT_ERR_IN_USE = 10 /* another thread is running a call on the same session or sampler */
 } kvrt_status;
 
 /* One sentence describing the last failure on this thread ("" after success). */
@@ -165,14 +165,21 @@ KVRT_EXPORT int kvrt_token_is_end_of_generation(const kvrt_model* model, int32_t
 
 /* ---- KV-cache setting --------------------------------------------------------------------- */
 
-typedef enum kvrt_kv_format { KVRT_KV_F32 = 0, KVRT_KV_Q8 = 1, KVRT_KV_Q4 = 2, KVRT_KV_Q2 = 3, KVRT_KV_Q4S = 4 } kvrt_kv_format;
+typedef enum kvrt_kv_format {
+  KVRT_KV_F32 = 0,
+  KVRT_KV_Q8 = 1,
+  KVRT_KV_Q4 = 2,
+  KVRT_KV_Q2 = 3,
+  KVRT_KV_Q4S = 4
+} kvrt_kv_format;
 typedef enum kvrt_key_axis { KVRT_KEY_AXIS_TOKEN = 0, KVRT_KEY_AXIS_CHANNEL = 1 } kvrt_key_axis;
 
 typedef enum kvrt_kv_side { KVRT_KV_KEYS = 0, KVRT_KV_VALUES = 1 } kvrt_kv_side;
 
-/* One side of one layer stored in its own format (the text form's k[..]=, v[..]= and layers[..]=). */
+/* One side of one layer stored in its own format (the text form's k[..]=, v[..]= and layers[..]=).
+ */
 typedef struct kvrt_kv_layer_format {
-  int32_t layer;           /* layer index; negative counts from the last layer (-1 = the last) */
+  int32_t layer; /* layer index; negative counts from the last layer (-1 = the last) */
   kvrt_kv_side side;
   kvrt_kv_format format;
 } kvrt_kv_layer_format;
@@ -183,13 +190,16 @@ typedef struct kvrt_kv_layer_format {
 typedef struct kvrt_kv_config {
   kvrt_kv_format k_format; /* keys */
   kvrt_kv_format v_format; /* values */
-  int32_t group_size;      /* values per quantization group, 1..128, dividing head_dim; 0 = the largest that fits, up to 32 */
-  kvrt_key_axis k_axis;    /* channel = per-channel key groups along tokens (needs a residual window) */
-  int32_t residual;        /* most recent tokens kept in FP32 */
-  int32_t rotate;          /* non-zero: Hadamard rotation before quantization ("q4" parses to 1) */
-  int32_t sinks;           /* first positions kept in FP32 (attention sinks), keys and values */
+  int32_t group_size; /* values per quantization group, 1..128, dividing head_dim; 0 = the largest
+                         that fits, up to 32 */
+  kvrt_key_axis
+      k_axis;       /* channel = per-channel key groups along tokens (needs a residual window) */
+  int32_t residual; /* most recent tokens kept in FP32 */
+  int32_t rotate;   /* non-zero: Hadamard rotation before quantization ("q4" parses to 1) */
+  int32_t sinks;    /* first positions kept in FP32 (attention sinks), keys and values */
   int32_t n_layer_formats; /* entries of layer_formats in use, 0..KVRT_KV_MAX_LAYER_FORMATS */
-  kvrt_kv_layer_format layer_formats[KVRT_KV_MAX_LAYER_FORMATS]; /* over k_format/v_format; later entries win */
+  kvrt_kv_layer_format
+      layer_formats[KVRT_KV_MAX_LAYER_FORMATS]; /* over k_format/v_format; later entries win */
 } kvrt_kv_config;
 
 /* f32 keys and values, default group, token axis, no residual, no rotation, no sinks, no
@@ -197,13 +207,13 @@ typedef struct kvrt_kv_config {
 KVRT_EXPORT void kvrt_kv_config_default(kvrt_kv_config* out_config);
 
 /* Parses a setting, as `kvrt run --kv` and validation/settings.toml do: a format name for both
- * sides ("f32", "q8", "q4", "q2", "q4s"), then key=value fields, or the canonical form used in reports and
- * validation records, "k=q4,v=q8,g=32,axis=token,r=0,rot=0" (any subset, any order, applied left
- * to right; e.g. "q4,axis=channel,r=32"; without a rot field a setting that quantizes anything is
- * rotated, as `--kv` is: "q4" reads as "q4,rot=1"), with "sinks=N" and per-layer formats such as
- * "layers[0,1,-2,-1]=q8", "k[0]=f32", "v[-1]=q8". Unknown names, bad layer lists and empty text
- * are KVRT_ERR_INVALID_ARGUMENT; layer indices are checked against a model when a session or a
- * validation check uses the setting. */
+ * sides ("f32", "q8", "q4", "q2", "q4s"), then key=value fields, or the canonical form used in
+ * reports and validation records, "k=q4,v=q8,g=32,axis=token,r=0,rot=0" (any subset, any order,
+ * applied left to right; e.g. "q4,axis=channel,r=32"; without a rot field a setting that quantizes
+ * anything is rotated, as `--kv` is: "q4" reads as "q4,rot=1"), with "sinks=N" and per-layer
+ * formats such as "layers[0,1,-2,-1]=q8", "k[0]=f32", "v[-1]=q8". Unknown names, bad layer lists
+ * and empty text are KVRT_ERR_INVALID_ARGUMENT; layer indices are checked against a model when a
+ * session or a validation check uses the setting. */
 KVRT_EXPORT kvrt_status kvrt_kv_config_parse(const char* text, kvrt_kv_config* out_config);
 
 /* ---- matrix-product precision ------------------------------------------------------------ */
@@ -213,18 +223,21 @@ KVRT_EXPORT kvrt_status kvrt_kv_config_parse(const char* text, kvrt_kv_config* o
  * with AVX512-BF16); it needs a CPU with AVX512-BF16 or AMX-BF16, else creating a session with it
  * is KVRT_ERR_INVALID_ARGUMENT saying why. It changes the output, so like a compressed KV setting
  * it is validated (kvrt_validate_options.matmul) and checked (kvrt_validation_check_setting). */
-typedef enum kvrt_matmul_precision { KVRT_MATMUL_F32 = 0, KVRT_MATMUL_BF16 = 1 } kvrt_matmul_precision;
+typedef enum kvrt_matmul_precision {
+  KVRT_MATMUL_F32 = 0,
+  KVRT_MATMUL_BF16 = 1
+} kvrt_matmul_precision;
 
 /* ---- session ------------------------------------------------------------------------------ */
 
 typedef struct kvrt_session kvrt_session;
 
 typedef struct kvrt_session_options {
-  int32_t n_ctx;             /* positions; 0 = the model's declared context length */
-  int32_t n_threads;         /* 0 = all cores (at most KVRT_MAX_THREADS); else 1..KVRT_MAX_THREADS */
-  int32_t n_batch;           /* tokens per forward chunk during prefill; 0 = 256 */
-  kvrt_kv_config kv;         /* KV-cache setting */
-  uint64_t max_memory_bytes; /* cap on the session's allocation; 0 = no cap */
+  int32_t n_ctx;     /* positions; 0 = the model's declared context length */
+  int32_t n_threads; /* 0 = all cores (at most KVRT_MAX_THREADS); else 1..KVRT_MAX_THREADS */
+  int32_t n_batch;   /* tokens per forward chunk during prefill; 0 = 256 */
+  kvrt_kv_config kv; /* KV-cache setting */
+  uint64_t max_memory_bytes;    /* cap on the session's allocation; 0 = no cap */
   kvrt_matmul_precision matmul; /* prefill products; default KVRT_MATMUL_F32 */
 } kvrt_session_options;
 
@@ -247,10 +260,10 @@ KVRT_EXPORT void kvrt_session_free(kvrt_session* session); /* NULL is fine */
 KVRT_EXPORT kvrt_status kvrt_session_reset(kvrt_session* session);
 
 typedef struct kvrt_session_info {
-  int32_t n_ctx;             /* positions the session holds */
-  int32_t n_past;            /* positions in use */
+  int32_t n_ctx;  /* positions the session holds */
+  int32_t n_past; /* positions in use */
   int32_t n_threads;
-  uint64_t bytes_allocated;  /* KV cache plus scratch, allocated at creation */
+  uint64_t bytes_allocated; /* KV cache plus scratch, allocated at creation */
   uint64_t kv_bytes_allocated;
   uint64_t kv_bytes_in_use;  /* for the n_past positions */
   double kv_bytes_per_token; /* over all layers, keys and values */
@@ -320,7 +333,7 @@ typedef enum kvrt_stop {
 } kvrt_stop;
 
 typedef struct kvrt_generate_options {
-  int32_t max_tokens;           /* most tokens to generate */
+  int32_t max_tokens; /* most tokens to generate */
   kvrt_stop stop;
   kvrt_piece_callback callback; /* may be NULL */
   void* user_data;
@@ -410,7 +423,8 @@ KVRT_EXPORT void kvrt_chat_options_default(kvrt_chat_options* out_options);
  * differently once more are added (qwen3 drops the thinking of earlier replies): the tokens are
  * then the whole conversation, to be evaluated on a reset session; else 0. Buffer sizes as
  * kvrt_tokenize. */
-KVRT_EXPORT kvrt_status kvrt_chat_tokenize(const kvrt_model* model, const kvrt_chat_options* options,
+KVRT_EXPORT kvrt_status kvrt_chat_tokenize(const kvrt_model* model,
+                                           const kvrt_chat_options* options,
                                            const kvrt_chat_message* messages, size_t n_messages,
                                            int32_t* tokens, size_t capacity, size_t* out_n_tokens,
                                            int* out_from_start);
@@ -446,10 +460,11 @@ KVRT_EXPORT kvrt_status kvrt_validation_check_ctx(const kvrt_model* model, const
 /* kvrt_validation_check_ctx at the model's declared context (n_ctx = 0). */
 KVRT_EXPORT kvrt_status kvrt_validation_check(const kvrt_model* model, const kvrt_kv_config* kv,
                                               const char* record_path);
-/* kvrt_validation_check_ctx for `kv` with prefill products at `matmul`: the record must say PASS for
- * that pair. The f32 cache with f32 products needs no record; with BF16 products it does. Pass a
- * session's options as kvrt_validation_check_setting(model, &o.kv, o.matmul, o.n_ctx, path). */
-KVRT_EXPORT kvrt_status kvrt_validation_check_setting(const kvrt_model* model, const kvrt_kv_config* kv,
+/* kvrt_validation_check_ctx for `kv` with prefill products at `matmul`: the record must say PASS
+ * for that pair. The f32 cache with f32 products needs no record; with BF16 products it does. Pass
+ * a session's options as kvrt_validation_check_setting(model, &o.kv, o.matmul, o.n_ctx, path). */
+KVRT_EXPORT kvrt_status kvrt_validation_check_setting(const kvrt_model* model,
+                                                      const kvrt_kv_config* kv,
                                                       kvrt_matmul_precision matmul, int32_t n_ctx,
                                                       const char* record_path);
 
@@ -462,30 +477,32 @@ KVRT_EXPORT kvrt_status kvrt_validation_check_setting(const kvrt_model* model, c
  * KVRT_ERR_INVALID_ARGUMENT. The key file is read even for the f32 cache with f32 products, which
  * needs no record. (Any record whose signature does not verify is refused by every check, trusted
  * or not.) */
-KVRT_EXPORT kvrt_status kvrt_validation_check_trusted(const kvrt_model* model, const kvrt_kv_config* kv,
+KVRT_EXPORT kvrt_status kvrt_validation_check_trusted(const kvrt_model* model,
+                                                      const kvrt_kv_config* kv,
                                                       kvrt_matmul_precision matmul, int32_t n_ctx,
-                                                      const char* record_path, const char* trusted_key_path);
+                                                      const char* record_path,
+                                                      const char* trusted_key_path);
 
 typedef struct kvrt_validate_options {
   const kvrt_kv_config* settings; /* settings to validate; NULL = those of settings_file */
   size_t n_settings;
-  const char* settings_file;      /* NULL = <validation dir>/settings.toml */
-  const char* thresholds_file;    /* NULL = <validation dir>/thresholds.toml */
-  const char* cases_dir;          /* NULL = none; else more cases (DIR/manifest.toml) */
-  int only_cases;                 /* non-zero: only cases_dir, not the bundled set */
-  int32_t max_len;                /* context to validate at (the cases follow it, the record binds it);
-                                     0 = the model's, at most thresholds.toml's [context] max and what
-                                     half the available memory holds; beyond the model's context is
-                                     KVRT_ERR_INVALID_ARGUMENT */
-  int32_t n_threads;              /* 0 = all cores (one for models under 64 MiB); at most KVRT_MAX_THREADS */
-  int use_seed;                   /* non-zero: bootstrap with `seed`, not the thresholds file's */
+  const char* settings_file;   /* NULL = <validation dir>/settings.toml */
+  const char* thresholds_file; /* NULL = <validation dir>/thresholds.toml */
+  const char* cases_dir;       /* NULL = none; else more cases (DIR/manifest.toml) */
+  int only_cases;              /* non-zero: only cases_dir, not the bundled set */
+  int32_t max_len;             /* context to validate at (the cases follow it, the record binds it);
+                                  0 = the model's, at most thresholds.toml's [context] max and what
+                                  half the available memory holds; beyond the model's context is
+                                  KVRT_ERR_INVALID_ARGUMENT */
+  int32_t n_threads; /* 0 = all cores (one for models under 64 MiB); at most KVRT_MAX_THREADS */
+  int use_seed;      /* non-zero: bootstrap with `seed`, not the thresholds file's */
   uint64_t seed;
-  const char* record_path;        /* NULL = the default record; "" = write no record */
-  const char* json_path;          /* NULL = no JSON report */
-  const char* html_path;          /* NULL = no HTML report */
-  kvrt_matmul_precision matmul;   /* prefill products of every setting in `settings` (a settings file
-                                     names its own); KVRT_MATMUL_BF16 where this CPU cannot run it is
-                                     KVRT_ERR_INVALID_ARGUMENT */
+  const char* record_path;      /* NULL = the default record; "" = write no record */
+  const char* json_path;        /* NULL = no JSON report */
+  const char* html_path;        /* NULL = no HTML report */
+  kvrt_matmul_precision matmul; /* prefill products of every setting in `settings` (a settings file
+                                   names its own); KVRT_MATMUL_BF16 where this CPU cannot run it is
+                                   KVRT_ERR_INVALID_ARGUMENT */
 } kvrt_validate_options;
 
 KVRT_EXPORT void kvrt_validate_options_default(kvrt_validate_options* out_options);
@@ -502,23 +519,24 @@ typedef struct kvrt_validation kvrt_validation;
  * concurrent runs into one record keep every verdict; the report (kvrt_validation_report) ends
  * with a "note:" line for each earlier verdict dropped or changed. An earlier record that cannot be
  * read, or a lock file that is not a regular file, is KVRT_ERR_INPUT, and a record made for another
- * model file KVRT_ERR_INVALID_ARGUMENT, before the run (the file is left as it is). Bad thresholds, settings or case
- * files are KVRT_ERR_INPUT naming file and line. */
+ * model file KVRT_ERR_INVALID_ARGUMENT, before the run (the file is left as it is). Bad thresholds,
+ * settings or case files are KVRT_ERR_INPUT naming file and line. */
 KVRT_EXPORT kvrt_status kvrt_validate(const kvrt_model* model, const kvrt_validate_options* options,
                                       kvrt_validation** out_validation);
 KVRT_EXPORT void kvrt_validation_free(kvrt_validation* validation); /* NULL is fine */
 
 typedef struct kvrt_validation_entry {
-  const char* setting;       /* canonical name, e.g. "k=q8,v=q8,g=32,axis=token,r=0,rot=0" */
-  const char* label;         /* short name, e.g. "q8/q8" */
+  const char* setting; /* canonical name, e.g. "k=q8,v=q8,g=32,axis=token,r=0,rot=0" */
+  const char* label;   /* short name, e.g. "q8/q8" */
   kvrt_verdict verdict;
-  double kv_bytes_per_token; /* over all layers, keys and values */
+  double kv_bytes_per_token;    /* over all layers, keys and values */
   kvrt_matmul_precision matmul; /* of the prefill products */
 } kvrt_validation_entry;
 
 /* Settings validated, in the order asked for. */
 KVRT_EXPORT size_t kvrt_validation_count(const kvrt_validation* validation);
-/* Strings live until the validation is freed. KVRT_ERR_INVALID_ARGUMENT for an index out of range. */
+/* Strings live until the validation is freed. KVRT_ERR_INVALID_ARGUMENT for an index out of range.
+ */
 KVRT_EXPORT kvrt_status kvrt_validation_get(const kvrt_validation* validation, size_t index,
                                             kvrt_validation_entry* out_entry);
 /* The record written ("" when none was asked for). */
@@ -536,12 +554,12 @@ KVRT_EXPORT const char* kvrt_validation_report(const kvrt_validation* validation
  * the deployed model and CPU) and opens its sessions by that name. */
 
 typedef struct kvrt_named_setting {
-  const char* name;              /* e.g. "tuned" */
-  const char* setting;           /* canonical text (kvrt_kv_config_parse reads it) */
-  kvrt_verdict verdict;          /* as recorded */
-  int32_t n_ctx;                 /* the context it was validated at (positions) */
-  double kv_bytes_per_token;     /* over all layers, keys and values */
-  kvrt_matmul_precision matmul;  /* of the prefill products */
+  const char* name;             /* e.g. "tuned" */
+  const char* setting;          /* canonical text (kvrt_kv_config_parse reads it) */
+  kvrt_verdict verdict;         /* as recorded */
+  int32_t n_ctx;                /* the context it was validated at (positions) */
+  double kv_bytes_per_token;    /* over all layers, keys and values */
+  kvrt_matmul_precision matmul; /* of the prefill products */
 } kvrt_named_setting;
 
 typedef struct kvrt_named_settings kvrt_named_settings;

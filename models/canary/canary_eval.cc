@@ -66,7 +66,8 @@ Options parse_args(int argc, char** argv) {
     else throw Error("unknown flag '" + f + "'", ErrorKind::kUsage);
   }
   if (o.model.empty()) throw Error("no model given (-m MODEL)", ErrorKind::kUsage);
-  if (o.mode != "stories" && o.input.empty()) throw Error("no input given (-i FILE)", ErrorKind::kUsage);
+  if (o.mode != "stories" && o.input.empty())
+    throw Error("no input given (-i FILE)", ErrorKind::kUsage);
   return o;
 }
 
@@ -105,7 +106,8 @@ class Runner {
     size_t len = 0;
     kvrt_detokenize(model_, ids.data(), ids.size(), nullptr, 0, &len);
     std::string s(len + 1, '\0');
-    check(kvrt_detokenize(model_, ids.data(), ids.size(), s.data(), s.size(), &len), "detokenizing");
+    check(kvrt_detokenize(model_, ids.data(), ids.size(), s.data(), s.size(), &len),
+          "detokenizing");
     s.resize(len);
     return s;
   }
@@ -155,8 +157,10 @@ void run_stories(const Options& o) {
     const int32_t bos = r.tokenize("", true).at(0);
     r.eval(&bos, 1);
     std::string text;
-    const kvrt_status st = kvrt_generate(r.session(), r.sampler(), o.max_tokens, append_piece, &text, nullptr);
-    if (st != KVRT_OK && st != KVRT_ERR_CONTEXT_FULL) check(st, "generating story " + std::to_string(i));
+    const kvrt_status st =
+        kvrt_generate(r.session(), r.sampler(), o.max_tokens, append_piece, &text, nullptr);
+    if (st != KVRT_OK && st != KVRT_ERR_CONTEXT_FULL)
+      check(st, "generating story " + std::to_string(i));
     print_record({std::to_string(o.seed + uint64_t(i)), text});
   }
 }
@@ -226,7 +230,8 @@ void run_recall(const Options& o) {
     ++n_cases;
     print_record({rec[0], rec[1], pass ? "1" : "0", r.detokenize(got)});
   }
-  std::fprintf(stderr, "canary_eval recall: %d of %d cases (%s cache)\n", n_pass, n_cases, o.kv.c_str());
+  std::fprintf(stderr, "canary_eval recall: %d of %d cases (%s cache)\n", n_pass, n_cases,
+               o.kv.c_str());
 }
 
 }  // namespace

@@ -21,8 +21,10 @@ Record split_record(const std::string& line, const std::string& where) {
       else if (e == 'n') fields.back() += '\n';
       else if (e == 't') fields.back() += '\t';
       else if (e == 'r') fields.back() += '\r';
-      else throw Error(where + ": bad escape '\\" + std::string(1, e) + "' (use \\\\, \\n, \\t or \\r)",
-                       ErrorKind::kUsage);
+      else
+        throw Error(
+            where + ": bad escape '\\" + std::string(1, e) + "' (use \\\\, \\n, \\t or \\r)",
+            ErrorKind::kUsage);
     }
   }
   return fields;

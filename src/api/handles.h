@@ -30,9 +30,9 @@ struct kvrt_session {
   mutable kvrt_in_use in_use{0};
   const kvrt_model* owner = nullptr;
   std::unique_ptr<kvrt::model::Session> session;
-  bool has_text = false;     // some evaluated token produced text (SPM dummy-space rule)
-  bool has_logits = false;   // last_logits() holds the logits of an evaluated token
-  std::string kv_setting;    // backing store of kvrt_session_info::kv_setting
+  bool has_text = false;    // some evaluated token produced text (SPM dummy-space rule)
+  bool has_logits = false;  // last_logits() holds the logits of an evaluated token
+  std::string kv_setting;   // backing store of kvrt_session_info::kv_setting
 };
 
 struct kvrt_sampler {
@@ -94,15 +94,16 @@ class InUse {
 model::SessionOptions to_options(const kvrt_session_options& o);
 // Creates the session, or KVRT_ERR_MEMORY_CAP before allocating anything when it would need more
 // than max_memory_bytes (0: no cap).
-kvrt_status create_session(const kvrt_model& model, const model::SessionOptions& so, uint64_t max_memory_bytes,
-                           kvrt_session** out_session);
+kvrt_status create_session(const kvrt_model& model, const model::SessionOptions& so,
+                           uint64_t max_memory_bytes, kvrt_session** out_session);
 // The gate of kvrt_validation_check_setting: returns when the record at record_path (empty: the
 // default) says PASS for `kv` with `matmul` products at a context of at least n_ctx (0: the
 // model's declared context), else kvrt::Error(kRefused) saying why. The FP32 cache with f32
 // products passes without a record. trusted_key_path: a public key file; only a record signed by
 // its key passes (empty: any record).
-void require_pass(const kvrt_model& model, const kv::KvConfig& kv, ops::MatmulPrecision matmul, int n_ctx,
-                  const std::string& record_path, const std::string& trusted_key_path = "");
+void require_pass(const kvrt_model& model, const kv::KvConfig& kv, ops::MatmulPrecision matmul,
+                  int n_ctx, const std::string& record_path,
+                  const std::string& trusted_key_path = "");
 // The C verdict of a record's or report's verdict.
 kvrt_verdict to_c_verdict(validate::Verdict v);
 
@@ -124,11 +125,13 @@ int raw_enum(const E& field) {
 
 // Copies `src` into the caller's buffer; *out_n is the element count either way.
 template <typename T>
-kvrt_status copy_out(const T* src, size_t n, T* dst, size_t capacity, size_t* out_n, const char* what) {
+kvrt_status copy_out(const T* src, size_t n, T* dst, size_t capacity, size_t* out_n,
+                     const char* what) {
   *out_n = n;
   if (n > capacity)
-    return fail(KVRT_ERR_BUFFER_TOO_SMALL, std::string(what) + " needs room for " + std::to_string(n) +
-                                               ", the buffer holds " + std::to_string(capacity));
+    return fail(KVRT_ERR_BUFFER_TOO_SMALL, std::string(what) + " needs room for " +
+                                               std::to_string(n) + ", the buffer holds " +
+                                               std::to_string(capacity));
   if (n > 0) std::memcpy(dst, src, n * sizeof(T));
   return KVRT_OK;
 }
@@ -146,18 +149,21 @@ struct TokenBuffer {
 kvrt_status tokenize(const kvrt_model* model, TextArg text, bool add_bos, bool parse_special,
                      TokenBuffer out, size_t* out_n_tokens);
 
-// Evaluates tokens, keeping the handle's flags; CONTEXT_FULL (session unchanged) when they do not fit.
+// Evaluates tokens, keeping the handle's flags; CONTEXT_FULL (session unchanged) when they do not
+// fit.
 kvrt_status eval_tokens(kvrt_session& s, const int32_t* tokens, size_t n);
 
 }  // namespace kvrt::api
 
 // Holds the in-use flag of a non-NULL handle for the rest of the call, or fails it with
 // KVRT_ERR_IN_USE when another thread is running a call on the same handle.
-#define KVRT_CLAIM(handle)                                                                          \
-  const ::kvrt::api::InUse handle##_in_use((handle)->in_use);                                       \
-  if (!handle##_in_use.held())                                                                      \
-  return ::kvrt::api::fail(KVRT_ERR_IN_USE, "argument '" #handle "' is in use by a call on another " \
-                                            "thread (a kvrt_" #handle " belongs to one thread at a time)")
+#define KVRT_CLAIM(handle)                                     \
+  const ::kvrt::api::InUse handle##_in_use((handle)->in_use);  \
+  if (!handle##_in_use.held())                                 \
+  return ::kvrt::api::fail(KVRT_ERR_IN_USE,                    \
+                           "argument '" #handle                \
+                           "' is in use by a call on another " \
+                           "thread (a kvrt_" #handle " belongs to one thread at a time)")
 
 #define KVRT_REQUIRE(ptr)                                                                 \
   do {                                                                                    \

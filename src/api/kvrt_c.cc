@@ -16,17 +16,20 @@ namespace {
 thread_local std::string t_last_error;
 
 // The C enum's values are the rows of kv/formats.h.
-static_assert(KVRT_KV_F32 == int(kv::Format::kF32) && KVRT_KV_Q8 == int(kv::Format::kQ8) && KVRT_KV_Q4 == int(kv::Format::kQ4) &&
-              KVRT_KV_Q2 == int(kv::Format::kQ2) && KVRT_KV_Q4S == int(kv::Format::kQ4S) && kv::kNumFormats == 5);
+static_assert(KVRT_KV_F32 == int(kv::Format::kF32) && KVRT_KV_Q8 == int(kv::Format::kQ8) &&
+              KVRT_KV_Q4 == int(kv::Format::kQ4) && KVRT_KV_Q2 == int(kv::Format::kQ2) &&
+              KVRT_KV_Q4S == int(kv::Format::kQ4S) && kv::kNumFormats == 5);
 
 kv::Format to_format(int f) {
-  if (f < 0 || f >= kv::kNumFormats) throw Error("unknown KV format value " + std::to_string(f), ErrorKind::kUsage);
+  if (f < 0 || f >= kv::kNumFormats)
+    throw Error("unknown KV format value " + std::to_string(f), ErrorKind::kUsage);
   return static_cast<kv::Format>(f);
 }
 
 kvrt_kv_format from_format(kv::Format f) { return static_cast<kvrt_kv_format>(f); }
 
-static_assert(KVRT_MAX_THREADS == model::kMaxThreads, "kvrt.h documents the session's thread limit");
+static_assert(KVRT_MAX_THREADS == model::kMaxThreads,
+              "kvrt.h documents the session's thread limit");
 
 }  // namespace
 
@@ -35,7 +38,8 @@ model::SessionOptions to_options(const kvrt_session_options& o) {
     throw Error("n_ctx, n_threads and n_batch must not be negative", ErrorKind::kUsage);
   if (o.n_threads > KVRT_MAX_THREADS)
     throw Error("n_threads " + std::to_string(o.n_threads) + " is above the maximum of " +
-                    std::to_string(KVRT_MAX_THREADS), ErrorKind::kUsage);
+                    std::to_string(KVRT_MAX_THREADS),
+                ErrorKind::kUsage);
   model::SessionOptions so;
   so.n_ctx = o.n_ctx;
   so.n_threads = o.n_threads;
@@ -45,7 +49,8 @@ model::SessionOptions to_options(const kvrt_session_options& o) {
   return so;
 }
 
-static_assert(KVRT_MATMUL_F32 == int(ops::MatmulPrecision::kF32) && KVRT_MATMUL_BF16 == int(ops::MatmulPrecision::kBf16));
+static_assert(KVRT_MATMUL_F32 == int(ops::MatmulPrecision::kF32) &&
+              KVRT_MATMUL_BF16 == int(ops::MatmulPrecision::kBf16));
 
 ops::MatmulPrecision to_matmul(const kvrt_matmul_precision& p) {
   const int v = raw_enum(p);
@@ -54,18 +59,30 @@ ops::MatmulPrecision to_matmul(const kvrt_matmul_precision& p) {
   return static_cast<ops::MatmulPrecision>(v);
 }
 
-kvrt_matmul_precision to_c_matmul(ops::MatmulPrecision p) { return static_cast<kvrt_matmul_precision>(p); }
+kvrt_matmul_precision to_c_matmul(ops::MatmulPrecision p) {
+  return static_cast<kvrt_matmul_precision>(p);
+}
 
 kvrt_kv_config to_c_config(const kv::KvConfig& kv) {
   const std::vector<kv::LayerFormat>& layers = kv.layers;
   if (layers.size() > KVRT_KV_MAX_LAYER_FORMATS)
-    throw Error("the KV setting has " + std::to_string(layers.size()) + " per-layer formats, more than a kvrt_kv_config holds (" +
-                    std::to_string(KVRT_KV_MAX_LAYER_FORMATS) + ")", ErrorKind::kUsage);
-  kvrt_kv_config c{from_format(kv.k_format), from_format(kv.v_format), kv.group_size,
-                   kv.k_axis == kv::KeyAxis::kChannel ? KVRT_KEY_AXIS_CHANNEL : KVRT_KEY_AXIS_TOKEN, kv.residual, kv.rotate ? 1 : 0,
-                   kv.sinks, static_cast<int32_t>(layers.size()), {}};
+    throw Error("the KV setting has " + std::to_string(layers.size()) +
+                    " per-layer formats, more than a kvrt_kv_config holds (" +
+                    std::to_string(KVRT_KV_MAX_LAYER_FORMATS) + ")",
+                ErrorKind::kUsage);
+  kvrt_kv_config c{from_format(kv.k_format),
+                   from_format(kv.v_format),
+                   kv.group_size,
+                   kv.k_axis == kv::KeyAxis::kChannel ? KVRT_KEY_AXIS_CHANNEL : KVRT_KEY_AXIS_TOKEN,
+                   kv.residual,
+                   kv.rotate ? 1 : 0,
+                   kv.sinks,
+                   static_cast<int32_t>(layers.size()),
+                   {}};
   for (size_t i = 0; i < layers.size(); ++i)
-    c.layer_formats[i] = {layers[i].layer, layers[i].side == kv::TileRole::kKey ? KVRT_KV_KEYS : KVRT_KV_VALUES, from_format(layers[i].format)};
+    c.layer_formats[i] = {layers[i].layer,
+                          layers[i].side == kv::TileRole::kKey ? KVRT_KV_KEYS : KVRT_KV_VALUES,
+                          from_format(layers[i].format)};
   return c;
 }
 
@@ -73,7 +90,8 @@ kv::KvConfig to_kv_config(const kvrt_kv_config& c) {
   if (c.group_size < 0 || c.residual < 0 || c.sinks < 0)
     throw Error("KV group size, residual and sinks must not be negative", ErrorKind::kUsage);
   if (c.n_layer_formats < 0 || c.n_layer_formats > KVRT_KV_MAX_LAYER_FORMATS)
-    throw Error("n_layer_formats " + std::to_string(c.n_layer_formats) + " is outside 0.." + std::to_string(KVRT_KV_MAX_LAYER_FORMATS),
+    throw Error("n_layer_formats " + std::to_string(c.n_layer_formats) + " is outside 0.." +
+                    std::to_string(KVRT_KV_MAX_LAYER_FORMATS),
                 ErrorKind::kUsage);
   const int axis = raw_enum(c.k_axis);
   if (axis != KVRT_KEY_AXIS_TOKEN && axis != KVRT_KEY_AXIS_CHANNEL)
@@ -90,8 +108,11 @@ kv::KvConfig to_kv_config(const kvrt_kv_config& c) {
     const kvrt_kv_layer_format& l = c.layer_formats[i];
     const int side = raw_enum(l.side);
     if (side != KVRT_KV_KEYS && side != KVRT_KV_VALUES)
-      throw Error("unknown side value " + std::to_string(side) + " in layer_formats[" + std::to_string(i) + "]", ErrorKind::kUsage);
-    kv.layers.push_back({l.layer, side == KVRT_KV_KEYS ? kv::TileRole::kKey : kv::TileRole::kValue, to_format(raw_enum(l.format))});
+      throw Error("unknown side value " + std::to_string(side) + " in layer_formats[" +
+                      std::to_string(i) + "]",
+                  ErrorKind::kUsage);
+    kv.layers.push_back({l.layer, side == KVRT_KV_KEYS ? kv::TileRole::kKey : kv::TileRole::kValue,
+                         to_format(raw_enum(l.format))});
   }
   return kv;
 }
@@ -123,7 +144,8 @@ kvrt_status tokenize(const kvrt_model* model, TextArg text, bool add_bos, bool p
   KVRT_REQUIRE(model);
   KVRT_REQUIRE(out_n_tokens);
   *out_n_tokens = 0;
-  if (text.data == nullptr && text.size > 0) return fail(KVRT_ERR_INVALID_ARGUMENT, "argument 'text' is NULL");
+  if (text.data == nullptr && text.size > 0)
+    return fail(KVRT_ERR_INVALID_ARGUMENT, "argument 'text' is NULL");
   if (out.tokens == nullptr && out.capacity > 0)
     return fail(KVRT_ERR_INVALID_ARGUMENT, "argument 'tokens' is NULL");
   const std::vector<int32_t> ids = model->model->tokenizer().encode(
@@ -131,12 +153,14 @@ kvrt_status tokenize(const kvrt_model* model, TextArg text, bool add_bos, bool p
   return copy_out(ids.data(), ids.size(), out.tokens, out.capacity, out_n_tokens, "the token list");
 }
 
-kvrt_status create_session(const kvrt_model& model, const model::SessionOptions& so, uint64_t max_memory_bytes,
-                           kvrt_session** out_session) {
+kvrt_status create_session(const kvrt_model& model, const model::SessionOptions& so,
+                           uint64_t max_memory_bytes, kvrt_session** out_session) {
   const size_t need = model::Session::planned_bytes(*model.model, so);
   if (max_memory_bytes > 0 && need > max_memory_bytes)
-    return fail(KVRT_ERR_MEMORY_CAP, "the session needs " + std::to_string(need) + " bytes, more than the cap of " +
-                                         std::to_string(max_memory_bytes) + " (lower n_ctx or choose a smaller KV format)");
+    return fail(KVRT_ERR_MEMORY_CAP, "the session needs " + std::to_string(need) +
+                                         " bytes, more than the cap of " +
+                                         std::to_string(max_memory_bytes) +
+                                         " (lower n_ctx or choose a smaller KV format)");
   auto s = std::make_unique<kvrt_session>();
   s->owner = &model;
   s->session = std::make_unique<model::Session>(*model.model, so);
@@ -150,8 +174,9 @@ kvrt_status eval_tokens(kvrt_session& s, const int32_t* tokens, size_t n) {
   const size_t room = size_t(session.n_ctx() - session.n_past());
   if (n > room)
     return fail(KVRT_ERR_CONTEXT_FULL, "context full: " + std::to_string(session.n_past()) +
-                                           " of " + std::to_string(session.n_ctx()) + " positions used, " +
-                                           std::to_string(n) + " more tokens do not fit");
+                                           " of " + std::to_string(session.n_ctx()) +
+                                           " positions used, " + std::to_string(n) +
+                                           " more tokens do not fit");
   session.eval(tokens, int(n));
   s.has_logits = true;
   const model::Tokenizer& tok = session.model().tokenizer();
@@ -223,8 +248,10 @@ kvrt_status kvrt_model_get_info(const kvrt_model* model, kvrt_model_info* out) {
     const auto& c = model->model->config();
     const auto& tok = model->model->tokenizer();
     *out = kvrt_model_info{model->arch.c_str(), model->name.c_str(), model->tokenizer.c_str(),
-                           c.n_layers, c.d_model, c.n_heads, c.n_kv_heads, c.head_dim, c.d_ff,
-                           c.n_vocab, c.n_ctx_train, tok.bos_id(), tok.eos_id()};
+                           c.n_layers,          c.d_model,           c.n_heads,
+                           c.n_kv_heads,        c.head_dim,          c.d_ff,
+                           c.n_vocab,           c.n_ctx_train,       tok.bos_id(),
+                           tok.eos_id()};
     return KVRT_OK;
   });
 }
@@ -232,25 +259,31 @@ kvrt_status kvrt_model_get_info(const kvrt_model* model, kvrt_model_info* out) {
 kvrt_status kvrt_tokenize(const kvrt_model* model, const char* text, size_t text_len, int add_bos,
                           int32_t* tokens, size_t capacity, size_t* out_n_tokens) {
   return guard([&] {
-    return kvrt::api::tokenize(model, {text, text_len}, add_bos != 0, false, {tokens, capacity}, out_n_tokens);
+    return kvrt::api::tokenize(model, {text, text_len}, add_bos != 0, false, {tokens, capacity},
+                               out_n_tokens);
   });
 }
 
-kvrt_status kvrt_detokenize(const kvrt_model* model, const int32_t* tokens, size_t n_tokens, char* buf,
-                            size_t capacity, size_t* out_len) {
+kvrt_status kvrt_detokenize(const kvrt_model* model, const int32_t* tokens, size_t n_tokens,
+                            char* buf, size_t capacity, size_t* out_len) {
   return guard([&] {
     KVRT_REQUIRE(model);
     KVRT_REQUIRE(out_len);
     *out_len = 0;
-    if (tokens == nullptr && n_tokens > 0) return fail(KVRT_ERR_INVALID_ARGUMENT, "argument 'tokens' is NULL");
-    if (buf == nullptr && capacity > 0) return fail(KVRT_ERR_INVALID_ARGUMENT, "argument 'buf' is NULL");
+    if (tokens == nullptr && n_tokens > 0)
+      return fail(KVRT_ERR_INVALID_ARGUMENT, "argument 'tokens' is NULL");
+    if (buf == nullptr && capacity > 0)
+      return fail(KVRT_ERR_INVALID_ARGUMENT, "argument 'buf' is NULL");
     const int32_t n_vocab = model->model->tokenizer().n_vocab();
     for (size_t i = 0; i < n_tokens; ++i)
       if (tokens[i] < 0 || tokens[i] >= n_vocab)
         return fail(KVRT_ERR_INVALID_ARGUMENT, "token id " + std::to_string(tokens[i]) +
-                                                   " is outside the vocabulary of " + std::to_string(n_vocab));
-    const std::string text = model->model->tokenizer().decode(std::vector<int32_t>(tokens, tokens + n_tokens));
-    const kvrt_status st = kvrt::api::copy_out(text.c_str(), text.size() + 1, buf, capacity, out_len, "the text");
+                                                   " is outside the vocabulary of " +
+                                                   std::to_string(n_vocab));
+    const std::string text =
+        model->model->tokenizer().decode(std::vector<int32_t>(tokens, tokens + n_tokens));
+    const kvrt_status st =
+        kvrt::api::copy_out(text.c_str(), text.size() + 1, buf, capacity, out_len, "the text");
     *out_len = text.size();
     return st;
   });
@@ -275,13 +308,14 @@ void kvrt_session_options_default(kvrt_session_options* out) {
   kvrt_kv_config_default(&out->kv);
 }
 
-kvrt_status kvrt_session_bytes_required(const kvrt_model* model, const kvrt_session_options* options,
-                                        uint64_t* out_bytes) {
+kvrt_status kvrt_session_bytes_required(const kvrt_model* model,
+                                        const kvrt_session_options* options, uint64_t* out_bytes) {
   return guard([&] {
     KVRT_REQUIRE(model);
     KVRT_REQUIRE(options);
     KVRT_REQUIRE(out_bytes);
-    *out_bytes = kvrt::model::Session::planned_bytes(*model->model, kvrt::api::to_options(*options));
+    *out_bytes =
+        kvrt::model::Session::planned_bytes(*model->model, kvrt::api::to_options(*options));
     return KVRT_OK;
   });
 }
@@ -293,7 +327,8 @@ kvrt_status kvrt_session_create(const kvrt_model* model, const kvrt_session_opti
     *out_session = nullptr;
     KVRT_REQUIRE(model);
     KVRT_REQUIRE(options);
-    return kvrt::api::create_session(*model, kvrt::api::to_options(*options), options->max_memory_bytes, out_session);
+    return kvrt::api::create_session(*model, kvrt::api::to_options(*options),
+                                     options->max_memory_bytes, out_session);
   });
 }
 
@@ -317,9 +352,15 @@ kvrt_status kvrt_session_get_info(const kvrt_session* session, kvrt_session_info
     KVRT_REQUIRE(out);
     const kvrt::model::Session& s = *session->session;
     const auto& kv = s.kv_cache();
-    *out = kvrt_session_info{s.n_ctx(), s.n_past(), s.n_threads(), s.bytes_allocated(),
-                             kv.bytes_allocated(), kv.bytes_in_use(s.n_past()), kv.bytes_per_token(),
-                             session->kv_setting.c_str(), s.matmul_implementation()};
+    *out = kvrt_session_info{s.n_ctx(),
+                             s.n_past(),
+                             s.n_threads(),
+                             s.bytes_allocated(),
+                             kv.bytes_allocated(),
+                             kv.bytes_in_use(s.n_past()),
+                             kv.bytes_per_token(),
+                             session->kv_setting.c_str(),
+                             s.matmul_implementation()};
     return KVRT_OK;
   });
 }
@@ -334,7 +375,8 @@ kvrt_status kvrt_session_eval(kvrt_session* session, const int32_t* tokens, size
   });
 }
 
-kvrt_status kvrt_session_logits(const kvrt_session* session, const float** out_logits, int32_t* out_n_vocab) {
+kvrt_status kvrt_session_logits(const kvrt_session* session, const float** out_logits,
+                                int32_t* out_n_vocab) {
   return guard([&] {
     KVRT_REQUIRE(session);
     KVRT_CLAIM(session);

@@ -8,11 +8,14 @@ namespace {
 // memory that outlives the call (the sampler and session buffers were sized at creation).
 kvrt_status decode_step(kvrt_session& s, kvrt_sampler& sampler, int32_t* out_token) {
   model::Session& session = *s.session;
-  if (!s.has_logits) return fail(KVRT_ERR_INVALID_ARGUMENT, "nothing to continue: evaluate a prompt first");
+  if (!s.has_logits)
+    return fail(KVRT_ERR_INVALID_ARGUMENT, "nothing to continue: evaluate a prompt first");
   if (session.n_past() >= session.n_ctx())
-    return fail(KVRT_ERR_CONTEXT_FULL, "context full: all " + std::to_string(session.n_ctx()) +
-                                           " positions are used (reset the session or create one with a larger n_ctx)");
-  const int32_t token = sampler.sampler->sample(session.last_logits(), session.model().config().n_vocab);
+    return fail(KVRT_ERR_CONTEXT_FULL,
+                "context full: all " + std::to_string(session.n_ctx()) +
+                    " positions are used (reset the session or create one with a larger n_ctx)");
+  const int32_t token =
+      sampler.sampler->sample(session.last_logits(), session.model().config().n_vocab);
   *out_token = token;
   return eval_tokens(s, &token, 1);
 }
@@ -107,7 +110,8 @@ void kvrt_generate_options_default(kvrt_generate_options* out) {
 }
 
 kvrt_status kvrt_generate_until(kvrt_session* session, kvrt_sampler* sampler,
-                                const kvrt_generate_options* options, kvrt_generate_result* out_result) {
+                                const kvrt_generate_options* options,
+                                kvrt_generate_result* out_result) {
   kvrt_generate_result result{0, -1};
   const kvrt_status status = guard([&] {
     KVRT_REQUIRE(session);

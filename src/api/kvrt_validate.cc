@@ -34,8 +34,10 @@ std::string or_empty(const char* s) { return s ? s : ""; }
 
 validate::ValidationRequest to_request(const kvrt_model& m, const kvrt_validate_options& o) {
   if (o.n_settings > 0 && o.settings == nullptr)
-    throw Error("n_settings is " + std::to_string(o.n_settings) + " but settings is NULL", ErrorKind::kUsage);
-  if (o.max_len < 0 || o.n_threads < 0) throw Error("max_len and n_threads must not be negative", ErrorKind::kUsage);
+    throw Error("n_settings is " + std::to_string(o.n_settings) + " but settings is NULL",
+                ErrorKind::kUsage);
+  if (o.max_len < 0 || o.n_threads < 0)
+    throw Error("max_len and n_threads must not be negative", ErrorKind::kUsage);
   validate::ValidationRequest req;
   req.model_path = m.path;
   const ops::MatmulPrecision matmul = to_matmul(o.matmul);
@@ -56,15 +58,21 @@ validate::ValidationRequest to_request(const kvrt_model& m, const kvrt_validate_
 
 }  // namespace
 
-void require_pass(const kvrt_model& model, const kv::KvConfig& kv, ops::MatmulPrecision matmul, int n_ctx,
-                  const std::string& record_path, const std::string& trusted_key_path) {
+void require_pass(const kvrt_model& model, const kv::KvConfig& kv, ops::MatmulPrecision matmul,
+                  int n_ctx, const std::string& record_path, const std::string& trusted_key_path) {
   std::optional<validate::PublicKey> trusted;
   if (!trusted_key_path.empty()) trusted = validate::read_public_key(trusted_key_path);
   const kv::KvConfig config = resolved(kv, model.model->config());
   if (config.is_f32() && matmul == ops::MatmulPrecision::kF32) return;
-  const validate::GateQuery q{model.path, config.name(), matmul, record_path, simd::isa_name(), KVRT_VERSION,
+  const validate::GateQuery q{model.path,
+                              config.name(),
+                              matmul,
+                              record_path,
+                              simd::isa_name(),
+                              KVRT_VERSION,
                               n_ctx > 0 ? n_ctx : model.model->config().n_ctx_train,
-                              model.model->config().n_ctx_train, trusted};
+                              model.model->config().n_ctx_train,
+                              trusted};
   (void)validate::require_pass_record(q);
 }
 
@@ -82,38 +90,44 @@ kvrt_verdict to_c_verdict(validate::Verdict v) {
 using kvrt::api::fail;
 using kvrt::api::guard;
 
-kvrt_status kvrt_validation_check(const kvrt_model* model, const kvrt_kv_config* kv, const char* record_path) {
+kvrt_status kvrt_validation_check(const kvrt_model* model, const kvrt_kv_config* kv,
+                                  const char* record_path) {
   return kvrt_validation_check_ctx(model, kv, 0, record_path);
 }
 
-kvrt_status kvrt_validation_check_ctx(const kvrt_model* model, const kvrt_kv_config* kv, int32_t n_ctx,
-                                      const char* record_path) {
+kvrt_status kvrt_validation_check_ctx(const kvrt_model* model, const kvrt_kv_config* kv,
+                                      int32_t n_ctx, const char* record_path) {
   return kvrt_validation_check_setting(model, kv, KVRT_MATMUL_F32, n_ctx, record_path);
 }
 
 kvrt_status kvrt_validation_check_setting(const kvrt_model* model, const kvrt_kv_config* kv,
-                                          kvrt_matmul_precision matmul, int32_t n_ctx, const char* record_path) {
+                                          kvrt_matmul_precision matmul, int32_t n_ctx,
+                                          const char* record_path) {
   return guard([&] {
     KVRT_REQUIRE(model);
     KVRT_REQUIRE(kv);
-    if (n_ctx < 0) return fail(KVRT_ERR_INVALID_ARGUMENT, "context length " + std::to_string(n_ctx) + " is negative");
-    kvrt::api::require_pass(*model, kvrt::api::to_kv_config(*kv), kvrt::api::to_matmul(matmul), n_ctx,
-                            record_path ? record_path : "");
+    if (n_ctx < 0)
+      return fail(KVRT_ERR_INVALID_ARGUMENT,
+                  "context length " + std::to_string(n_ctx) + " is negative");
+    kvrt::api::require_pass(*model, kvrt::api::to_kv_config(*kv), kvrt::api::to_matmul(matmul),
+                            n_ctx, record_path ? record_path : "");
     return KVRT_OK;
   });
 }
 
 kvrt_status kvrt_validation_check_trusted(const kvrt_model* model, const kvrt_kv_config* kv,
-                                          kvrt_matmul_precision matmul, int32_t n_ctx, const char* record_path,
-                                          const char* trusted_key_path) {
+                                          kvrt_matmul_precision matmul, int32_t n_ctx,
+                                          const char* record_path, const char* trusted_key_path) {
   return guard([&] {
     KVRT_REQUIRE(model);
     KVRT_REQUIRE(kv);
     KVRT_REQUIRE(trusted_key_path);
-    if (n_ctx < 0) return fail(KVRT_ERR_INVALID_ARGUMENT, "context length " + std::to_string(n_ctx) + " is negative");
+    if (n_ctx < 0)
+      return fail(KVRT_ERR_INVALID_ARGUMENT,
+                  "context length " + std::to_string(n_ctx) + " is negative");
     if (!*trusted_key_path) return fail(KVRT_ERR_INVALID_ARGUMENT, "the trusted key path is empty");
-    kvrt::api::require_pass(*model, kvrt::api::to_kv_config(*kv), kvrt::api::to_matmul(matmul), n_ctx,
-                            record_path ? record_path : "", trusted_key_path);
+    kvrt::api::require_pass(*model, kvrt::api::to_kv_config(*kv), kvrt::api::to_matmul(matmul),
+                            n_ctx, record_path ? record_path : "", trusted_key_path);
     return KVRT_OK;
   });
 }
@@ -122,7 +136,8 @@ void kvrt_validate_options_default(kvrt_validate_options* out) {
   if (out) *out = kvrt_validate_options{};
 }
 
-kvrt_status kvrt_validate(const kvrt_model* model, const kvrt_validate_options* options, kvrt_validation** out) {
+kvrt_status kvrt_validate(const kvrt_model* model, const kvrt_validate_options* options,
+                          kvrt_validation** out) {
   return guard([&] {
     KVRT_REQUIRE(out);
     *out = nullptr;
@@ -130,7 +145,8 @@ kvrt_status kvrt_validate(const kvrt_model* model, const kvrt_validate_options* 
     KVRT_REQUIRE(options);
     namespace validate = kvrt::validate;
     const validate::ValidationRequest req = kvrt::api::to_request(*model, *options);
-    const std::string json = kvrt::api::or_empty(options->json_path), html = kvrt::api::or_empty(options->html_path);
+    const std::string json = kvrt::api::or_empty(options->json_path),
+                      html = kvrt::api::or_empty(options->html_path);
     const bool write_record = options->record_path == nullptr || *options->record_path != '\0';
     if (!json.empty()) validate::check_output_path(json, "JSON report");
     if (!html.empty()) validate::check_output_path(html, "HTML report");
@@ -139,11 +155,14 @@ kvrt_status kvrt_validate(const kvrt_model* model, const kvrt_validate_options* 
     v->result = std::make_unique<validate::Validation>();
     validate::Validation& r = *v->result;
     validate::load_inputs(*model->model, req, r);
-    if (write_record) v->record_path = validate::prepare_record(r, kvrt::api::or_empty(options->record_path));
+    if (write_record)
+      v->record_path = validate::prepare_record(r, kvrt::api::or_empty(options->record_path));
     validate::run(*model->model, req, r);
     v->report_text = validate::report_text(r.report);
-    if (!json.empty()) validate::write_file_atomic(json, validate::report_json(r.report), "JSON report");
-    if (!html.empty()) validate::write_file_atomic(html, validate::report_html(r.report), "HTML report");
+    if (!json.empty())
+      validate::write_file_atomic(json, validate::report_json(r.report), "JSON report");
+    if (!html.empty())
+      validate::write_file_atomic(html, validate::report_html(r.report), "HTML report");
     if (write_record)
       for (const std::string& note : validate::save_record(v->record_path, r.record))
         v->report_text += "note: " + note + "\n";
@@ -158,13 +177,15 @@ size_t kvrt_validation_count(const kvrt_validation* validation) {
   return validation ? validation->result->record.settings.size() : 0;
 }
 
-kvrt_status kvrt_validation_get(const kvrt_validation* validation, size_t index, kvrt_validation_entry* out) {
+kvrt_status kvrt_validation_get(const kvrt_validation* validation, size_t index,
+                                kvrt_validation_entry* out) {
   return guard([&] {
     KVRT_REQUIRE(validation);
     KVRT_REQUIRE(out);
     const auto& settings = validation->result->record.settings;
     if (index >= settings.size())
-      return fail(KVRT_ERR_INVALID_ARGUMENT, "validation entry " + std::to_string(index) + " out of range (" +
+      return fail(KVRT_ERR_INVALID_ARGUMENT, "validation entry " + std::to_string(index) +
+                                                 " out of range (" +
                                                  std::to_string(settings.size()) + " settings)");
     const kvrt::validate::RecordSetting& s = settings[index];
     out->setting = s.name.c_str();

@@ -29,7 +29,8 @@ Module this_module() {
   Dl_info info{};
   link_map* map = nullptr;
   std::error_code ec;
-  if (dladdr1(reinterpret_cast<void*>(&data_dir), &info, reinterpret_cast<void**>(&map), RTLD_DL_LINKMAP) &&
+  if (dladdr1(reinterpret_cast<void*>(&data_dir), &info, reinterpret_cast<void**>(&map),
+              RTLD_DL_LINKMAP) &&
       map && map->l_name && *map->l_name)  // the main program's link map has an empty name
     return {fs::weakly_canonical(map->l_name, ec), false};
   return {fs::read_symlink("/proc/self/exe", ec), true};
@@ -39,7 +40,8 @@ Module this_module() {
 std::string build_tree_data_dir(fs::path dir) {
   for (; !dir.empty(); dir = dir.parent_path()) {
     std::error_code ec;
-    if (fs::is_regular_file(dir / kBuildTreeMarker, ec)) {  // unreadable (EMFILE...): an error, not ""
+    if (fs::is_regular_file(dir / kBuildTreeMarker,
+                            ec)) {  // unreadable (EMFILE...): an error, not ""
       const std::string text = read_regular_file(dir / kBuildTreeMarker, "build tree marker", 4096);
       return text.substr(0, text.find('\n'));
     }
@@ -61,12 +63,14 @@ std::string data_dir() {
   const Module m = this_module();
   if (!m.file.empty()) {
     const fs::path dir = m.file.parent_path();
-    const fs::path installed = (dir / (m.is_executable ? KVRT_BINDIR_TO_DATA : KVRT_LIBDIR_TO_DATA)).lexically_normal();
+    const fs::path installed =
+        (dir / (m.is_executable ? KVRT_BINDIR_TO_DATA : KVRT_LIBDIR_TO_DATA)).lexically_normal();
     if (fs::is_directory(installed, ec)) return installed.string();
     tried.push_back(installed.string());
     const std::string source = build_tree_data_dir(dir);
     if (!source.empty() && fs::is_directory(source, ec)) return source;
-    if (!source.empty()) tried.push_back(source + " (named by the build tree's " + kBuildTreeMarker + ")");
+    if (!source.empty())
+      tried.push_back(source + " (named by the build tree's " + kBuildTreeMarker + ")");
   }
   if (fs::is_directory(KVRT_INSTALL_DATA_DIR, ec)) return KVRT_INSTALL_DATA_DIR;
   tried.push_back(KVRT_INSTALL_DATA_DIR);

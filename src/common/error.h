@@ -10,11 +10,11 @@ namespace kvrt {
 
 // What kind of failure: the CLI maps these to exit codes, the C API to error codes.
 enum class ErrorKind {
-  kInput,        // bad file, malformed data, unsupported content
-  kUsage,        // bad flag or argument value
-  kRefused,      // a setting was refused by the validation gate
-  kResource,     // memory cap exceeded, context full
-  kInternal,     // a third-party library failed (e.g. oneDNN)
+  kInput,     // bad file, malformed data, unsupported content
+  kUsage,     // bad flag or argument value
+  kRefused,   // a setting was refused by the validation gate
+  kResource,  // memory cap exceeded, context full
+  kInternal,  // a third-party library failed (e.g. oneDNN)
 };
 
 class Error : public std::runtime_error {
@@ -33,5 +33,4 @@ class Error : public std::runtime_error {
 }  // namespace kvrt
 
 // The file's name without its directory: no build or source path ends up in the library.
-#define KVRT_ASSERT(cond) \
-  ((cond) ? (void)0 : ::kvrt::assert_fail(#cond, __FILE_NAME__, __LINE__))
+#define KVRT_ASSERT(cond) ((cond) ? (void)0 : ::kvrt::assert_fail(#cond, __FILE_NAME__, __LINE__))

@@ -12,12 +12,14 @@
 namespace kvrt {
 namespace {
 
-[[noreturn]] void cannot_read(const std::string& what, const std::string& path, const std::string& why) {
+[[noreturn]] void cannot_read(const std::string& what, const std::string& path,
+                              const std::string& why) {
   throw Error("cannot read " + what + " '" + path + "': " + why);
 }
 
 std::string size_limit(size_t bytes) {
-  return bytes % (size_t(1) << 20) == 0 ? std::to_string(bytes >> 20) + " MiB" : std::to_string(bytes) + " bytes";
+  return bytes % (size_t(1) << 20) == 0 ? std::to_string(bytes >> 20) + " MiB"
+                                        : std::to_string(bytes) + " bytes";
 }
 
 }  // namespace
@@ -46,14 +48,17 @@ FileHandle open_regular_file(const std::string& path, const std::string& what) {
   struct stat st {};
   if (f.fd() < 0) {
     const int err = errno;  // a socket cannot be opened at all (ENXIO): name what it is instead
-    if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) cannot_read(what, path, std::strerror(err));
+    if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode))
+      cannot_read(what, path, std::strerror(err));
   } else if (::fstat(f.fd(), &st) != 0) {
     cannot_read(what, path, std::strerror(errno));
   }
   if (!S_ISREG(st.st_mode))
-    cannot_read(what, path, std::string("it is ") + file_type_name(st.st_mode) + ", not a regular file");
+    cannot_read(what, path,
+                std::string("it is ") + file_type_name(st.st_mode) + ", not a regular file");
   const int flags = ::fcntl(f.fd(), F_GETFL);
-  if (flags < 0 || ::fcntl(f.fd(), F_SETFL, flags & ~O_NONBLOCK) != 0) cannot_read(what, path, std::strerror(errno));
+  if (flags < 0 || ::fcntl(f.fd(), F_SETFL, flags & ~O_NONBLOCK) != 0)
+    cannot_read(what, path, std::strerror(errno));
   return f;
 }
 

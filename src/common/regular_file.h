@@ -37,7 +37,8 @@ FileHandle open_regular_file(const std::string& path, const std::string& what);
 // The whole content of a regular file of at most `max_bytes` bytes.
 std::string read_regular_file(const std::string& path, const std::string& what, size_t max_bytes);
 
-// Whether `path` names nothing (lstat says ENOENT); a path that exists but cannot be read is not missing.
+// Whether `path` names nothing (lstat says ENOENT); a path that exists but cannot be read is not
+// missing.
 bool missing_file(const std::string& path);
 
 }  // namespace kvrt

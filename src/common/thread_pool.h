@@ -76,9 +76,10 @@ class ThreadPool {
   // (loop << 32) | kClosed? | workers that joined the loop. Workers join by compare-exchange while
   // the loop is open; the caller closes it when no item is left, and waits for the joined ones.
   alignas(kLine) std::atomic<uint64_t> entry_{kClosed};
-  std::atomic<uint32_t> left_{0};    // joined workers that have left the loop
-  alignas(kLine) std::atomic<uint32_t> posted_{0};  // bumped with every loop and at shutdown: workers sleep on it
-  std::atomic<int> sleepers_{0};     // workers asleep (or about to sleep) on posted_
+  std::atomic<uint32_t> left_{0};  // joined workers that have left the loop
+  alignas(kLine) std::atomic<uint32_t> posted_{
+      0};                         // bumped with every loop and at shutdown: workers sleep on it
+  std::atomic<int> sleepers_{0};  // workers asleep (or about to sleep) on posted_
   std::atomic<bool> caller_asleep_{false};  // the caller sleeps on left_
   std::atomic<bool> stop_{false};
   std::vector<std::thread> workers_;

@@ -14,7 +14,7 @@ constexpr uint64_t kMaxDims = 4;
 constexpr uint64_t kMaxStringBytes = uint64_t{1} << 30;
 
 const char* value_type_name(GgufType t) {
-  static const char* names[] = {"u8",  "i8",  "u16",    "i16",   "u32", "i32", "f32",
+  static const char* names[] = {"u8",   "i8",     "u16",   "i16", "u32", "i32", "f32",
                                 "bool", "string", "array", "u64", "i64", "f64"};
   auto i = static_cast<uint32_t>(t);
   return i < 13 ? names[i] : "unknown";
@@ -22,17 +22,23 @@ const char* value_type_name(GgufType t) {
 
 size_t scalar_size(GgufType t) {
   switch (t) {
-    case GgufType::kU8: case GgufType::kI8: case GgufType::kBool: return 1;
-    case GgufType::kU16: case GgufType::kI16: return 2;
-    case GgufType::kU32: case GgufType::kI32: case GgufType::kF32: return 4;
-    case GgufType::kU64: case GgufType::kI64: case GgufType::kF64: return 8;
+    case GgufType::kU8:
+    case GgufType::kI8:
+    case GgufType::kBool: return 1;
+    case GgufType::kU16:
+    case GgufType::kI16: return 2;
+    case GgufType::kU32:
+    case GgufType::kI32:
+    case GgufType::kF32: return 4;
+    case GgufType::kU64:
+    case GgufType::kI64:
+    case GgufType::kF64: return 8;
     default: return 0;
   }
 }
 
 bool is_integer(GgufType t) {
-  return scalar_size(t) != 0 && t != GgufType::kF32 && t != GgufType::kF64 &&
-         t != GgufType::kBool;
+  return scalar_size(t) != 0 && t != GgufType::kF32 && t != GgufType::kF64 && t != GgufType::kBool;
 }
 
 // Bounds-checked little-endian cursor over the mapping.
@@ -84,17 +90,44 @@ class Cursor {
 void read_scalar(Cursor& c, GgufType t, GgufValue& v, const std::string& key) {
   const char* what = key.c_str();
   switch (t) {
-    case GgufType::kU8: v.u = c.read<uint8_t>(what); v.i = int64_t(v.u); break;
-    case GgufType::kI8: v.i = c.read<int8_t>(what); v.u = uint64_t(v.i); break;
-    case GgufType::kU16: v.u = c.read<uint16_t>(what); v.i = int64_t(v.u); break;
-    case GgufType::kI16: v.i = c.read<int16_t>(what); v.u = uint64_t(v.i); break;
-    case GgufType::kU32: v.u = c.read<uint32_t>(what); v.i = int64_t(v.u); break;
-    case GgufType::kI32: v.i = c.read<int32_t>(what); v.u = uint64_t(v.i); break;
-    case GgufType::kU64: v.u = c.read<uint64_t>(what); v.i = int64_t(v.u); break;
-    case GgufType::kI64: v.i = c.read<int64_t>(what); v.u = uint64_t(v.i); break;
+    case GgufType::kU8:
+      v.u = c.read<uint8_t>(what);
+      v.i = int64_t(v.u);
+      break;
+    case GgufType::kI8:
+      v.i = c.read<int8_t>(what);
+      v.u = uint64_t(v.i);
+      break;
+    case GgufType::kU16:
+      v.u = c.read<uint16_t>(what);
+      v.i = int64_t(v.u);
+      break;
+    case GgufType::kI16:
+      v.i = c.read<int16_t>(what);
+      v.u = uint64_t(v.i);
+      break;
+    case GgufType::kU32:
+      v.u = c.read<uint32_t>(what);
+      v.i = int64_t(v.u);
+      break;
+    case GgufType::kI32:
+      v.i = c.read<int32_t>(what);
+      v.u = uint64_t(v.i);
+      break;
+    case GgufType::kU64:
+      v.u = c.read<uint64_t>(what);
+      v.i = int64_t(v.u);
+      break;
+    case GgufType::kI64:
+      v.i = c.read<int64_t>(what);
+      v.u = uint64_t(v.i);
+      break;
     case GgufType::kF32: v.f = c.read<float>(what); break;
     case GgufType::kF64: v.f = c.read<double>(what); break;
-    case GgufType::kBool: v.u = c.read<uint8_t>(what); v.i = int64_t(v.u); break;
+    case GgufType::kBool:
+      v.u = c.read<uint8_t>(what);
+      v.i = int64_t(v.u);
+      break;
     case GgufType::kString: v.s = c.read_string(what); break;
     default: break;
   }
@@ -350,11 +383,36 @@ std::vector<int32_t> GgufFile::get_int_array(std::string_view key) const {
     switch (v.elem_type) {
       case GgufType::kU8: out[e] = p[0]; break;
       case GgufType::kI8: out[e] = int8_t(p[0]); break;
-      case GgufType::kU16: { uint16_t x; std::memcpy(&x, p, 2); out[e] = x; break; }
-      case GgufType::kI16: { int16_t x; std::memcpy(&x, p, 2); out[e] = x; break; }
-      case GgufType::kU32: { uint32_t x; std::memcpy(&x, p, 4); out[e] = int32_t(x); break; }
-      case GgufType::kI32: { int32_t x; std::memcpy(&x, p, 4); out[e] = x; break; }
-      default: { int64_t x; std::memcpy(&x, p, 8); out[e] = int32_t(x); break; }
+      case GgufType::kU16: {
+        uint16_t x;
+        std::memcpy(&x, p, 2);
+        out[e] = x;
+        break;
+      }
+      case GgufType::kI16: {
+        int16_t x;
+        std::memcpy(&x, p, 2);
+        out[e] = x;
+        break;
+      }
+      case GgufType::kU32: {
+        uint32_t x;
+        std::memcpy(&x, p, 4);
+        out[e] = int32_t(x);
+        break;
+      }
+      case GgufType::kI32: {
+        int32_t x;
+        std::memcpy(&x, p, 4);
+        out[e] = x;
+        break;
+      }
+      default: {
+        int64_t x;
+        std::memcpy(&x, p, 8);
+        out[e] = int32_t(x);
+        break;
+      }
     }
   }
   return out;

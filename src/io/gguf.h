@@ -15,8 +15,19 @@ namespace kvrt::io {
 
 // Metadata value types, numbered as in the GGUF specification.
 enum class GgufType : uint32_t {
-  kU8 = 0, kI8 = 1, kU16 = 2, kI16 = 3, kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7,
-  kString = 8, kArray = 9, kU64 = 10, kI64 = 11, kF64 = 12,
+  kU8 = 0,
+  kI8 = 1,
+  kU16 = 2,
+  kI16 = 3,
+  kU32 = 4,
+  kI32 = 5,
+  kF32 = 6,
+  kBool = 7,
+  kString = 8,
+  kArray = 9,
+  kU64 = 10,
+  kI64 = 11,
+  kF64 = 12,
 };
 
 struct GgufValue {
@@ -37,7 +48,7 @@ struct GgufTensor {
   std::string name;
   std::vector<int64_t> dims;  // ggml order: dims[0] is the contiguous (row) dimension
   simd::WeightType type = simd::WeightType::kF32;  // a row of simd/weights/types.h
-  uint64_t file_offset = 0;   // absolute byte offset of the data in the file
+  uint64_t file_offset = 0;                        // absolute byte offset of the data in the file
   uint64_t n_bytes = 0;
   int64_t n_elements = 0;
   const uint8_t* data = nullptr;

@@ -35,21 +35,16 @@ size_t scalar_bytes(GgufType t) {
   switch (t) {
     case GgufType::kU8:
     case GgufType::kI8:
-    case GgufType::kBool:
-      return 1;
+    case GgufType::kBool: return 1;
     case GgufType::kU16:
-    case GgufType::kI16:
-      return 2;
+    case GgufType::kI16: return 2;
     case GgufType::kU32:
     case GgufType::kI32:
-    case GgufType::kF32:
-      return 4;
+    case GgufType::kF32: return 4;
     case GgufType::kU64:
     case GgufType::kI64:
-    case GgufType::kF64:
-      return 8;
-    default:
-      return 0;
+    case GgufType::kF64: return 8;
+    default: return 0;
   }
 }
 
@@ -140,42 +135,18 @@ void GgufWriter::add_i32_array(std::string_view key, std::span<const int32_t> v)
 
 void GgufWriter::add_value(std::string_view key, const GgufValue& v) {
   switch (v.type) {
-    case GgufType::kU8:
-      add_u8(key, uint8_t(v.u));
-      break;
-    case GgufType::kI8:
-      add_i8(key, int8_t(v.i));
-      break;
-    case GgufType::kU16:
-      add_u16(key, uint16_t(v.u));
-      break;
-    case GgufType::kI16:
-      add_i16(key, int16_t(v.i));
-      break;
-    case GgufType::kU32:
-      add_u32(key, uint32_t(v.u));
-      break;
-    case GgufType::kI32:
-      add_i32(key, int32_t(v.i));
-      break;
-    case GgufType::kU64:
-      add_u64(key, v.u);
-      break;
-    case GgufType::kI64:
-      add_i64(key, v.i);
-      break;
-    case GgufType::kF32:
-      add_f32(key, float(v.f));
-      break;
-    case GgufType::kF64:
-      add_f64(key, v.f);
-      break;
-    case GgufType::kBool:
-      add_bool(key, v.u != 0);
-      break;
-    case GgufType::kString:
-      add_string(key, v.s);
-      break;
+    case GgufType::kU8: add_u8(key, uint8_t(v.u)); break;
+    case GgufType::kI8: add_i8(key, int8_t(v.i)); break;
+    case GgufType::kU16: add_u16(key, uint16_t(v.u)); break;
+    case GgufType::kI16: add_i16(key, int16_t(v.i)); break;
+    case GgufType::kU32: add_u32(key, uint32_t(v.u)); break;
+    case GgufType::kI32: add_i32(key, int32_t(v.i)); break;
+    case GgufType::kU64: add_u64(key, v.u); break;
+    case GgufType::kI64: add_i64(key, v.i); break;
+    case GgufType::kF32: add_f32(key, float(v.f)); break;
+    case GgufType::kF64: add_f64(key, v.f); break;
+    case GgufType::kBool: add_bool(key, v.u != 0); break;
+    case GgufType::kString: add_string(key, v.s); break;
     case GgufType::kArray:
       if (v.elem_type != GgufType::kString) {
         add_array(key, v.elem_type, v.elems, v.n_elems);
@@ -207,7 +178,8 @@ void GgufWriter::add_tensor(std::string_view name, std::vector<int64_t> dims, si
   const std::string n(name);
   const simd::WeightTypeTraits* t = simd::find_weight_type(static_cast<uint32_t>(type));
   if (t == nullptr || !t->computable() || t->from_float_ref == nullptr)
-    usage_error("tensor '" + n + "': the GGUF writer encodes only " + simd::computable_weight_type_names());
+    usage_error("tensor '" + n + "': the GGUF writer encodes only " +
+                simd::computable_weight_type_names());
   if (dims.empty() || dims.size() > 4) usage_error("tensor '" + n + "' needs 1 to 4 dimensions");
   int64_t n_elements = 1;
   for (int64_t d : dims) {
@@ -215,8 +187,8 @@ void GgufWriter::add_tensor(std::string_view name, std::vector<int64_t> dims, si
     n_elements *= d;
   }
   if (dims[0] % t->block != 0)
-    usage_error("tensor '" + n + "': " + t->name + " needs rows of a multiple of " + std::to_string(t->block) +
-                " elements");
+    usage_error("tensor '" + n + "': " + t->name + " needs rows of a multiple of " +
+                std::to_string(t->block) + " elements");
   if (!tensor_names_.insert(n).second) usage_error("duplicate tensor '" + n + "'");
   tensors_.push_back({n, std::move(dims), type, n_elements, std::move(fill)});
 }

@@ -14,7 +14,8 @@ namespace kvrt::io {
 MmapFile::MmapFile(const std::string& path) : path_(path) {
   const FileHandle f = open_regular_file(path, "file");  // never blocks on a FIFO
   struct stat st {};
-  if (::fstat(f.fd(), &st) != 0) throw Error("cannot read file '" + path + "': " + std::strerror(errno));
+  if (::fstat(f.fd(), &st) != 0)
+    throw Error("cannot read file '" + path + "': " + std::strerror(errno));
   size_ = static_cast<size_t>(st.st_size);
   if (size_ == 0) throw Error("'" + path + "' is empty");
   void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, f.fd(), 0);

@@ -71,70 +71,83 @@ template <Format F, int Bits, bool Symmetric>
 struct QuantFormat {
   static constexpr Format kFormat = F;
   static constexpr int kBits = Bits;
-  static constexpr bool kSymmetric = Symmetric;           // signed codes, no minimum
-  static constexpr int kPerByte = 8 / Bits;               // codes per byte
-  static constexpr int kPlanes = Symmetric ? 1 : 2;       // scale planes: d (and m)
+  static constexpr bool kSymmetric = Symmetric;      // signed codes, no minimum
+  static constexpr int kPerByte = 8 / Bits;          // codes per byte
+  static constexpr int kPlanes = Symmetric ? 1 : 2;  // scale planes: d (and m)
   static constexpr int kMaxCode = Symmetric ? (1 << (Bits - 1)) - 1 : (1 << Bits) - 1;
   // Symmetric int8 is balanced, scaled by max|x|; narrower symmetric codes reach -2^(bits - 1).
   static constexpr bool kAbsScale = Symmetric && Bits == 8;
   static constexpr int kMinCode = !Symmetric ? 0 : kAbsScale ? -kMaxCode : -(1 << (Bits - 1));
   static constexpr int kCodeMask = (1 << Bits) - 1;
-  static constexpr int kCodeBias = Symmetric && Bits < 8 ? 1 << (Bits - 1) : 0;  // stored = q + kCodeBias
+  static constexpr int kCodeBias =
+      Symmetric && Bits < 8 ? 1 << (Bits - 1) : 0;  // stored = q + kCodeBias
   static constexpr size_t kHeaderBytes = kPlanes * sizeof(Scale);
-  static constexpr size_t block_bytes(int group) { return kHeaderBytes + static_cast<size_t>(group) * Bits / 8; }
+  static constexpr size_t block_bytes(int group) {
+    return kHeaderBytes + static_cast<size_t>(group) * Bits / 8;
+  }
 };
 
 // Packed: a block is its scales and codes with no padding for any G (q8 G = 9 takes 11 bytes).
 template <int G>
 struct __attribute__((packed)) Q8Block {
-  Scale d;        // scale
-  int8_t qs[G];   // codes
+  Scale d;       // scale
+  int8_t qs[G];  // codes
 };
 
 template <int G>
 struct __attribute__((packed)) Q4Block {
-  Scale d;             // scale
-  Scale m;             // minimum
-  uint8_t qs[G / 2];   // two codes per byte, see above
+  Scale d;            // scale
+  Scale m;            // minimum
+  uint8_t qs[G / 2];  // two codes per byte, see above
 };
 
 template <int G>
 struct __attribute__((packed)) Q4SBlock {
-  Scale d;             // scale
-  uint8_t qs[G / 2];   // two codes per byte, each q + 8, see above
+  Scale d;            // scale
+  uint8_t qs[G / 2];  // two codes per byte, each q + 8, see above
 };
 
 template <int G>
 struct __attribute__((packed)) Q2Block {
-  Scale d;             // scale
-  Scale m;             // minimum
-  uint8_t qs[G / 4];   // four codes per byte, see above
+  Scale d;            // scale
+  Scale m;            // minimum
+  uint8_t qs[G / 4];  // four codes per byte, see above
 };
 
 struct Q8 : QuantFormat<Format::kQ8, 8, true> {
   static constexpr const char* kName = "q8";
-  template <int G> using Block = Q8Block<G>;
+  template <int G>
+  using Block = Q8Block<G>;
 };
 struct Q4 : QuantFormat<Format::kQ4, 4, false> {
   static constexpr const char* kName = "q4";
-  template <int G> using Block = Q4Block<G>;
+  template <int G>
+  using Block = Q4Block<G>;
 };
 struct Q2 : QuantFormat<Format::kQ2, 2, false> {
   static constexpr const char* kName = "q2";
-  template <int G> using Block = Q2Block<G>;
+  template <int G>
+  using Block = Q2Block<G>;
 };
 struct Q4S : QuantFormat<Format::kQ4S, 4, true> {
   static constexpr const char* kName = "q4s";
-  template <int G> using Block = Q4SBlock<G>;
+  template <int G>
+  using Block = Q4SBlock<G>;
 };
 
 // At G = 32: q8 34 bytes (1.0625 bytes/value, as llama.cpp's q8_0), q4 20 (0.625), q4s 18
 // (0.5625, as q4_0), q2 12 (0.375).
-static_assert(sizeof(Q8::Block<8>) == 10 && sizeof(Q8::Block<32>) == Q8::block_bytes(32) && sizeof(Q8::Block<32>) == 34);
-static_assert(sizeof(Q4::Block<8>) == 8 && sizeof(Q4::Block<32>) == Q4::block_bytes(32) && sizeof(Q4::Block<32>) == 20);
-static_assert(sizeof(Q2::Block<8>) == Q2::block_bytes(8) && sizeof(Q2::Block<32>) == 12 && sizeof(Q2::Block<128>) == 36);
-static_assert(sizeof(Q4S::Block<8>) == 6 && sizeof(Q4S::Block<32>) == Q4S::block_bytes(32) && sizeof(Q4S::Block<32>) == 18);
-static_assert(sizeof(Q8::Block<9>) == Q8::block_bytes(9) && sizeof(Q4::Block<2>) == Q4::block_bytes(2) && sizeof(Q2::Block<4>) == Q2::block_bytes(4) &&
+static_assert(sizeof(Q8::Block<8>) == 10 && sizeof(Q8::Block<32>) == Q8::block_bytes(32) &&
+              sizeof(Q8::Block<32>) == 34);
+static_assert(sizeof(Q4::Block<8>) == 8 && sizeof(Q4::Block<32>) == Q4::block_bytes(32) &&
+              sizeof(Q4::Block<32>) == 20);
+static_assert(sizeof(Q2::Block<8>) == Q2::block_bytes(8) && sizeof(Q2::Block<32>) == 12 &&
+              sizeof(Q2::Block<128>) == 36);
+static_assert(sizeof(Q4S::Block<8>) == 6 && sizeof(Q4S::Block<32>) == Q4S::block_bytes(32) &&
+              sizeof(Q4S::Block<32>) == 18);
+static_assert(sizeof(Q8::Block<9>) == Q8::block_bytes(9) &&
+              sizeof(Q4::Block<2>) == Q4::block_bytes(2) &&
+              sizeof(Q2::Block<4>) == Q2::block_bytes(4) &&
               sizeof(Q4S::Block<2>) == Q4S::block_bytes(2));
 
 // The quantized formats, for code that instantiates something per format (kernel tables).
@@ -171,8 +184,10 @@ struct GroupScales {
 };
 template <class F>
 inline GroupScales store_group_scales(float lo, float hi, uint8_t* block) {
-  if constexpr (F::kAbsScale) return {store_scale(block, hi / static_cast<float>(F::kMaxCode)), 0.0f};
-  if constexpr (F::kSymmetric) return {store_scale(block, (-lo > hi ? lo : hi) / static_cast<float>(F::kMinCode)), 0.0f};
+  if constexpr (F::kAbsScale)
+    return {store_scale(block, hi / static_cast<float>(F::kMaxCode)), 0.0f};
+  if constexpr (F::kSymmetric)
+    return {store_scale(block, (-lo > hi ? lo : hi) / static_cast<float>(F::kMinCode)), 0.0f};
   const float m = store_scale(block + sizeof(Scale), lo);
   return {store_scale(block, (hi - m) / static_cast<float>(F::kMaxCode)), m};
 }

@@ -47,21 +47,27 @@ int default_group(const KvConfig& c, const CacheShape& s) {
   const int unit = token_tiled(c, s.n_layers).unit();
   for (int g = std::min(kDefaultMaxGroup, s.head_dim); g >= 1; --g)
     if (s.head_dim % g == 0 && g % unit == 0) return g;
-  throw Error("no quantization group fits head_dim " + std::to_string(s.head_dim) + " for the KV setting " + c.name() +
-                  ": its token-axis sides need head_dim and the group to be multiples of " + std::to_string(unit),
+  throw Error("no quantization group fits head_dim " + std::to_string(s.head_dim) +
+                  " for the KV setting " + c.name() +
+                  ": its token-axis sides need head_dim and the group to be multiples of " +
+                  std::to_string(unit),
               ErrorKind::kUsage);
 }
 
 void check_group(const KvConfig& c, const CacheShape& s, int group) {
   const int head_dim = s.head_dim;
   if (group < 1 || group > kMaxGroup)
-    throw Error("KV group size " + std::to_string(group) + " is outside 1.." + std::to_string(kMaxGroup), ErrorKind::kUsage);
+    throw Error(
+        "KV group size " + std::to_string(group) + " is outside 1.." + std::to_string(kMaxGroup),
+        ErrorKind::kUsage);
   // Channel-axis key tiles pack a token's channels, and a channel's G tokens, in whole bytes.
   for (int layer = 0; layer < s.n_layers; ++layer) {
     const FormatTraits& k = format_traits(c.format(TileRole::kKey, layer));
-    if (k.quantized() && c.k_axis == KeyAxis::kChannel && (head_dim * k.bits % 8 != 0 || group * k.bits % 8 != 0))
-      throw Error(std::string(k.name) + " channel-axis keys pack " + std::to_string(8 / k.bits) + " codes per byte: head_dim " +
-                      std::to_string(head_dim) + " and the group " + std::to_string(group) + " must be multiples of that",
+    if (k.quantized() && c.k_axis == KeyAxis::kChannel &&
+        (head_dim * k.bits % 8 != 0 || group * k.bits % 8 != 0))
+      throw Error(std::string(k.name) + " channel-axis keys pack " + std::to_string(8 / k.bits) +
+                      " codes per byte: head_dim " + std::to_string(head_dim) + " and the group " +
+                      std::to_string(group) + " must be multiples of that",
                   ErrorKind::kUsage);
   }
   const TokenTiled t = token_tiled(c, s.n_layers);
@@ -69,8 +75,9 @@ void check_group(const KvConfig& c, const CacheShape& s, int group) {
     for (const FormatTraits* f : t.format[static_cast<int>(role)]) {
       const int unit = f->unit(role);
       if (head_dim % group != 0 || group % unit != 0)
-        throw Error(std::string(f->name) + " " + side_name(role) + " need a group that divides head_dim " +
-                        std::to_string(head_dim) + " and is a multiple of " + std::to_string(unit) + ", not " +
+        throw Error(std::string(f->name) + " " + side_name(role) +
+                        " need a group that divides head_dim " + std::to_string(head_dim) +
+                        " and is a multiple of " + std::to_string(unit) + ", not " +
                         std::to_string(group),
                     ErrorKind::kUsage);
     }
@@ -79,18 +86,24 @@ void check_group(const KvConfig& c, const CacheShape& s, int group) {
 
 void check_shape(const KvConfig& c, const CacheShape& s) {
   if (s.n_layers <= 0 || s.n_kv_heads <= 0 || s.head_dim <= 0 || s.n_ctx <= 0)
-    throw Error("KV cache shape must be positive (n_layers, n_kv_heads, head_dim, n_ctx)", ErrorKind::kUsage);
+    throw Error("KV cache shape must be positive (n_layers, n_kv_heads, head_dim, n_ctx)",
+                ErrorKind::kUsage);
   if (s.head_dim > simd::scalar::kMaxRow)
-    throw Error("head_dim above " + std::to_string(simd::scalar::kMaxRow) + " is not supported", ErrorKind::kUsage);
+    throw Error("head_dim above " + std::to_string(simd::scalar::kMaxRow) + " is not supported",
+                ErrorKind::kUsage);
   if (c.rotate) key_rotation_block(s.head_dim);  // throws for an odd head_dim
   if (c.residual < 0) throw Error("KV residual window must be >= 0", ErrorKind::kUsage);
   if (c.sinks < 0) throw Error("KV sinks must be >= 0", ErrorKind::kUsage);
   if (!s.windows.empty() && s.windows.size() != static_cast<size_t>(s.n_layers))
-    throw Error("KV cache shape gives " + std::to_string(s.windows.size()) + " sliding windows for " +
-                    std::to_string(s.n_layers) + " layers", ErrorKind::kUsage);
+    throw Error("KV cache shape gives " + std::to_string(s.windows.size()) +
+                    " sliding windows for " + std::to_string(s.n_layers) + " layers",
+                ErrorKind::kUsage);
   for (int w : s.windows)
-    if (w < 0) throw Error("a sliding window must be >= 0 positions, not " + std::to_string(w), ErrorKind::kUsage);
-  if (s.n_chunk <= 0) throw Error("KV cache shape: positions per write must be positive", ErrorKind::kUsage);
+    if (w < 0)
+      throw Error("a sliding window must be >= 0 positions, not " + std::to_string(w),
+                  ErrorKind::kUsage);
+  if (s.n_chunk <= 0)
+    throw Error("KV cache shape: positions per write must be positive", ErrorKind::kUsage);
 }
 
 // Packed positions a layer with this sliding window keeps in tiles of tile_tokens. Attention
@@ -101,11 +114,13 @@ void check_shape(const KvConfig& c, const CacheShape& s) {
 // tiles; 0 (all of them) when that is not fewer.
 int kept_positions(int sliding_window, int n_chunk, int tile_tokens, int n_tiles) {
   if (sliding_window == 0) return 0;
-  const int64_t span = int64_t(sliding_window) + n_chunk - 1 + (kRingAlign - 1);  // positions read, at most
+  const int64_t span =
+      int64_t(sliding_window) + n_chunk - 1 + (kRingAlign - 1);  // positions read, at most
   // The run read first starts a tile when tiles divide runs; otherwise it may start in the last
   // position of one.
-  const int64_t tiles = kRingAlign % tile_tokens == 0 ? (span + tile_tokens - 1) / tile_tokens
-                                                      : (span - 1 + tile_tokens - 1) / tile_tokens + 1;
+  const int64_t tiles = kRingAlign % tile_tokens == 0
+                            ? (span + tile_tokens - 1) / tile_tokens
+                            : (span - 1 + tile_tokens - 1) / tile_tokens + 1;
   const int64_t unit = std::lcm(int64_t(tile_tokens), int64_t(kRingAlign));
   const int64_t kept = (tiles * tile_tokens + unit - 1) / unit * unit;
   return kept / tile_tokens < n_tiles ? int(kept) : 0;
@@ -113,11 +128,14 @@ int kept_positions(int sliding_window, int n_chunk, int tile_tokens, int n_tiles
 
 // One side of one layer; positions after the sinks are packed (the last `kept` of them in a
 // sliding-window layer) or wait in the FP32 ring.
-SideLayout side(const FormatTraits& f, TileRole role, const KvConfig& c, const CacheShape& s, int layer, int group) {
+SideLayout side(const FormatTraits& f, TileRole role, const KvConfig& c, const CacheShape& s,
+                int layer, int group) {
   SideLayout l;
   l.format = &f;
   l.role = role;
-  if (c.rotate) l.rot_block = role == TileRole::kKey ? key_rotation_block(s.head_dim) : value_rotation_block(s.head_dim);
+  if (c.rotate)
+    l.rot_block =
+        role == TileRole::kKey ? key_rotation_block(s.head_dim) : value_rotation_block(s.head_dim);
   l.sinks = std::min(c.sinks, s.n_ctx);
   const int n_after = s.n_ctx - l.sinks;
   if (!f.quantized()) {
@@ -126,7 +144,8 @@ SideLayout side(const FormatTraits& f, TileRole role, const KvConfig& c, const C
     l.packing = Packing::kChannelTiles;
     l.tile_tokens = group;
     l.tile_bytes = f.channel_tile_bytes(s.head_dim, group);
-    l.window = std::min(c.residual + group, n_after);  // the residual, plus up to G positions waiting for a tile
+    l.window = std::min(c.residual + group,
+                        n_after);  // the residual, plus up to G positions waiting for a tile
   } else {
     l.packing = Packing::kTokenTiles;
     l.tile_tokens = kTileTokens;
@@ -156,9 +175,11 @@ CacheLayout plan_cache(const KvConfig& config, const CacheShape& s) {
   l.group = c.group_size;
   l.sinks = std::min(c.sinks, s.n_ctx);
   for (int layer = 0; layer < s.n_layers; ++layer) {
-    l.layers.push_back({side(format_traits(c.format(TileRole::kKey, layer)), TileRole::kKey, c, s, layer, l.group),
-                        side(format_traits(c.format(TileRole::kValue, layer)), TileRole::kValue, c, s, layer, l.group),
-                        s.window_of(layer)});
+    l.layers.push_back(
+        {side(format_traits(c.format(TileRole::kKey, layer)), TileRole::kKey, c, s, layer, l.group),
+         side(format_traits(c.format(TileRole::kValue, layer)), TileRole::kValue, c, s, layer,
+              l.group),
+         s.window_of(layer)});
   }
   return l;
 }
@@ -171,7 +192,9 @@ size_t CacheLayout::ring_floats(const SideLayout& s) const {
   return static_cast<size_t>(s.window) * shape.n_kv_heads * shape.head_dim;
 }
 
-size_t CacheLayout::sink_floats() const { return static_cast<size_t>(sinks) * shape.n_kv_heads * shape.head_dim; }
+size_t CacheLayout::sink_floats() const {
+  return static_cast<size_t>(sinks) * shape.n_kv_heads * shape.head_dim;
+}
 
 size_t CacheLayout::packed_bytes(TileRole role) const {
   size_t n = 0;
@@ -186,14 +209,16 @@ size_t CacheLayout::ring_floats(TileRole role) const {
 }
 
 size_t CacheLayout::rotated_floats() const {
-  const bool rotated = !layers.empty() && (layers[0].k.rot_block || layers[0].v.rot_block);  // one choice for every layer
+  const bool rotated = !layers.empty() && (layers[0].k.rot_block ||
+                                           layers[0].v.rot_block);  // one choice for every layer
   return rotated ? static_cast<size_t>(shape.n_kv_heads) * shape.head_dim : 0;
 }
 
 size_t CacheLayout::leaving_floats() const {
   bool ring_of_rows = false;
   for (const LayerLayout& l : layers)
-    for (const SideLayout* s : {&l.k, &l.v}) ring_of_rows |= s->packing == Packing::kTokenTiles && s->window > 0;
+    for (const SideLayout* s : {&l.k, &l.v})
+      ring_of_rows |= s->packing == Packing::kTokenTiles && s->window > 0;
   return ring_of_rows ? static_cast<size_t>(shape.n_kv_heads) * shape.head_dim : 0;
 }
 
@@ -207,16 +232,19 @@ size_t CacheLayout::blocks_bytes() const {
   size_t n = 0;
   for (const LayerLayout& l : layers)
     for (const SideLayout* s : {&l.k, &l.v})
-      if (s->packing == Packing::kTokenTiles) n = std::max(n, s->format->row_bytes(shape.head_dim, group));
+      if (s->packing == Packing::kTokenTiles)
+        n = std::max(n, s->format->row_bytes(shape.head_dim, group));
   return n;
 }
 
 size_t CacheLayout::bytes() const {
   size_t total = 0;
   for (TileRole role : {TileRole::kKey, TileRole::kValue}) {
-    total += aligned_size(packed_bytes(role)) + (ring_floats(role) + sink_floats() * shape.n_layers) * sizeof(float);
+    total += aligned_size(packed_bytes(role)) +
+             (ring_floats(role) + sink_floats() * shape.n_layers) * sizeof(float);
   }
-  return total + (rotated_floats() + leaving_floats() + gathered_floats()) * sizeof(float) + blocks_bytes();
+  return total + (rotated_floats() + leaving_floats() + gathered_floats()) * sizeof(float) +
+         blocks_bytes();
 }
 
 double CacheLayout::bytes_per_token() const {
@@ -235,7 +263,8 @@ size_t CacheLayout::in_use(int n_tokens, Take take) const {
   for (const LayerLayout& l : layers) {
     if (!take(l)) continue;
     for (const SideLayout* s : {&l.k, &l.v}) {
-      packed += s->bytes_per_token() * shape.n_kv_heads * (s->kept > 0 ? std::min(n_packed, s->kept) : n_packed);
+      packed += s->bytes_per_token() * shape.n_kv_heads *
+                (s->kept > 0 ? std::min(n_packed, s->kept) : n_packed);
       floats += static_cast<size_t>(n_sinks) * shape.n_kv_heads * shape.head_dim + ring_floats(*s);
     }
   }
@@ -253,14 +282,19 @@ size_t CacheLayout::bytes_in_use(int n_tokens, int sliding_window) const {
 std::vector<LayerKind> CacheLayout::layer_kinds() const {
   std::vector<LayerKind> kinds;
   for (const LayerLayout& l : layers) {
-    auto kind = std::find_if(kinds.begin(), kinds.end(), [&](const LayerKind& k) { return k.sliding_window == l.sliding_window; });
+    auto kind = std::find_if(kinds.begin(), kinds.end(), [&](const LayerKind& k) {
+      return k.sliding_window == l.sliding_window;
+    });
     if (kind == kinds.end()) kind = kinds.insert(kinds.end(), LayerKind{l.sliding_window});
     ++kind->n_layers;
     kind->bytes_per_token += (l.k.bytes_per_token() + l.v.bytes_per_token()) * shape.n_kv_heads;
-    for (const SideLayout* s : {&l.k, &l.v}) kind->kept = std::max(kind->kept, s->n_tiles * s->tile_tokens);
+    for (const SideLayout* s : {&l.k, &l.v})
+      kind->kept = std::max(kind->kept, s->n_tiles * s->tile_tokens);
     kind->packed_bytes += packed_layer_bytes(l.k) + packed_layer_bytes(l.v);
   }
-  std::sort(kinds.begin(), kinds.end(), [](const LayerKind& a, const LayerKind& b) { return a.sliding_window < b.sliding_window; });
+  std::sort(kinds.begin(), kinds.end(), [](const LayerKind& a, const LayerKind& b) {
+    return a.sliding_window < b.sliding_window;
+  });
   return kinds;
 }
 

@@ -25,7 +25,8 @@ namespace kvrt::kv {
 
 struct CacheShape {
   CacheShape() = default;
-  CacheShape(int layers, int kv_heads, int dim, int ctx) : n_layers(layers), n_kv_heads(kv_heads), head_dim(dim), n_ctx(ctx) {}
+  CacheShape(int layers, int kv_heads, int dim, int ctx)
+      : n_layers(layers), n_kv_heads(kv_heads), head_dim(dim), n_ctx(ctx) {}
 
   int n_layers = 0;
   int n_kv_heads = 0;
@@ -38,7 +39,9 @@ struct CacheShape {
   std::vector<int> windows;  // [n_layers] positions a layer's queries see; 0: every position
   int n_chunk = 1;           // most positions one write adds before attention reads them
 
-  int window_of(int layer) const { return windows.empty() ? 0 : windows[static_cast<size_t>(layer)]; }
+  int window_of(int layer) const {
+    return windows.empty() ? 0 : windows[static_cast<size_t>(layer)];
+  }
 };
 
 // A ring of packed positions is a whole number of this many positions, the positions attention
@@ -57,15 +60,18 @@ struct SideLayout {
   const FormatTraits* format = nullptr;
   TileRole role = TileRole::kKey;
   Packing packing = Packing::kRows;
-  int rot_block = 0;        // rows stored as H·x, H of Hadamard blocks of rot_block values (kv/rotation.h); 0: not rotated
-  int tile_tokens = 1;      // positions per tile (1 for rows)
-  size_t tile_bytes = 0;    // one tile (or row) of one kv head
-  int n_tiles = 0;          // tiles per layer and kv head: for n_ctx positions, or the ring's
-  int kept = 0;             // packed positions a sliding-window layer keeps, a ring of n_tiles tiles; 0: all
-  int window = 0;           // FP32 ring slots; 0 packs every position as it is written
-  int sinks = 0;            // FP32 rows before the packed positions (the same on every side)
+  int rot_block = 0;      // rows stored as H·x, H of Hadamard blocks of rot_block values
+                          // (kv/rotation.h); 0: not rotated
+  int tile_tokens = 1;    // positions per tile (1 for rows)
+  size_t tile_bytes = 0;  // one tile (or row) of one kv head
+  int n_tiles = 0;        // tiles per layer and kv head: for n_ctx positions, or the ring's
+  int kept = 0;    // packed positions a sliding-window layer keeps, a ring of n_tiles tiles; 0: all
+  int window = 0;  // FP32 ring slots; 0 packs every position as it is written
+  int sinks = 0;   // FP32 rows before the packed positions (the same on every side)
 
-  double bytes_per_token() const { return static_cast<double>(tile_bytes) / tile_tokens; }  // one kv head
+  double bytes_per_token() const {
+    return static_cast<double>(tile_bytes) / tile_tokens;
+  }  // one kv head
 };
 
 // Both sides of one layer.
@@ -77,11 +83,11 @@ struct LayerLayout {
 
 // The layers of one kind (every position, or one sliding window) and what they keep.
 struct LayerKind {
-  int sliding_window = 0;    // 0: the layers that keep every position
+  int sliding_window = 0;  // 0: the layers that keep every position
   int n_layers = 0;
   double bytes_per_token = 0;  // packed bytes of one position, these layers, K and V
-  int kept = 0;              // most packed positions one of them keeps (whole tiles)
-  size_t packed_bytes = 0;   // their packed storage, K and V
+  int kept = 0;                // most packed positions one of them keeps (whole tiles)
+  size_t packed_bytes = 0;     // their packed storage, K and V
 };
 
 struct CacheLayout {
@@ -90,11 +96,12 @@ struct CacheLayout {
   int sinks = 0;  // positions kept as FP32 rows on both sides of every layer (at most n_ctx)
   std::vector<LayerLayout> layers;  // [n_layers]
 
-  size_t packed_layer_bytes(const SideLayout& s) const;  // one layer: [n_tiles][n_kv_heads][tile_bytes]
-  size_t ring_floats(const SideLayout& s) const;         // one layer: [window][n_kv_heads][head_dim]
-  size_t sink_floats() const;                            // one layer and side: [sinks][n_kv_heads][head_dim]
-  size_t packed_bytes(TileRole role) const;              // all layers of one side
-  size_t ring_floats(TileRole role) const;               // all layers of one side
+  size_t packed_layer_bytes(
+      const SideLayout& s) const;                 // one layer: [n_tiles][n_kv_heads][tile_bytes]
+  size_t ring_floats(const SideLayout& s) const;  // one layer: [window][n_kv_heads][head_dim]
+  size_t sink_floats() const;                // one layer and side: [sinks][n_kv_heads][head_dim]
+  size_t packed_bytes(TileRole role) const;  // all layers of one side
+  size_t ring_floats(TileRole role) const;   // all layers of one side
   // The write path's scratch (kv_cache.cc), only where the setting needs it: a token of every kv
   // head rotated, a ring position leaving for a token tile, G positions of one kv head for a
   // channel tile, one row of blocks of one kv head for a token tile.
@@ -102,13 +109,15 @@ struct CacheLayout {
   size_t leaving_floats() const;
   size_t gathered_floats() const;
   size_t blocks_bytes() const;
-  size_t bytes() const;                                  // everything the cache allocates
+  size_t bytes() const;  // everything the cache allocates
   // Packed bytes of one position after the sinks, all layers, K and V, while no sliding-window
   // layer has filled its ring. The sinks and the FP32 windows are a fixed extra (bytes_in_use).
   double bytes_per_token() const;
-  // n_tokens positions stored, the windows included; a sliding-window layer stops at the positions it keeps.
+  // n_tokens positions stored, the windows included; a sliding-window layer stops at the positions
+  // it keeps.
   size_t bytes_in_use(int n_tokens) const;
-  // The same for the layers of one kind only: those whose sliding window is `sliding_window` (0: the full layers).
+  // The same for the layers of one kind only: those whose sliding window is `sliding_window` (0:
+  // the full layers).
   size_t bytes_in_use(int n_tokens, int sliding_window) const;
   std::vector<LayerKind> layer_kinds() const;  // the full layers first, then by window
 

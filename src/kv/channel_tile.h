@@ -17,7 +17,9 @@
 namespace kvrt::kv {
 
 template <class F>
-constexpr size_t channel_codes_offset(int head_dim) { return F::kPlanes * sizeof(Scale) * head_dim; }
+constexpr size_t channel_codes_offset(int head_dim) {
+  return F::kPlanes * sizeof(Scale) * head_dim;
+}
 
 // The scale (plane 0) or minimum (plane 1) of channel c of a tile.
 inline float channel_scale(const uint8_t* tile, int head_dim, int plane, int c) {
@@ -35,18 +37,22 @@ void channel_quantize(const float* x, int group, int head_dim, uint8_t* tile) {
     for (int t = 0; t < group; ++t) column[t] = x[t * head_dim + c];
     quantize_group<F>(column, group, block);
     for (int p = 0; p < F::kPlanes; ++p) {
-      std::memcpy(tile + (static_cast<size_t>(p) * head_dim + c) * sizeof(Scale), block + p * sizeof(Scale), sizeof(Scale));
+      std::memcpy(tile + (static_cast<size_t>(p) * head_dim + c) * sizeof(Scale),
+                  block + p * sizeof(Scale), sizeof(Scale));
     }
-    for (int t = 0; t < group; ++t) set_code<F>(codes + t * row, head_dim, c, get_code<F>(block + F::kHeaderBytes, group, t));
+    for (int t = 0; t < group; ++t)
+      set_code<F>(codes + t * row, head_dim, c, get_code<F>(block + F::kHeaderBytes, group, t));
   }
 }
 
 // Token t of the tile as FP32 (the same arithmetic as dequantize_group).
 template <class F>
 void channel_dequantize_row(const uint8_t* tile, int t, int head_dim, float* x) {
-  const uint8_t* codes = tile + channel_codes_offset<F>(head_dim) + static_cast<size_t>(t) * head_dim * F::kBits / 8;
+  const uint8_t* codes =
+      tile + channel_codes_offset<F>(head_dim) + static_cast<size_t>(t) * head_dim * F::kBits / 8;
   for (int c = 0; c < head_dim; ++c) {
-    const float d = channel_scale(tile, head_dim, 0, c), m = F::kSymmetric ? 0.0f : channel_scale(tile, head_dim, 1, c);
+    const float d = channel_scale(tile, head_dim, 0, c),
+                m = F::kSymmetric ? 0.0f : channel_scale(tile, head_dim, 1, c);
     const auto q = static_cast<float>(get_code<F>(codes, head_dim, c));
     x[c] = F::kSymmetric ? d * q : m + d * q;
   }

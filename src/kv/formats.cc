@@ -72,7 +72,8 @@ const char* format_names() {
 const FormatTraits& format_traits(std::string_view name) {
   for (const FormatTraits& t : kTraits)
     if (name == t.name) return t;
-  throw Error("unknown KV format '" + std::string(name) + "' (valid: " + format_names() + ")", ErrorKind::kUsage);
+  throw Error("unknown KV format '" + std::string(name) + "' (valid: " + format_names() + ")",
+              ErrorKind::kUsage);
 }
 
 }  // namespace kvrt::kv

@@ -1,6 +1,7 @@
 // One row per KV format, consulted by every caller (cache, attention, settings, memory plans):
 // its name, code geometry, scale type, reference codec and its kernel slot (whose dot_channel
-// reads the code rows of its channel tiles). The rows are built from the descriptors of kv/blocks.h (kv/formats.cc).
+// reads the code rows of its channel tiles). The rows are built from the descriptors of kv/blocks.h
+// (kv/formats.cc).
 #pragma once
 
 #include <cstddef>
@@ -12,15 +13,18 @@
 
 namespace kvrt::kv {
 
-enum class ScaleType : uint8_t { kNone, kF16 };  // f32 has no scales; the quantized formats' are FP16 (kv/blocks.h)
+enum class ScaleType : uint8_t {
+  kNone,
+  kF16
+};  // f32 has no scales; the quantized formats' are FP16 (kv/blocks.h)
 constexpr size_t scale_bytes(ScaleType t) { return t == ScaleType::kF16 ? sizeof(Scale) : 0; }
 
 struct FormatTraits {
-  Format format;           // also the slot of its kernels in simd::Kernels::format
-  const char* name;        // the same in code, CLI, TOML and records: "f32", "q8", ...
-  int bits;                // bits per stored value (32 for f32)
-  int planes;              // scale planes per group: 0 (f32), 1 (scale), 2 (scale, minimum)
-  int code_bias;           // stored code - q (kv/blocks.h kCodeBias)
+  Format format;     // also the slot of its kernels in simd::Kernels::format
+  const char* name;  // the same in code, CLI, TOML and records: "f32", "q8", ...
+  int bits;          // bits per stored value (32 for f32)
+  int planes;        // scale planes per group: 0 (f32), 1 (scale), 2 (scale, minimum)
+  int code_bias;     // stored code - q (kv/blocks.h kCodeBias)
   ScaleType scale_type;
   // Token tiles need head_dim and the group to be multiples of these (kv/tiles.h key runs are
   // 4 dims per slot of a byte; the value kernels take 8 dims at a time). 1 for f32.
@@ -31,20 +35,30 @@ struct FormatTraits {
   // Moves token t of a tile from a row of blocks (kv/tiles.h tile_store_row); null for f32.
   void (*tile_store_row)(const TileFormat& f, const uint8_t* row, int t, uint8_t* tile);
   // Codec of the channel-axis key tiles of kv/channel_tile.h; null for f32.
-  void (*channel_quantize)(const float* x, int group, int head_dim, uint8_t* tile);  // x [G][head_dim]
-  void (*channel_dequantize_row)(const uint8_t* tile, int t, int head_dim, float* x);  // token t of the tile
+  void (*channel_quantize)(const float* x, int group, int head_dim,
+                           uint8_t* tile);  // x [G][head_dim]
+  void (*channel_dequantize_row)(const uint8_t* tile, int t, int head_dim,
+                                 float* x);  // token t of the tile
 
   bool quantized() const { return format != Format::kF32; }
   size_t header_bytes() const { return static_cast<size_t>(planes) * scale_bytes(scale_type); }
   // Bytes of one group of `group` values, and of a token row of n values (f32: 4 n).
-  size_t block_bytes(int group) const { return header_bytes() + static_cast<size_t>(group) * bits / 8; }
-  size_t row_bytes(int n, int group) const { return quantized() ? static_cast<size_t>(n / group) * block_bytes(group) : sizeof(float) * n; }
+  size_t block_bytes(int group) const {
+    return header_bytes() + static_cast<size_t>(group) * bits / 8;
+  }
+  size_t row_bytes(int n, int group) const {
+    return quantized() ? static_cast<size_t>(n / group) * block_bytes(group) : sizeof(float) * n;
+  }
   size_t code_bytes(int n) const { return static_cast<size_t>(n) * bits / 8; }  // n bare codes
   // A channel-axis tile of G = group positions (kv/channel_tile.h): n scales (and minimums), then
   // G rows of n codes.
   size_t channel_codes_offset(int n) const { return header_bytes() * n; }
-  size_t channel_tile_bytes(int n, int group) const { return channel_codes_offset(n) + group * code_bytes(n); }
-  TileFormat tile(TileRole role, int n, int group) const { return {role, bits, planes, code_bias, n, group}; }
+  size_t channel_tile_bytes(int n, int group) const {
+    return channel_codes_offset(n) + group * code_bytes(n);
+  }
+  TileFormat tile(TileRole role, int n, int group) const {
+    return {role, bits, planes, code_bias, n, group};
+  }
   int unit(TileRole role) const { return role == TileRole::kKey ? key_unit : value_unit; }
 };
 

@@ -19,7 +19,9 @@ namespace {
 AlignedBytes alloc_aligned(size_t n_bytes) {
   const size_t rounded = aligned_size(n_bytes);
   void* p = std::aligned_alloc(64, rounded);
-  if (p == nullptr) throw Error("cannot allocate " + std::to_string(rounded) + " bytes for the KV cache", ErrorKind::kResource);
+  if (p == nullptr)
+    throw Error("cannot allocate " + std::to_string(rounded) + " bytes for the KV cache",
+                ErrorKind::kResource);
   std::memset(p, 0, rounded);
   return AlignedBytes(static_cast<uint8_t*>(p));
 }
@@ -52,7 +54,8 @@ void pack_position(Storage& c, Side& s, int layer, int pos, const float* x) {
       continue;
     }
     simd::kernels().format[static_cast<int>(f.format)].quantize(x + h * hd, hd, g, c.blocks.data());
-    f.tile_store_row(f.tile(l.role, hd, g), c.blocks.data(), i % kTileTokens, c.tile(s, layer, i / kTileTokens, h));
+    f.tile_store_row(f.tile(l.role, hd, g), c.blocks.data(), i % kTileTokens,
+                     c.tile(s, layer, i / kTileTokens, h));
   }
 }
 
@@ -61,7 +64,8 @@ void pack_channel_tile(Storage& c, Side& s, int layer, int pos) {
   const SideLayout& l = c.side_layout(s, layer);
   const int hd = c.shape().head_dim, g = c.layout.group;
   for (int h = 0; h < c.shape().n_kv_heads; ++h) {
-    for (int t = 0; t < g; ++t) std::memcpy(&c.gathered[t * hd], c.ring_row(s, layer, pos + t, h), sizeof(float) * hd);
+    for (int t = 0; t < g; ++t)
+      std::memcpy(&c.gathered[t * hd], c.ring_row(s, layer, pos + t, h), sizeof(float) * hd);
     l.format->channel_quantize(c.gathered.data(), g, hd, c.tile(s, layer, (pos - l.sinks) / g, h));
   }
 }
@@ -85,12 +89,14 @@ void write_token(Storage& c, Side& s, int layer, int pos, const float* x) {
       pack_channel_tile(c, s, layer, n_packed);
       n_packed += l.tile_tokens;
     } else {
-      for (int h = 0; h < c.shape().n_kv_heads; ++h) std::memcpy(&c.leaving[h * hd], c.ring_row(s, layer, n_packed, h), sizeof(float) * hd);
+      for (int h = 0; h < c.shape().n_kv_heads; ++h)
+        std::memcpy(&c.leaving[h * hd], c.ring_row(s, layer, n_packed, h), sizeof(float) * hd);
       pack_position(c, s, layer, n_packed, c.leaving.data());
       ++n_packed;
     }
   }
-  for (int h = 0; h < c.shape().n_kv_heads; ++h) std::memcpy(c.ring_row(s, layer, pos, h), x + h * hd, sizeof(float) * hd);
+  for (int h = 0; h < c.shape().n_kv_heads; ++h)
+    std::memcpy(c.ring_row(s, layer, pos, h), x + h * hd, sizeof(float) * hd);
 }
 
 void write_side(Storage& c, Side& s, int layer, int pos, int n_tokens, const float* x) {
@@ -100,7 +106,8 @@ void write_side(Storage& c, Side& s, int layer, int pos, int n_tokens, const flo
     const float* src = x + t * token_floats;
     if (const int block = c.side_layout(s, layer).rot_block) {
       std::memcpy(c.rotated.data(), src, token_floats * sizeof(float));
-      for (int h = 0; h < c.shape().n_kv_heads; ++h) rotate_row(c.rotated.data() + h * hd, hd, block);
+      for (int h = 0; h < c.shape().n_kv_heads; ++h)
+        rotate_row(c.rotated.data() + h * hd, hd, block);
       src = c.rotated.data();
     }
     write_token(c, s, layer, pos + t, src);
@@ -111,14 +118,25 @@ SideView side_view(const Storage& c, const Side& s, int layer, int kv_head) {
   const SideLayout& l = c.side_layout(s, layer);
   const size_t nkv = c.shape().n_kv_heads, hd = c.shape().head_dim;
   const float* ring = l.window > 0 ? s.ring.data() + s.ring_offset[layer] + kv_head * hd : nullptr;
-  const float* sinks = l.sinks > 0 ? s.sinks.data() + static_cast<size_t>(layer) * c.layout.sink_floats() + kv_head * hd : nullptr;
-  return {&l,    s.packed.get() + s.packed_offset[layer] + kv_head * l.tile_bytes, l.tile_bytes * nkv, l.n_tiles, s.n_packed[layer], ring,
-          nkv * hd, sinks, nkv * hd};
+  const float* sinks =
+      l.sinks > 0
+          ? s.sinks.data() + static_cast<size_t>(layer) * c.layout.sink_floats() + kv_head * hd
+          : nullptr;
+  return {&l,
+          s.packed.get() + s.packed_offset[layer] + kv_head * l.tile_bytes,
+          l.tile_bytes * nkv,
+          l.n_tiles,
+          s.n_packed[layer],
+          ring,
+          nkv * hd,
+          sinks,
+          nkv * hd};
 }
 
 }  // namespace
 
-KvCache::KvCache(const KvConfig& config, const CacheShape& shape) : s_(std::make_unique<Storage>()) {
+KvCache::KvCache(const KvConfig& config, const CacheShape& shape)
+    : s_(std::make_unique<Storage>()) {
   Storage& c = *s_;
   c.layout = plan_cache(config, shape);
   c.config = resolve_setting(config, shape);
@@ -143,11 +161,13 @@ void KvCache::write(int layer, int pos, int n_tokens, const float* k, const floa
   KVRT_ASSERT(pos == c.length[layer] && n_tokens >= 0);
   if (pos + n_tokens > c.shape().n_ctx) {
     throw Error("context full: " + std::to_string(pos + n_tokens) + " positions exceed n_ctx " +
-                    std::to_string(c.shape().n_ctx), ErrorKind::kResource);
+                    std::to_string(c.shape().n_ctx),
+                ErrorKind::kResource);
   }
   if (n_tokens > c.shape().n_chunk && c.shape().window_of(layer) > 0) {
-    throw Error("a write of " + std::to_string(n_tokens) + " positions to sliding-window layer " + std::to_string(layer) +
-                    " exceeds the " + std::to_string(c.shape().n_chunk) + " its ring was sized for",
+    throw Error("a write of " + std::to_string(n_tokens) + " positions to sliding-window layer " +
+                    std::to_string(layer) + " exceeds the " + std::to_string(c.shape().n_chunk) +
+                    " its ring was sized for",
                 ErrorKind::kUsage);
   }
   write_side(c, c.k, layer, pos, n_tokens, k);
@@ -175,9 +195,11 @@ void KvCache::copy_from(const KvCache& src) {
     for (int layer = 0; layer < c.shape().n_layers; ++layer) {
       const SideLayout& l = c.side_layout(*to, layer);
       const int n_packed = std::max(0, from->n_packed[layer] - l.sinks);
-      const size_t n_tiles = std::min(size_t(n_packed + l.tile_tokens - 1) / size_t(l.tile_tokens), size_t(l.n_tiles));
+      const size_t n_tiles =
+          std::min(size_t(n_packed + l.tile_tokens - 1) / size_t(l.tile_tokens), size_t(l.n_tiles));
       const size_t offset = to->packed_offset[layer];
-      std::memcpy(to->packed.get() + offset, from->packed.get() + offset, n_tiles * c.shape().n_kv_heads * l.tile_bytes);
+      std::memcpy(to->packed.get() + offset, from->packed.get() + offset,
+                  n_tiles * c.shape().n_kv_heads * l.tile_bytes);
     }
     std::copy(from->ring.begin(), from->ring.end(), to->ring.begin());
     std::copy(from->sinks.begin(), from->sinks.end(), to->sinks.begin());
@@ -196,14 +218,17 @@ uint8_t* KvCache::tile_for_test(int layer, int kv_head, TileRole side, int pos) 
 
 HeadView KvCache::view(int layer, int kv_head) const {
   const Storage& c = *s_;
-  return {c.shape().head_dim, c.layout.group, side_view(c, c.k, layer, kv_head), side_view(c, c.v, layer, kv_head)};
+  return {c.shape().head_dim, c.layout.group, side_view(c, c.k, layer, kv_head),
+          side_view(c, c.v, layer, kv_head)};
 }
 
-// What the storage holds, counted from the buffers themselves (the layout predicts it: layout().bytes()).
+// What the storage holds, counted from the buffers themselves (the layout predicts it:
+// layout().bytes()).
 size_t KvCache::bytes_allocated() const {
   const Storage& c = *s_;
   size_t n = c.blocks.size();
-  for (const Side* s : {&c.k, &c.v}) n += s->packed_bytes + (s->ring.size() + s->sinks.size()) * sizeof(float);
+  for (const Side* s : {&c.k, &c.v})
+    n += s->packed_bytes + (s->ring.size() + s->sinks.size()) * sizeof(float);
   return n + (c.rotated.size() + c.leaving.size() + c.gathered.size()) * sizeof(float);
 }
 

@@ -1,7 +1,8 @@
 // The KV cache of one session: every layer's keys and values for up to n_ctx positions (a
-// sliding-window layer's last positions only, CacheShape::windows), allocated once at construction (kv/cache_layout.h) and never during a write. Keys and values
-// are stored in tiles of 16 positions (token or channel tiles, kv/tiles.h; inside a value tile the
-// codes of 2 tokens of one dim share a lane) or FP32 rows; no tile spans more than 16 positions.
+// sliding-window layer's last positions only, CacheShape::windows), allocated once at construction
+// (kv/cache_layout.h) and never during a write. Keys and values are stored in tiles of 16 positions
+// (token or channel tiles, kv/tiles.h; inside a value tile the codes of 2 tokens of one dim share a
+// lane) or FP32 rows; no tile spans more than 16 positions.
 #pragma once
 
 #include <cstddef>
@@ -62,7 +63,8 @@ class KvCache {
 
   size_t bytes_allocated() const;  // all storage for n_ctx positions, counted from the buffers
   double bytes_per_token() const;  // over all layers, K and V, as the layout predicts
-  size_t bytes_in_use(int n_tokens) const;  // a sliding-window layer stops at the positions it keeps
+  size_t bytes_in_use(
+      int n_tokens) const;  // a sliding-window layer stops at the positions it keeps
 
   struct Storage;  // defined in kv_cache.cc only
 

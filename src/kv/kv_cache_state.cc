@@ -99,11 +99,11 @@ void load_side(Storage& c, Side& s, ByteReader& in, int n_past) {
     if (in.get<uint64_t>("window size") != ring)
       throw Error(what + " has an FP32 window of another size in " + at);
     copy_in(s.ring.data() + s.ring_offset[layer], in.take(ring * sizeof(float), "FP32 window"),
-                ring * sizeof(float));
+            ring * sizeof(float));
     if (in.get<uint64_t>("sink size") != sinks)
       throw Error(what + " has another number of sink rows in " + at);
     copy_in(s.sinks.data() + size_t(layer) * sinks, in.take(sinks * sizeof(float), "sink rows"),
-                sinks * sizeof(float));
+            sinks * sizeof(float));
     s.n_packed[layer] = n_packed;
   }
 }

@@ -37,13 +37,20 @@ struct Field {
 };
 
 const Field kFields[] = {
-    {"k", "k", [](KvConfig& c, std::string_view, std::string_view v) { c.k_format = parse_format(v); }},
-    {"v", "v", [](KvConfig& c, std::string_view, std::string_view v) { c.v_format = parse_format(v); }},
-    {"g", "group", [](KvConfig& c, std::string_view k, std::string_view v) { c.group_size = parse_count(k, v); }},
-    {"axis", "k_axis", [](KvConfig& c, std::string_view, std::string_view v) { c.k_axis = parse_key_axis(v); }},
-    {"r", "residual", [](KvConfig& c, std::string_view k, std::string_view v) { c.residual = parse_count(k, v); }},
-    {"rot", "rotate", [](KvConfig& c, std::string_view k, std::string_view v) { c.rotate = parse_flag(k, v); }},
-    {"sinks", "sinks", [](KvConfig& c, std::string_view k, std::string_view v) { c.sinks = parse_count(k, v); }},
+    {"k", "k",
+     [](KvConfig& c, std::string_view, std::string_view v) { c.k_format = parse_format(v); }},
+    {"v", "v",
+     [](KvConfig& c, std::string_view, std::string_view v) { c.v_format = parse_format(v); }},
+    {"g", "group",
+     [](KvConfig& c, std::string_view k, std::string_view v) { c.group_size = parse_count(k, v); }},
+    {"axis", "k_axis",
+     [](KvConfig& c, std::string_view, std::string_view v) { c.k_axis = parse_key_axis(v); }},
+    {"r", "residual",
+     [](KvConfig& c, std::string_view k, std::string_view v) { c.residual = parse_count(k, v); }},
+    {"rot", "rotate",
+     [](KvConfig& c, std::string_view k, std::string_view v) { c.rotate = parse_flag(k, v); }},
+    {"sinks", "sinks",
+     [](KvConfig& c, std::string_view k, std::string_view v) { c.sinks = parse_count(k, v); }},
 };
 
 // The per-layer keys and the sides they set.
@@ -54,14 +61,16 @@ struct LayerKey {
 const LayerKey kLayerKeys[] = {{"layers", true, true}, {"k", true, false}, {"v", false, true}};
 
 // KEY[LIST]=FORMAT: one entry per listed layer and side.
-void apply_layer_field(KvConfig& c, std::string_view field, std::string_view key, std::string_view value) {
+void apply_layer_field(KvConfig& c, std::string_view field, std::string_view key,
+                       std::string_view value) {
   const size_t open = key.find('['), close = key.find(']');
   if (open == std::string_view::npos || close == std::string_view::npos || close < open)
     bad_field(field, "a layer list is written KEY[i,j,...]=FORMAT");
   if (close + 1 != key.size()) bad_field(field, "nothing may follow ']' but '=FORMAT'");
   const std::string_view name = key.substr(0, open), list = key.substr(open + 1, close - open - 1);
   const LayerKey* lk = nullptr;
-  for (const LayerKey& k : kLayerKeys) if (name == k.key) lk = &k;
+  for (const LayerKey& k : kLayerKeys)
+    if (name == k.key) lk = &k;
   if (!lk) bad_field(field, "only k, v and layers take a layer list");
   if (list.empty()) bad_field(field, "needs layer indices inside [], e.g. layers[0,-1]=q8");
   const Format format = parse_format(value);
@@ -72,7 +81,8 @@ void apply_layer_field(KvConfig& c, std::string_view field, std::string_view key
     int layer = 0;
     const auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), layer);
     if (item.empty() || ec != std::errc() || p != item.data() + item.size())
-      bad_field(field, "'" + std::string(item) + "' is not a layer index (an integer; -1 is the last layer)");
+      bad_field(field, "'" + std::string(item) +
+                           "' is not a layer index (an integer; -1 is the last layer)");
     if (lk->keys) c.layers.push_back({layer, TileRole::kKey, format});
     if (lk->values) c.layers.push_back({layer, TileRole::kValue, format});
     start = end + 1;
@@ -84,11 +94,15 @@ void apply_layer_field(KvConfig& c, std::string_view field, std::string_view key
 std::vector<LayerFormat> normalized(const KvConfig& c, std::vector<LayerFormat> in) {
   std::vector<LayerFormat> out;
   for (auto it = in.rbegin(); it != in.rend(); ++it) {
-    const bool seen = std::any_of(out.begin(), out.end(), [&](const LayerFormat& o) { return o.layer == it->layer && o.side == it->side; });
+    const bool seen = std::any_of(out.begin(), out.end(), [&](const LayerFormat& o) {
+      return o.layer == it->layer && o.side == it->side;
+    });
     if (!seen) out.push_back(*it);
   }
   const auto own = [&](TileRole side) { return side == TileRole::kKey ? c.k_format : c.v_format; };
-  out.erase(std::remove_if(out.begin(), out.end(), [&](const LayerFormat& l) { return l.format == own(l.side); }), out.end());
+  out.erase(std::remove_if(out.begin(), out.end(),
+                           [&](const LayerFormat& l) { return l.format == own(l.side); }),
+            out.end());
   std::sort(out.begin(), out.end(), [](const LayerFormat& a, const LayerFormat& b) {
     return a.layer != b.layer ? a.layer < b.layer : a.side < b.side;
   });
@@ -140,14 +154,19 @@ std::vector<std::string_view> split_fields(std::string_view text, char sep) {
 }
 
 void read_fields(SettingReader& r, std::string_view text, char sep) {
-  if (text.empty()) throw Error("empty KV setting (write a format such as q8, or k=FMT,v=FMT,...)", ErrorKind::kUsage);
+  if (text.empty())
+    throw Error("empty KV setting (write a format such as q8, or k=FMT,v=FMT,...)",
+                ErrorKind::kUsage);
   const std::vector<std::string_view> fields = split_fields(text, sep);
   for (size_t i = 0; i < fields.size(); ++i) {
     const std::string_view f = fields[i];
     const size_t eq = f.find('=');
     if (eq == std::string_view::npos) {
-      if (f.find('[') != std::string_view::npos) bad_field(f, "a per-layer field needs =FORMAT, e.g. layers[0,-1]=q8");
-      if (i > 0) bad_field(f, "a bare format name must come first (or write k=" + std::string(f) + " or v=" + std::string(f) + ")");
+      if (f.find('[') != std::string_view::npos)
+        bad_field(f, "a per-layer field needs =FORMAT, e.g. layers[0,-1]=q8");
+      if (i > 0)
+        bad_field(f, "a bare format name must come first (or write k=" + std::string(f) +
+                         " or v=" + std::string(f) + ")");
       r.field("k", f);
       r.field("v", f);
       continue;
@@ -173,7 +192,8 @@ const char* key_axis_name(KeyAxis a) { return a == KeyAxis::kToken ? "token" : "
 KeyAxis parse_key_axis(std::string_view name) {
   if (name == "token") return KeyAxis::kToken;
   if (name == "channel") return KeyAxis::kChannel;
-  throw Error("unknown key axis '" + std::string(name) + "' (valid: token, channel)", ErrorKind::kUsage);
+  throw Error("unknown key axis '" + std::string(name) + "' (valid: token, channel)",
+              ErrorKind::kUsage);
 }
 
 void apply_setting_field(KvConfig& c, std::string_view key, std::string_view value) {
@@ -182,7 +202,8 @@ void apply_setting_field(KvConfig& c, std::string_view key, std::string_view val
   }
   std::string keys;
   for (const Field& f : kFields) keys += (keys.empty() ? "" : ", ") + std::string(f.key);
-  throw Error("unknown KV setting key '" + std::string(key) + "' (expected " + keys + ")", ErrorKind::kUsage);
+  throw Error("unknown KV setting key '" + std::string(key) + "' (expected " + keys + ")",
+              ErrorKind::kUsage);
 }
 
 KvConfig parse_setting(std::string_view text) { return parse_fields(text, ','); }
@@ -205,16 +226,19 @@ KvConfig SettingReader::finish() const {
 }
 
 std::vector<SettingText> parse_setting_list(std::string_view text) {
-  const bool old_form = text.find(';') == std::string_view::npos &&
-                        (text.find(':') != std::string_view::npos || text.find('=') == std::string_view::npos);
+  const bool old_form =
+      text.find(';') == std::string_view::npos &&
+      (text.find(':') != std::string_view::npos || text.find('=') == std::string_view::npos);
   std::vector<SettingText> out;
-  for (std::string_view item : split_fields(text, old_form ? ',' : ';')) out.push_back({std::string(item), parse_fields(item, old_form ? ':' : ',')});
+  for (std::string_view item : split_fields(text, old_form ? ',' : ';'))
+    out.push_back({std::string(item), parse_fields(item, old_form ? ':' : ',')});
   return out;
 }
 
 bool KvConfig::is_f32() const {
   return k_format == Format::kF32 && v_format == Format::kF32 &&
-         std::all_of(layers.begin(), layers.end(), [](const LayerFormat& l) { return l.format == Format::kF32; });
+         std::all_of(layers.begin(), layers.end(),
+                     [](const LayerFormat& l) { return l.format == Format::kF32; });
 }
 
 Format KvConfig::format(TileRole side, int layer) const {
@@ -236,8 +260,9 @@ KvConfig resolve_layers(const KvConfig& c, int n_layers) {
   KvConfig r = c;
   for (LayerFormat& l : r.layers) {
     if (l.layer < -n_layers || l.layer >= n_layers)
-      throw Error("KV setting layer index " + std::to_string(l.layer) + " is outside the model's " + std::to_string(n_layers) +
-                      " layers (0.." + std::to_string(n_layers - 1) + ", or -" + std::to_string(n_layers) + "..-1 from the last)",
+      throw Error("KV setting layer index " + std::to_string(l.layer) + " is outside the model's " +
+                      std::to_string(n_layers) + " layers (0.." + std::to_string(n_layers - 1) +
+                      ", or -" + std::to_string(n_layers) + "..-1 from the last)",
                   ErrorKind::kUsage);
     if (l.layer < 0) l.layer += n_layers;
   }

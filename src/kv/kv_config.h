@@ -1,4 +1,5 @@
-// What a KV cache stores: the format of keys and of values (kv/formats.h), and how they are grouped.
+// What a KV cache stores: the format of keys and of values (kv/formats.h), and how they are
+// grouped.
 #pragma once
 
 #include <cstdint>
@@ -27,12 +28,13 @@ struct LayerFormat {
 struct KvConfig {
   Format k_format = Format::kF32;
   Format v_format = Format::kF32;
-  int group_size = 0;            // values per quantization group; 0 = the largest that fits, up to 32 (kv/cache_layout.h)
+  int group_size =
+      0;  // values per quantization group; 0 = the largest that fits, up to 32 (kv/cache_layout.h)
   KeyAxis k_axis = KeyAxis::kToken;
-  int residual = 0;              // most recent tokens kept in FP32 before quantization
-  bool rotate = false;           // orthonormal Hadamard rotation of K (and Q) and V (kv/rotation.h); the
-                                 // text form defaults it on for quantized settings (SettingReader)
-  int sinks = 0;                 // first positions kept in FP32 (attention sinks), K and V
+  int residual = 0;     // most recent tokens kept in FP32 before quantization
+  bool rotate = false;  // orthonormal Hadamard rotation of K (and Q) and V (kv/rotation.h); the
+                        // text form defaults it on for quantized settings (SettingReader)
+  int sinks = 0;        // first positions kept in FP32 (attention sinks), K and V
   std::vector<LayerFormat> layers;  // per-layer formats over k_format / v_format; later entries win
 
   // Every layer's keys and values are f32 (sinks and windows change nothing then).
@@ -58,7 +60,8 @@ KvConfig resolve_layers(const KvConfig& c, int n_layers);
 //            | KEY "=" VALUE                k, v (formats), g (group), axis (token | channel),
 //                                           r (residual), rot (0 | 1), sinks (FP32 first positions)
 //            | KEY "[" LIST "]" "=" FORMAT  k, v or layers (both sides): the format of some layers;
-//                                           LIST := INDEX ("," INDEX)*, negative from the last layer
+//                                           LIST := INDEX ("," INDEX)*, negative from the last
+//                                           layer
 // Fields apply left to right; omitted ones keep their defaults. A per-layer field overrides k and
 // v for its layers wherever it stands; of two per-layer fields for one layer the later wins.
 // Commas inside brackets do not split fields: k=q4,v=q4,layers[0,1,-2,-1]=q8.

@@ -17,7 +17,8 @@ constexpr int kValueRotationBlock = 64;
 // The largest power of two dividing head_dim; a head_dim that is odd has none (kvrt::Error).
 inline int key_rotation_block(int head_dim) {
   if (head_dim <= 0 || head_dim % 2 != 0)
-    throw Error("Hadamard rotation needs an even head_dim (blocks of a power of two), not " + std::to_string(head_dim),
+    throw Error("Hadamard rotation needs an even head_dim (blocks of a power of two), not " +
+                    std::to_string(head_dim),
                 ErrorKind::kUsage);
   return head_dim & -head_dim;
 }

@@ -27,9 +27,10 @@
 namespace kvrt::kv {
 
 constexpr int kTileTokens = 16;
-constexpr int kKeyLaneDims = 4;                                // dims of one token per 32-bit lane
-constexpr int kAccColumnDims = 8;                               // dims of a value column the kernels take
-constexpr size_t kKeyCodeStride = kTileTokens * kKeyLaneDims;  // bytes from one key code run to the next
+constexpr int kKeyLaneDims = 4;    // dims of one token per 32-bit lane
+constexpr int kAccColumnDims = 8;  // dims of a value column the kernels take
+constexpr size_t kKeyCodeStride =
+    kTileTokens * kKeyLaneDims;  // bytes from one key code run to the next
 // Bytes from the scales of group b to those of group b + 1 within a plane.
 constexpr size_t kScaleStride = kTileTokens * sizeof(Scale);
 
@@ -39,10 +40,10 @@ enum class TileRole : uint8_t { kKey, kValue };
 // (of<F>) or from the format's traits row (FormatTraits::tile).
 struct TileFormat {
   TileRole role;
-  int bits;           // code width
-  int planes;         // 1 (scale) or 2 (scale, minimum)
-  int code_bias;      // stored code - q (kv/blocks.h kCodeBias: 8 for q4s, else 0)
-  int n;              // head_dim
+  int bits;       // code width
+  int planes;     // 1 (scale) or 2 (scale, minimum)
+  int code_bias;  // stored code - q (kv/blocks.h kCodeBias: 8 for q4s, else 0)
+  int n;          // head_dim
   int group;
 
   template <class F>
@@ -58,7 +59,8 @@ struct TileFormat {
     const int k = per_byte();
     if (role == TileRole::kKey) {
       *slot = i % (kKeyLaneDims * k) / kKeyLaneDims;
-      return static_cast<size_t>(i / (kKeyLaneDims * k)) * kKeyCodeStride + t * kKeyLaneDims + i % kKeyLaneDims;
+      return static_cast<size_t>(i / (kKeyLaneDims * k)) * kKeyCodeStride + t * kKeyLaneDims +
+             i % kKeyLaneDims;
     }
     const int p = k > 2 ? k : 2, unit_bytes = p / k;
     *slot = t % p % k;
@@ -70,8 +72,12 @@ struct TileFormat {
   }
 };
 
-inline float tile_scale(const TileFormat& f, const uint8_t* tile, int b, int t) { return load_scale(tile + f.scale_offset(0, b, t)); }
-inline float tile_min(const TileFormat& f, const uint8_t* tile, int b, int t) { return load_scale(tile + f.scale_offset(1, b, t)); }
+inline float tile_scale(const TileFormat& f, const uint8_t* tile, int b, int t) {
+  return load_scale(tile + f.scale_offset(0, b, t));
+}
+inline float tile_min(const TileFormat& f, const uint8_t* tile, int b, int t) {
+  return load_scale(tile + f.scale_offset(1, b, t));
+}
 
 // Code of (token t, dim i): q of kv/blocks.h, int8 for q8, -8..7 for q4s, 0..2^bits-1 for the
 // asymmetric formats.
@@ -95,8 +101,10 @@ inline void tile_store_row(const TileFormat& f, const uint8_t* row, int t, uint8
   const size_t block = F::block_bytes(f.group);
   for (int b = 0; b < f.n_groups(); ++b) {
     const uint8_t* blk = row + b * block;
-    for (int p = 0; p < F::kPlanes; ++p) std::memcpy(tile + f.scale_offset(p, b, t), blk + p * sizeof(Scale), sizeof(Scale));
-    for (int k = 0; k < f.group; ++k) set_tile_code(f, tile, t, b * f.group + k, get_code<F>(blk + F::kHeaderBytes, f.group, k));
+    for (int p = 0; p < F::kPlanes; ++p)
+      std::memcpy(tile + f.scale_offset(p, b, t), blk + p * sizeof(Scale), sizeof(Scale));
+    for (int k = 0; k < f.group; ++k)
+      set_tile_code(f, tile, t, b * f.group + k, get_code<F>(blk + F::kHeaderBytes, f.group, k));
   }
 }
 
@@ -105,7 +113,8 @@ inline void tile_load_row(const TileFormat& f, const uint8_t* tile, int t, float
   for (int i = 0; i < f.n; ++i) {
     const int b = i / f.group;
     const float c = static_cast<float>(tile_code(f, tile, t, i));
-    x[i] = f.planes == 2 ? tile_min(f, tile, b, t) + tile_scale(f, tile, b, t) * c : tile_scale(f, tile, b, t) * c;
+    x[i] = f.planes == 2 ? tile_min(f, tile, b, t) + tile_scale(f, tile, b, t) * c
+                         : tile_scale(f, tile, b, t) * c;
   }
 }
 

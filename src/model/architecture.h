@@ -22,8 +22,10 @@ enum class RopePairing : uint8_t {
 // How the per-layer Q and K norms (attn_q_norm, attn_k_norm) normalize the projections.
 enum class QkNorm : uint8_t {
   kNone,
-  kPerHead,    // RMSNorm of each head over head_dim, one [head_dim] weight for all heads (qwen3, gemma3)
-  kFullWidth,  // RMSNorm over all n_heads * head_dim values of Q (of K: n_kv_heads * head_dim) (olmo2)
+  kPerHead,    // RMSNorm of each head over head_dim, one [head_dim] weight for all heads (qwen3,
+               // gemma3)
+  kFullWidth,  // RMSNorm over all n_heads * head_dim values of Q (of K: n_kv_heads * head_dim)
+               // (olmo2)
 };
 
 enum class NormKind : uint8_t { kRms };  // y = x / sqrt(mean(x²) + eps) * w
@@ -38,7 +40,8 @@ enum class Activation : uint8_t {
 enum class QueryScale : uint8_t {
   kHeadDim,  // 1/sqrt(head_dim)
   kGemma2,   // 1/sqrt(head_dim), but 1/sqrt(d_model / n_heads) in the 46-layer model: Gemma 2 27B's
-             // query_pre_attn_scalar (144), which GGUF does not store; llama.cpp picks it by layer count
+             // query_pre_attn_scalar (144), which GGUF does not store; llama.cpp picks it by layer
+             // count
   kGemma3,   // the same rule for Gemma 3 27B, the 62-layer model
 };
 
@@ -57,11 +60,31 @@ struct ScaleKeys {
 // What a tensor is for: the member of Weights / LayerWeights it fills.
 enum class TensorRole : uint8_t {
   // model-level
-  kTokenEmbd, kOutputNorm, kOutput, kRopeFreqs, kRopeFactorsShort, kRopeFactorsLong,
+  kTokenEmbd,
+  kOutputNorm,
+  kOutput,
+  kRopeFreqs,
+  kRopeFactorsShort,
+  kRopeFactorsLong,
   // per layer
-  kAttnNorm, kAttnQ, kAttnK, kAttnV, kAttnQkv, kAttnQBias, kAttnKBias, kAttnVBias, kAttnQNorm, kAttnKNorm,
+  kAttnNorm,
+  kAttnQ,
+  kAttnK,
+  kAttnV,
+  kAttnQkv,
+  kAttnQBias,
+  kAttnKBias,
+  kAttnVBias,
+  kAttnQNorm,
+  kAttnKNorm,
   kAttnOut,
-  kPostAttnNorm, kFfnNorm, kFfnGate, kFfnUp, kFfnGateUp, kFfnDown, kPostFfnNorm,
+  kPostAttnNorm,
+  kFfnNorm,
+  kFfnGate,
+  kFfnUp,
+  kFfnGateUp,
+  kFfnDown,
+  kPostFfnNorm,
 };
 constexpr int kNumTensorRoles = static_cast<int>(TensorRole::kPostFfnNorm) + 1;
 
@@ -92,15 +115,15 @@ struct Architecture {
   std::span<const TensorDesc> model_tensors;
   std::span<const TensorDesc> layer_tensors;
   RopePairing rope_pairing;
-  int nope_period;                 // layers il with (il + 1) % nope_period == 0 apply no RoPE; 0: none
+  int nope_period;  // layers il with (il + 1) % nope_period == 0 apply no RoPE; 0: none
   NormKind norm;
   QkNorm qk_norm;
   Activation activation;
-  bool scale_embeddings;           // x = token_embd[token] * sqrt(d_model)
+  bool scale_embeddings;  // x = token_embd[token] * sqrt(d_model)
   QueryScale query_scale;
-  const char* attn_softcap_key;    // key after "<name>." of the attention logit soft-cap; null: none
-  const char* final_softcap_key;   // key of the final logit soft-cap; null: none
-  bool softcaps_optional;          // a soft-cap key absent from the file means no cap (else an error)
+  const char* attn_softcap_key;   // key after "<name>." of the attention logit soft-cap; null: none
+  const char* final_softcap_key;  // key of the final logit soft-cap; null: none
+  bool softcaps_optional;  // a soft-cap key absent from the file means no cap (else an error)
   const char* sliding_window_key;  // key of the window length (0: none); null: no sliding window
   bool window_optional;            // an absent window key means no window (else an error)
   WindowLayers window_layers;      // the layers it applies to
@@ -110,7 +133,7 @@ struct Architecture {
   // null: every layer uses rope.freq_base and its scaling.
   const char* window_rope_base_key;
   ScaleKeys scales;
-  const char* pre_tokenizer;       // what llama.cpp's loader assumes without tokenizer.ggml.pre
+  const char* pre_tokenizer;  // what llama.cpp's loader assumes without tokenizer.ggml.pre
 };
 
 // Every described architecture (each a row of architecture.cc).

@@ -13,13 +13,15 @@ int positive(const io::GgufFile& f, const std::string& key, uint64_t v) {
   return static_cast<int>(v);
 }
 
-int get_dim(const io::GgufFile& f, const std::string& key) { return positive(f, key, f.get_uint(key)); }
+int get_dim(const io::GgufFile& f, const std::string& key) {
+  return positive(f, key, f.get_uint(key));
+}
 
 // Head counts and sizes: head_dim is key_length when given, else d_model / n_heads.
 void read_heads(const io::GgufFile& f, const std::string& p, ModelConfig& c) {
   c.n_heads = get_dim(f, p + "attention.head_count");
-  c.n_kv_heads = f.find(p + "attention.head_count_kv") ? get_dim(f, p + "attention.head_count_kv")
-                                                       : c.n_heads;
+  c.n_kv_heads =
+      f.find(p + "attention.head_count_kv") ? get_dim(f, p + "attention.head_count_kv") : c.n_heads;
   c.head_dim = f.find(p + "attention.key_length") ? get_dim(f, p + "attention.key_length")
                                                   : c.d_model / c.n_heads;
   if (f.find(p + "attention.value_length") &&
@@ -34,7 +36,8 @@ void read_heads(const io::GgufFile& f, const std::string& p, ModelConfig& c) {
 }
 
 // A finite float key within (lo, hi], or the fallback when absent.
-float float_in(const io::GgufFile& f, const std::string& key, double fallback, double lo, double hi) {
+float float_in(const io::GgufFile& f, const std::string& key, double fallback, double lo,
+               double hi) {
   const double v = f.get_float_or(key, fallback);
   if (!(v > lo && v <= hi))
     f.fail("metadata key '" + key + "' = " + std::to_string(v) + " is out of range (" +
@@ -44,18 +47,21 @@ float float_in(const io::GgufFile& f, const std::string& key, double fallback, d
 
 // rope.scaling.*: linear (angles / factor; llama.cpp's default type) or YaRN; LongRoPE's
 // attention factor. The original context defaults to the trained one, as in llama.cpp.
-void read_rope_scaling(const io::GgufFile& f, const std::string& p, int n_ctx_train, ops::RopeParams& r) {
+void read_rope_scaling(const io::GgufFile& f, const std::string& p, int n_ctx_train,
+                       ops::RopeParams& r) {
   const std::string type(f.get_string_or(p + "rope.scaling.type", "linear"));
   if (type == "linear") r.scaling = ops::RopeScaling::kLinear;
   else if (type == "yarn") r.scaling = ops::RopeScaling::kYarn;
   else if (type != "none")
     f.fail("rope.scaling.type '" + type + "' is not supported (kvrt runs none, linear and yarn)");
-  const std::string factor_key = p + (f.find(p + "rope.scaling.factor") ? "rope.scaling.factor" : "rope.scale_linear");
+  const std::string factor_key =
+      p + (f.find(p + "rope.scaling.factor") ? "rope.scaling.factor" : "rope.scale_linear");
   if (f.find(factor_key)) {
     const double factor = f.get_float(factor_key);  // 0: none
     if (factor != 0.0) r.factor = float_in(f, factor_key, 1.0, 0.0, 1e6);
   }
-  if (r.factor == 1.0f && r.scaling == ops::RopeScaling::kLinear) r.scaling = ops::RopeScaling::kNone;
+  if (r.factor == 1.0f && r.scaling == ops::RopeScaling::kLinear)
+    r.scaling = ops::RopeScaling::kNone;
   r.orig_ctx = n_ctx_train;
   if (f.find(p + "rope.scaling.original_context_length"))
     r.orig_ctx = get_dim(f, p + "rope.scaling.original_context_length");
@@ -69,9 +75,10 @@ void read_rope_scaling(const io::GgufFile& f, const std::string& p, int n_ctx_tr
 void read_rope(const io::GgufFile& f, const std::string& p, ModelConfig& c) {
   c.rope_pairing = c.architecture->rope_pairing;
   c.rope.base = static_cast<float>(f.get_float_or(p + "rope.freq_base", 10000.0));
-  if (!(c.rope.base > 1.0f && std::isfinite(c.rope.base))) f.fail("rope.freq_base must be greater than 1");
-  c.rope_dim = f.find(p + "rope.dimension_count") ? get_dim(f, p + "rope.dimension_count")
-                                                  : c.head_dim;
+  if (!(c.rope.base > 1.0f && std::isfinite(c.rope.base)))
+    f.fail("rope.freq_base must be greater than 1");
+  c.rope_dim =
+      f.find(p + "rope.dimension_count") ? get_dim(f, p + "rope.dimension_count") : c.head_dim;
   if (c.rope_dim > c.head_dim || c.rope_dim % 2 != 0)
     f.fail("rope.dimension_count " + std::to_string(c.rope_dim) +
            " must be even and at most the head size " + std::to_string(c.head_dim));
@@ -95,7 +102,8 @@ void read_features(const io::GgufFile& f, const std::string& p, ModelConfig& c) 
   };
   c.attn_softcap = softcap(a.attn_softcap_key);
   c.final_softcap = softcap(a.final_softcap_key);
-  if (!(c.attn_softcap >= 0.0f && c.final_softcap >= 0.0f)) f.fail("logit soft-caps must not be negative");
+  if (!(c.attn_softcap >= 0.0f && c.final_softcap >= 0.0f))
+    f.fail("logit soft-caps must not be negative");
   if (a.sliding_window_key && (!a.window_optional || f.find(p + a.sliding_window_key))) {
     // 0 means no window (Phi-4-mini's converter writes it).
     const uint64_t w = f.get_uint(p + a.sliding_window_key);
@@ -124,7 +132,8 @@ void read_features(const io::GgufFile& f, const std::string& p, ModelConfig& c) 
 int ModelConfig::window_of(int layer) const {
   switch (architecture->window_layers) {
     case WindowLayers::kAll: return sliding_window;
-    case WindowLayers::kPattern: return layer % window_period < window_period - 1 ? sliding_window : 0;
+    case WindowLayers::kPattern:
+      return layer % window_period < window_period - 1 ? sliding_window : 0;
     case WindowLayers::kNone: return 0;
   }
   return 0;
@@ -145,8 +154,9 @@ ModelConfig ModelConfig::from_gguf(const io::GgufFile& f) {
   }
   const std::string p = c.arch + ".";
   if (f.find(p + "expert_count") && f.get_uint(p + "expert_count") > 0)  // Mixtral is a "llama"
-    f.fail("this " + c.arch + " model is a mixture of " + std::to_string(f.get_uint(p + "expert_count")) +
-           " experts (" + p + "expert_count), which needs expert routing; kvrt runs dense models");
+    f.fail("this " + c.arch + " model is a mixture of " +
+           std::to_string(f.get_uint(p + "expert_count")) + " experts (" + p +
+           "expert_count), which needs expert routing; kvrt runs dense models");
   c.name = std::string(f.get_string_or("general.name", ""));
   c.n_layers = get_dim(f, p + "block_count");
   // Refuse an impossible count before anything is sized by it.

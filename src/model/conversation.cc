@@ -63,7 +63,8 @@ std::vector<int32_t> Conversation::drop_oldest() {
     kept.insert(kept.end(), messages_.begin() + long(first + n_drop), messages_.end());
     tokens = tokens_of(format_.render(kept, true), true);
     // Exchanges are (user, assistant) pairs; the new message is the last one.
-    if (2 * tokens.size() <= size_t(session_.n_ctx()) || first + n_drop + 1 == messages_.size()) break;
+    if (2 * tokens.size() <= size_t(session_.n_ctx()) || first + n_drop + 1 == messages_.size())
+      break;
     n_drop += 2;
   }
   if (tokens.size() + 1 > size_t(session_.n_ctx()))

@@ -31,9 +31,10 @@ struct TurnResult {
   std::vector<int32_t> reply_tokens;  // generated and evaluated; the stop token is not among them
   int32_t stop_token = -1;            // the end-of-generation token that ended the reply, -1 if cut
   int n_dropped = 0;                  // messages dropped to make room (drop-oldest)
-  bool reread = false;  // the format rendered the history differently: all of it was evaluated again
-  int n_reused = 0;                   // tokens of the kept conversation not evaluated again
-  bool context_full = false;          // the reply was cut because every position is used
+  bool reread =
+      false;         // the format rendered the history differently: all of it was evaluated again
+  int n_reused = 0;  // tokens of the kept conversation not evaluated again
+  bool context_full = false;  // the reply was cut because every position is used
 };
 
 // The tokens of a rendered chat: the format's markup with its control tokens, the messages'
@@ -47,8 +48,8 @@ using PieceCallback = std::function<void(std::string_view piece)>;
 
 class Conversation {
  public:
-  // `session` must be empty and outlive the conversation. `system` may be empty (no system message).
-  // With `parse_special`, control tokens written in the messages become those tokens.
+  // `session` must be empty and outlive the conversation. `system` may be empty (no system
+  // message). With `parse_special`, control tokens written in the messages become those tokens.
   Conversation(Session& session, const ChatTemplate& format, std::string system,
                OnContextFull on_full, bool parse_special = false);
 
@@ -82,7 +83,7 @@ class Conversation {
   bool parse_special_;
   std::vector<ChatMessage> messages_;  // the system message first when there is one
   size_t n_held_ = 0;                  // messages the session holds (up to `pending_`)
-  std::vector<int32_t> pending_;  // the end of the last reply, evaluated with the next message
+  std::vector<int32_t> pending_;       // the end of the last reply, evaluated with the next message
   int n_evaluated_ = 0;
 };
 

@@ -23,14 +23,16 @@ Activations::Activations(const ModelConfig& c, int rows)
       up(gate.size()) {}
 
 size_t Activations::bytes_allocated() const {
-  return (x.size() + xn.size() + q.size() + k.size() + v.size() + attn.size() + gate.size() + up.size()) *
+  return (x.size() + xn.size() + q.size() + k.size() + v.size() + attn.size() + gate.size() +
+          up.size()) *
          sizeof(float);
 }
 
 namespace {
 
 // y[n][w.n_out] = xn · Wᵀ (+ bias, where the layer has one).
-void project(ops::Matmul& mm, const float* xn, const ops::WeightMatrix& w, const float* bias, int n, float* y) {
+void project(ops::Matmul& mm, const float* xn, const ops::WeightMatrix& w, const float* bias, int n,
+             float* y) {
   mm.run(xn, n, w, y);
   if (bias) ops::add_bias(y, bias, n, int(w.n_out));
 }
@@ -53,8 +55,7 @@ const float* sublayer_input(const ModelConfig& c, const float* norm, int n, Acti
 void qk_norm(const ModelConfig& c, const float* w, int n, int n_heads, float* x) {
   if (c.architecture->qk_norm == QkNorm::kPerHead)
     ops::rms_norm(x, w, n * n_heads, c.head_dim, c.rms_eps, x);
-  else
-    ops::rms_norm(x, w, n, n_heads * c.head_dim, c.rms_eps, x);
+  else ops::rms_norm(x, w, n, n_heads * c.head_dim, c.rms_eps, x);
 }
 
 }  // namespace
@@ -67,7 +68,8 @@ ops::MatmulPlan products_plan(const Model& m, int n_rows) {
     if (w.type != simd::WeightType::kF32) p.n_in_widened = std::max(p.n_in_widened, w.n_in);
   };
   for (const LayerWeights& l : m.weights().layers)
-    for (const ops::WeightMatrix* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) take(*w);
+    for (const ops::WeightMatrix* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+      take(*w);
   take(m.weights().output);
   return p;
 }

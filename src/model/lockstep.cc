@@ -22,7 +22,8 @@ Lockstep::Lockstep(const Model& model, int max_sessions, std::shared_ptr<ThreadP
 void Lockstep::step(Session* const* sessions, const int32_t* tokens, int n) {
   const ModelConfig& c = model_.config();
   if (n < 1 || n > act_.rows)
-    throw Error("a lockstep decode takes 1 to " + std::to_string(act_.rows) + " sessions, not " + std::to_string(n),
+    throw Error("a lockstep decode takes 1 to " + std::to_string(act_.rows) + " sessions, not " +
+                    std::to_string(n),
                 ErrorKind::kUsage);
   for (int i = 0; i < n; ++i) {
     KVRT_ASSERT(&sessions[i]->model() == &model_);

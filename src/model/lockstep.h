@@ -29,9 +29,9 @@ class Lockstep {
 
  private:
   const Model& model_;
-  ops::Matmul matmul_;          // MatmulRows::kEachAlone: each row as the session's own one-row call
-  Activations act_;             // [max_sessions] rows
-  std::vector<float> logits_;   // [max_sessions][n_vocab]
+  ops::Matmul matmul_;         // MatmulRows::kEachAlone: each row as the session's own one-row call
+  Activations act_;            // [max_sessions] rows
+  std::vector<float> logits_;  // [max_sessions][n_vocab]
 };
 
 }  // namespace kvrt::model

@@ -31,13 +31,14 @@ std::string find_default_model() {
   try {
     dir = data_dir();
   } catch (const Error& e) {
-    throw Error("no model given (-m) and the default model " + name + " cannot be found: " + e.what() +
-                ", or set KVRT_MODEL or pass -m FILE");
+    throw Error("no model given (-m) and the default model " + name +
+                " cannot be found: " + e.what() + ", or set KVRT_MODEL or pass -m FILE");
   }
   const std::string path = dir + "/models/" + name;
   if (!std::filesystem::exists(path, ec))
     throw Error("no model given (-m) and the default model " + path +
-                " does not exist; pass -m FILE or set KVRT_MODEL (models/catalogue.toml says where to download it)");
+                " does not exist; pass -m FILE or set KVRT_MODEL (models/catalogue.toml says where "
+                "to download it)");
   const std::filesystem::path canonical = std::filesystem::weakly_canonical(path, ec);
   return ec ? path : canonical.string();
 }

@@ -36,8 +36,9 @@ double Sampler::next_uniform() {
 int32_t Sampler::sample(const float* logits, int n_logits) {
   const int n = int(order_.size());
   if (n_logits != n)
-    throw Error("the sampler was made for a vocabulary of " + std::to_string(n) + " tokens, the logits have " +
-                    std::to_string(n_logits), ErrorKind::kUsage);
+    throw Error("the sampler was made for a vocabulary of " + std::to_string(n) +
+                    " tokens, the logits have " + std::to_string(n_logits),
+                ErrorKind::kUsage);
   if (opt_.temperature == 0.0f) return argmax(logits, n);
   if ((opt_.top_k == 0 || opt_.top_k >= n) && opt_.top_p >= 1.0f) return sample_all(logits);
   std::iota(order_.begin(), order_.end(), 0);
@@ -50,7 +51,8 @@ int32_t Sampler::sample(const float* logits, int n_logits) {
   const double max_logit = logits[order_[0]];
   double sum = 0.0;
   for (int i = 0; i < k; ++i) {
-    probs_[size_t(i)] = std::exp((double(logits[order_[size_t(i)]]) - max_logit) / opt_.temperature);
+    probs_[size_t(i)] =
+        std::exp((double(logits[order_[size_t(i)]]) - max_logit) / opt_.temperature);
     sum += probs_[size_t(i)];
   }
   // Nucleus: keep the smallest prefix whose mass reaches top_p.

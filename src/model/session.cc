@@ -18,8 +18,9 @@ int resolve_ctx(const ModelConfig& c, int n_ctx) {
 
 int resolve_threads(int n_threads) {
   if (n_threads < 0 || n_threads > kMaxThreads)
-    throw Error("thread count " + std::to_string(n_threads) + " is out of range: 0 (all cores) or 1 to " +
-                    std::to_string(kMaxThreads), ErrorKind::kUsage);
+    throw Error("thread count " + std::to_string(n_threads) +
+                    " is out of range: 0 (all cores) or 1 to " + std::to_string(kMaxThreads),
+                ErrorKind::kUsage);
   return n_threads > 0 ? n_threads : std::min(omp_get_num_procs(), kMaxThreads);
 }
 
@@ -40,7 +41,8 @@ kv::CacheShape Session::cache_shape(const Model& model, const SessionOptions& o)
   kv::CacheShape shape{c.n_layers, c.n_kv_heads, c.head_dim, n_ctx};
   if (c.sliding_window == 0) return shape;
   for (int layer = 0; layer < c.n_layers; ++layer) shape.windows.push_back(c.window_of(layer));
-  shape.n_chunk = std::clamp(o.n_batch, 1, n_ctx);  // eval writes a chunk of n_batch tokens, then attends
+  shape.n_chunk =
+      std::clamp(o.n_batch, 1, n_ctx);  // eval writes a chunk of n_batch tokens, then attends
   return shape;
 }
 
@@ -134,7 +136,8 @@ void Session::eval(const int32_t* tokens, int n, float* logits) {
   check_next(tokens, n);
   for (int done = 0; done < n; done += n_batch_) {
     const int chunk = std::min(n_batch_, n - done);
-    forward_chunk(tokens + done, chunk, logits ? logits + size_t(done) * model_.config().n_vocab : nullptr);
+    forward_chunk(tokens + done, chunk,
+                  logits ? logits + size_t(done) * model_.config().n_vocab : nullptr);
   }
 }
 
@@ -153,7 +156,8 @@ void Session::forward_chunk(const int32_t* tokens, int n, float* logits) {
     logits_rows(model_, act_.x.data(), n, *matmul_, act_.xn.data(), logits);
     std::memcpy(last_logits_.data(), logits + size_t(n - 1) * c.n_vocab, sizeof(float) * c.n_vocab);
   } else {
-    logits_rows(model_, &act_.x[size_t(n - 1) * c.d_model], 1, *matmul_, act_.xn.data(), last_logits_.data());
+    logits_rows(model_, &act_.x[size_t(n - 1) * c.d_model], 1, *matmul_, act_.xn.data(),
+                last_logits_.data());
   }
 }
 
@@ -166,7 +170,9 @@ void Session::attend(int layer, int n, float* q, float* k, const float* v, float
     ops::rope(table, {q, n, c.n_heads, c.head_dim, pos0, neox});
     ops::rope(table, {k, n, c.n_kv_heads, c.head_dim, pos0, neox});
   }
-  if (c.attn_temp_scale > 0.0f) ops::attention_temperature(q, n, c.n_heads * c.head_dim, pos0, c.attn_temp_scale, c.attn_temp_floor);
+  if (c.attn_temp_scale > 0.0f)
+    ops::attention_temperature(q, n, c.n_heads * c.head_dim, pos0, c.attn_temp_scale,
+                               c.attn_temp_floor);
   kv_->write(layer, pos0, n, k, v);
   if (after_cache_write_) after_cache_write_(*kv_, layer, pos0, n);
   ops::AttentionArgs args;

@@ -34,7 +34,8 @@ struct SessionOptions {
   std::shared_ptr<ThreadPool> pool;
   int n_batch = 256;  // tokens per forward chunk during prefill
   kv::KvConfig kv;
-  ops::MatmulPrecision matmul = ops::MatmulPrecision::kF32;  // of prefill-sized products (ops/matmul.h)
+  ops::MatmulPrecision matmul =
+      ops::MatmulPrecision::kF32;  // of prefill-sized products (ops/matmul.h)
   // Test harnesses only (validate's negative control): called after each layer's cache write of
   // positions [pos0, pos0 + n_tokens), before attention reads them, with the cache writable.
   // Empty in the product.
@@ -50,7 +51,8 @@ std::shared_ptr<ThreadPool> make_thread_pool(int n_threads);
 // their own made once (Session::save, Session::restore copy into it and out of it without
 // allocating). Validation branches from a prompt this way instead of running it again.
 struct SessionState {
-  explicit SessionState(const Session& session);  // storage for `session`'s cache; holds nothing yet
+  explicit SessionState(
+      const Session& session);  // storage for `session`'s cache; holds nothing yet
   std::unique_ptr<kv::KvCache> kv;
   int n_past = 0;
   std::vector<int32_t> tokens;     // [n_past], capacity n_ctx
@@ -74,8 +76,8 @@ class Session {
   int n_ctx() const { return n_ctx_; }
   int n_threads() const { return n_threads_; }
   int n_batch() const { return n_batch_; }
-  void reset();  // forget every position
-  void save(SessionState& state) const;     // state made for this session or one of the same options
+  void reset();                          // forget every position
+  void save(SessionState& state) const;  // state made for this session or one of the same options
   void restore(const SessionState& state);  // back to the positions and logits saved in `state`
   const int32_t* tokens() const { return tokens_.data(); }  // [n_past] the ids evaluated so far
   // Forgets positions [n_keep, n_past); returns the positions kept: n_keep, or 0 when the cache
@@ -102,13 +104,14 @@ class Session {
   ops::MatmulPrecision matmul_precision() const { return matmul_->precision(); }
 
  private:
-  friend class Lockstep;  // steps several sessions at once: check_next, attend, n_past_, last_logits_
+  friend class Lockstep;  // steps several sessions at once: check_next, attend, n_past_,
+                          // last_logits_
   // Throws unless n tokens fit after n_past_ and are all in the vocabulary.
   void check_next(const int32_t* tokens, int n) const;
   void forward_chunk(const int32_t* tokens, int n, float* logits);
   // Rotates the n rows of q [n][n_heads * head_dim] and k [n][n_kv_heads * head_dim] to the
-  // positions from n_past_ on, writes k and v to the cache and attends: out [n][n_heads * head_dim].
-  // The part of a layer that reads this session's cache.
+  // positions from n_past_ on, writes k and v to the cache and attends: out [n][n_heads *
+  // head_dim]. The part of a layer that reads this session's cache.
   void attend(int layer, int n, float* q, float* k, const float* v, float* out);
 
   const Model& model_;
@@ -116,14 +119,15 @@ class Session {
   int n_past_ = 0;
   std::shared_ptr<ThreadPool> pool_;  // the threads of every parallel loop of eval()
   std::unique_ptr<kv::KvCache> kv_;
-  std::function<void(kv::KvCache&, int, int, int)> after_cache_write_;  // SessionOptions::after_cache_write
+  std::function<void(kv::KvCache&, int, int, int)>
+      after_cache_write_;  // SessionOptions::after_cache_write
   std::unique_ptr<ops::AttentionScratch> attn_scratch_;
   std::unique_ptr<ops::Matmul> matmul_;
-  ops::RopeTable rope_;                        // every layer's but the windowed ones of rope_window_
+  ops::RopeTable rope_;  // every layer's but the windowed ones of rope_window_
   std::optional<ops::RopeTable> rope_window_;  // the windowed layers' (ModelConfig::rope_window)
-  Activations act_;  // one chunk of up to n_batch tokens
-  std::vector<float> last_logits_;  // [n_vocab]
-  std::vector<int32_t> tokens_;     // [n_past_] of capacity n_ctx, reserved at creation
+  Activations act_;                            // one chunk of up to n_batch tokens
+  std::vector<float> last_logits_;             // [n_vocab]
+  std::vector<int32_t> tokens_;                // [n_past_] of capacity n_ctx, reserved at creation
 };
 
 }  // namespace kvrt::model

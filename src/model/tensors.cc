@@ -22,13 +22,15 @@ const io::GgufTensor* bind(const io::GgufFile& f, const TensorDesc& d, const std
   std::vector<int64_t> dims{dim_size(d.n_in, c)};
   if (d.n_out != Dim::kNone) dims.push_back(dim_size(d.n_out, c));
   if (t->dims != dims)
-    f.fail("tensor '" + name + "' has shape " + shape_str(t->dims) + ", expected " + shape_str(dims));
+    f.fail("tensor '" + name + "' has shape " + shape_str(t->dims) + ", expected " +
+           shape_str(dims));
   used.insert(t);
   return t;
 }
 
 // Refuses a file with tensors no description entry took, naming the first few.
-void check_all_used(const io::GgufFile& f, const ModelConfig& c, const std::unordered_set<const io::GgufTensor*>& used) {
+void check_all_used(const io::GgufFile& f, const ModelConfig& c,
+                    const std::unordered_set<const io::GgufTensor*>& used) {
   std::string names;
   size_t n_unused = 0;
   for (const io::GgufTensor& t : f.tensors()) {
@@ -36,15 +38,16 @@ void check_all_used(const io::GgufFile& f, const ModelConfig& c, const std::unor
     if (++n_unused <= 6) names += (n_unused > 1 ? ", " : "") + t.name;
   }
   if (n_unused == 0) return;
-  f.fail(std::to_string(n_unused) + " tensor" + (n_unused > 1 ? "s are" : " is") + " not used by a " +
-         std::to_string(c.n_layers) + "-block " + c.arch + " model: " + names + (n_unused > 6 ? ", ..." : "") +
-         " (does " + c.arch + ".block_count describe the file?)");
+  f.fail(std::to_string(n_unused) + " tensor" + (n_unused > 1 ? "s are" : " is") +
+         " not used by a " + std::to_string(c.n_layers) + "-block " + c.arch + " model: " + names +
+         (n_unused > 6 ? ", ..." : "") + " (does " + c.arch + ".block_count describe the file?)");
 }
 
 }  // namespace
 
 int64_t dim_size(Dim d, const ModelConfig& c) {
-  const int64_t q_dim = int64_t(c.n_heads) * c.head_dim, kv_dim = int64_t(c.n_kv_heads) * c.head_dim;
+  const int64_t q_dim = int64_t(c.n_heads) * c.head_dim,
+                kv_dim = int64_t(c.n_kv_heads) * c.head_dim;
   switch (d) {
     case Dim::kNone: return 0;
     case Dim::kDModel: return c.d_model;
@@ -64,11 +67,13 @@ BoundTensors bind_tensors(const io::GgufFile& f, const ModelConfig& c) {
   const Architecture& arch = *c.architecture;
   std::unordered_set<const io::GgufTensor*> used;
   BoundTensors b;
-  for (const TensorDesc& d : arch.model_tensors) b.model[size_t(d.role)] = bind(f, d, d.name, c, used);
+  for (const TensorDesc& d : arch.model_tensors)
+    b.model[size_t(d.role)] = bind(f, d, d.name, c, used);
   b.layers.resize(size_t(c.n_layers));
   for (int i = 0; i < c.n_layers; ++i) {
     const std::string prefix = "blk." + std::to_string(i) + ".";
-    for (const TensorDesc& d : arch.layer_tensors) b.layers[size_t(i)][size_t(d.role)] = bind(f, d, prefix + d.name, c, used);
+    for (const TensorDesc& d : arch.layer_tensors)
+      b.layers[size_t(i)][size_t(d.role)] = bind(f, d, prefix + d.name, c, used);
   }
   check_all_used(f, c, used);
   return b;

@@ -14,8 +14,8 @@ namespace kvrt::model {
 using RoleTensors = std::array<const io::GgufTensor*, kNumTensorRoles>;  // [role], null: absent
 
 struct BoundTensors {
-  RoleTensors model{};                 // model-level roles
-  std::vector<RoleTensors> layers;     // [n_layers], layer roles
+  RoleTensors model{};              // model-level roles
+  std::vector<RoleTensors> layers;  // [n_layers], layer roles
 };
 
 // Binds the file's tensors to config.architecture. Errors name the file and the tensor: a
@@ -26,7 +26,8 @@ struct BoundTensors {
 BoundTensors bind_tensors(const io::GgufFile& file, const ModelConfig& config);
 
 // The length of dimension `d` of a described tensor in a model of this configuration (0 for
-// Dim::kNone): what the loader checks shapes against, and what kvrt's GGUF writer (synth_model) writes.
+// Dim::kNone): what the loader checks shapes against, and what kvrt's GGUF writer (synth_model)
+// writes.
 int64_t dim_size(Dim d, const ModelConfig& config);
 
 }  // namespace kvrt::model

@@ -13,19 +13,23 @@ namespace {
 const simd::WeightTypeTraits& computable_type(const io::GgufFile& file, const io::GgufTensor& t) {
   const simd::WeightTypeTraits& type = simd::weight_type_traits(t.type);
   if (!type.computable())
-    file.fail("tensor '" + t.name + "' has type " + type.name + ", which kvrt does not compute (it computes " +
-              simd::computable_weight_type_names() + ")");
+    file.fail("tensor '" + t.name + "' has type " + type.name +
+              ", which kvrt does not compute (it computes " + simd::computable_weight_type_names() +
+              ")");
   return type;
 }
 
 // A NaN or infinity in a weight turns every output it touches into garbage: refused at load by
 // one scan of the stored values (the f16 scales and mins of block types, whose codes are finite).
-void check_finite(const io::GgufFile& file, const io::GgufTensor& t, const simd::WeightTypeTraits& type) {
+void check_finite(const io::GgufFile& file, const io::GgufTensor& t,
+                  const simd::WeightTypeTraits& type) {
   const int64_t at = type.find_non_finite(t.data, t.n_elements);
   if (at < 0) return;
-  const std::string where = " at element " + std::to_string(at) + " (row " + std::to_string(at / t.dims[0]) + ")";
+  const std::string where =
+      " at element " + std::to_string(at) + " (row " + std::to_string(at / t.dims[0]) + ")";
   if (type.block > 1)
-    file.fail("tensor '" + t.name + "' has a NaN or infinite scale in its " + type.name + " block" + where);
+    file.fail("tensor '" + t.name + "' has a NaN or infinite scale in its " + type.name + " block" +
+              where);
   float v;
   type.to_float_ref(t.data + at * type.block_bytes, 1, &v);
   file.fail("tensor '" + t.name + "' holds " + (std::isnan(v) ? "NaN" : "an infinity") + where);
@@ -88,8 +92,10 @@ ops::WeightMatrix Weights::load_matrix(const io::GgufFile& file, const io::GgufT
   return {aligned_data(t), t.type, t.dims[1], t.dims[0]};
 }
 
-void Weights::load_layer(const io::GgufFile& file, const ModelConfig& c, const RoleTensors& roles, LayerWeights& l) {
-  const int64_t q_dim = int64_t(c.n_heads) * c.head_dim, kv_dim = int64_t(c.n_kv_heads) * c.head_dim;
+void Weights::load_layer(const io::GgufFile& file, const ModelConfig& c, const RoleTensors& roles,
+                         LayerWeights& l) {
+  const int64_t q_dim = int64_t(c.n_heads) * c.head_dim,
+                kv_dim = int64_t(c.n_kv_heads) * c.head_dim;
   for (int r = 0; r < kNumTensorRoles; ++r) {
     const io::GgufTensor* t = roles[size_t(r)];
     if (t == nullptr) continue;
@@ -127,7 +133,8 @@ const float* Weights::rope_factors(int n_ctx, int orig_ctx) const {
 }
 
 void Weights::embedding(int32_t token, float* out) const {
-  simd::kernels().weight[simd::weight_index(token_embd.type)].to_float(token_embd.row(token), token_embd.n_in, out);
+  simd::kernels().weight[simd::weight_index(token_embd.type)].to_float(token_embd.row(token),
+                                                                       token_embd.n_in, out);
 }
 
 Weights::Weights(const io::GgufFile& file, const ModelConfig& c) {
@@ -140,7 +147,9 @@ Weights::Weights(const io::GgufFile& file, const ModelConfig& c) {
   rope_factors_short = load_rope_factors(file, b.model[size_t(TensorRole::kRopeFactorsShort)]);
   rope_factors_long = load_rope_factors(file, b.model[size_t(TensorRole::kRopeFactorsLong)]);
   if (!rope_factors_short != !rope_factors_long)
-    file.fail("the file has only one of rope_factors_short.weight and rope_factors_long.weight; LongRoPE needs both");
+    file.fail(
+        "the file has only one of rope_factors_short.weight and rope_factors_long.weight; LongRoPE "
+        "needs both");
   layers.resize(size_t(c.n_layers));
   for (int i = 0; i < c.n_layers; ++i) load_layer(file, c, b.layers[size_t(i)], layers[size_t(i)]);
 }

@@ -29,12 +29,12 @@ struct LayerWeights {
   // width [n_heads * head_dim] / [n_kv_heads * head_dim]; null: none.
   const float* q_norm = nullptr;
   const float* k_norm = nullptr;
-  ops::WeightMatrix wo;              // [d_model][n_heads * head_dim]
+  ops::WeightMatrix wo;                   // [d_model][n_heads * head_dim]
   const float* post_attn_norm = nullptr;  // [d_model] on the attention output (gemma2); null: none
-  const float* ffn_norm = nullptr;   // [d_model]; null: the FFN reads x itself (olmo2)
-  ops::WeightMatrix w_gate;          // [d_ff][d_model]
-  ops::WeightMatrix w_up;            // [d_ff][d_model]
-  ops::WeightMatrix w_down;          // [d_model][d_ff]
+  const float* ffn_norm = nullptr;        // [d_model]; null: the FFN reads x itself (olmo2)
+  ops::WeightMatrix w_gate;               // [d_ff][d_model]
+  ops::WeightMatrix w_up;                 // [d_ff][d_model]
+  ops::WeightMatrix w_down;               // [d_model][d_ff]
   const float* post_ffn_norm = nullptr;   // [d_model] on the FFN output (gemma2); null: none
 };
 
@@ -44,10 +44,11 @@ class Weights {
   // error); errors name the file and the tensor.
   Weights(const io::GgufFile& file, const ModelConfig& config);
 
-  ops::WeightMatrix token_embd;       // [n_vocab][d_model]
-  const float* output_norm = nullptr; // [d_model]
-  ops::WeightMatrix output;           // [n_vocab][d_model] (token_embd when tied)
-  const float* rope_freqs = nullptr;  // [rope_dim / 2] divisor of each RoPE pair's angle (Llama 3); null: none
+  ops::WeightMatrix token_embd;        // [n_vocab][d_model]
+  const float* output_norm = nullptr;  // [d_model]
+  ops::WeightMatrix output;            // [n_vocab][d_model] (token_embd when tied)
+  const float* rope_freqs =
+      nullptr;  // [rope_dim / 2] divisor of each RoPE pair's angle (Llama 3); null: none
   // LongRoPE's divisors (Phi-4-mini) [rope_dim / 2], for contexts up to and past
   // rope.scaling.original_context_length; null: none.
   const float* rope_factors_short = nullptr;
@@ -57,17 +58,22 @@ class Weights {
 
   // out[d_model] = token_embd row `token`, widened to FP32.
   void embedding(int32_t token, float* out) const;
-  std::vector<LayerWeights> layers;   // [n_layers]
+  std::vector<LayerWeights> layers;  // [n_layers]
 
-  size_t bytes_mapped() const { return bytes_mapped_; }        // used in place from the file
-  size_t bytes_converted() const { return bytes_converted_; }  // FP32 copies and aligned copies owned here
+  size_t bytes_mapped() const { return bytes_mapped_; }  // used in place from the file
+  size_t bytes_converted() const {
+    return bytes_converted_;
+  }  // FP32 copies and aligned copies owned here
 
  private:
-  const uint8_t* aligned_data(const io::GgufTensor& t);  // t's data, copied if misaligned for its type
+  const uint8_t* aligned_data(
+      const io::GgufTensor& t);  // t's data, copied if misaligned for its type
   const float* load_vector(const io::GgufFile& file, const io::GgufTensor& t);
-  const float* load_rope_factors(const io::GgufFile& file, const io::GgufTensor* t);  // null t: null
+  const float* load_rope_factors(const io::GgufFile& file,
+                                 const io::GgufTensor* t);  // null t: null
   ops::WeightMatrix load_matrix(const io::GgufFile& file, const io::GgufTensor& t);
-  void load_layer(const io::GgufFile& file, const ModelConfig& c, const RoleTensors& roles, LayerWeights& l);
+  void load_layer(const io::GgufFile& file, const ModelConfig& c, const RoleTensors& roles,
+                  LayerWeights& l);
 
   std::vector<std::unique_ptr<float[]>> owned_;  // FP32 vectors and aligned copies
   size_t bytes_mapped_ = 0;

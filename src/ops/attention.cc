@@ -14,7 +14,7 @@ namespace kvrt::ops {
 
 namespace {
 
-constexpr int kPrefillRows = 64;    // query rows (tokens x group heads) per prefill block
+constexpr int kPrefillRows = 64;  // query rows (tokens x group heads) per prefill block
 
 }  // namespace
 
@@ -22,8 +22,8 @@ namespace {
 
 // Sizes of one thread's buffers (ThreadScratch), for the constructor and bytes_for alike.
 struct ThreadSizes {
-  int prefill_tokens;  // query tokens per prefill block
-  int rows;            // query rows handled together, padded to kGemmRows
+  int prefill_tokens;        // query tokens per prefill block
+  int rows;                  // query rows handled together, padded to kGemmRows
   size_t q, s, x, group_hd;  // floats of q and o, s, x, the per-group-head buffers
   size_t pairs;              // bf16 pairs of Q [head_dim / 2][rows] and P [kTile / 2][rows]
   int group;
@@ -31,16 +31,18 @@ struct ThreadSizes {
   ThreadSizes(const kv::CacheShape& shape, int n_heads) {
     group = n_heads / shape.n_kv_heads;
     prefill_tokens = std::max(1, kPrefillRows / group);
-    rows = (std::max(group, prefill_tokens * group) + simd::kGemmRows - 1) / simd::kGemmRows * simd::kGemmRows;
+    rows = (std::max(group, prefill_tokens * group) + simd::kGemmRows - 1) / simd::kGemmRows *
+           simd::kGemmRows;
     q = static_cast<size_t>(rows) * shape.head_dim;
     s = static_cast<size_t>(rows) * kTile;
     x = static_cast<size_t>(shape.head_dim) * kTile;
     group_hd = static_cast<size_t>(group) * shape.head_dim;  // head_dim / G <= head_dim groups
     pairs = (q + s) / 2;
   }
-  size_t bytes() const {  // q, o; s; m, l; x; qc_d, qc_sum (floats), qc (int8), qc_csum (int32), pairs
-    return (2 * q + s + 2 * size_t(rows) + x + 2 * group_hd) * sizeof(float) + pairs * sizeof(uint32_t) +
-           group_hd * (sizeof(int8_t) + sizeof(int32_t));
+  size_t bytes()
+      const {  // q, o; s; m, l; x; qc_d, qc_sum (floats), qc (int8), qc_csum (int32), pairs
+    return (2 * q + s + 2 * size_t(rows) + x + 2 * group_hd) * sizeof(float) +
+           pairs * sizeof(uint32_t) + group_hd * (sizeof(int8_t) + sizeof(int32_t));
   }
 };
 
@@ -80,16 +82,20 @@ AttentionScratch::AttentionScratch(const kv::CacheShape& shape, int n_heads, int
   simd::kernels();  // decide the ISA now, not inside the first decode step
 }
 
-size_t AttentionScratch::bytes_for(const kv::CacheShape& shape, int n_heads, int n_threads, bool bf16_prefill) {
-  return ThreadSizes(shape, n_heads).bytes() * size_t(n_threads) + (bf16_prefill ? staged_pairs_size(shape) * sizeof(uint32_t) : 0);
+size_t AttentionScratch::bytes_for(const kv::CacheShape& shape, int n_heads, int n_threads,
+                                   bool bf16_prefill) {
+  return ThreadSizes(shape, n_heads).bytes() * size_t(n_threads) +
+         (bf16_prefill ? staged_pairs_size(shape) * sizeof(uint32_t) : 0);
 }
 
 size_t AttentionScratch::bytes_allocated() const {
   size_t n = impl_->staged.size() * sizeof(uint32_t);
   for (const ThreadScratch& t : impl_->threads) {
     n += (t.q.size() + t.s.size() + t.m.size() + t.l.size() + t.o.size() + t.x.size() +
-          t.qc_d.size() + t.qc_sum.size()) * sizeof(float) +
-         t.qc.size() * sizeof(int8_t) + t.qc_csum.size() * sizeof(int32_t) + t.pairs.size() * sizeof(uint32_t);
+          t.qc_d.size() + t.qc_sum.size()) *
+             sizeof(float) +
+         t.qc.size() * sizeof(int8_t) + t.qc_csum.size() * sizeof(int32_t) +
+         t.pairs.size() * sizeof(uint32_t);
   }
   return n;
 }
@@ -133,13 +139,15 @@ void softmax_step(ThreadScratch& ts, int n_q, int n, int hd) {
 }
 
 // Query token t of the call, all `group` heads of one kv head.
-void decode_item(const kv::KvCache& cache, const AttentionArgs& a, int kv_head, int t, ThreadScratch& ts) {
+void decode_item(const kv::KvCache& cache, const AttentionArgs& a, int kv_head, int t,
+                 ThreadScratch& ts) {
   const kv::HeadView view = cache.view(a.layer, kv_head);
   const int hd = view.head_dim, group = a.n_heads / cache.shape().n_kv_heads;
   const int pos = a.pos0 + t, n_pos = pos + 1;
   const size_t q_off = (static_cast<size_t>(t) * a.n_heads + kv_head * group) * hd;
   const float scale = query_scale(a, hd);
-  for (int i = 0; i < group; ++i) prepare_query(view, scale, a.q + q_off + i * hd, ts.q.data() + i * hd);
+  for (int i = 0; i < group; ++i)
+    prepare_query(view, scale, a.q + q_off + i * hd, ts.q.data() + i * hd);
   prepare_query_codes(view, ts.q.data(), group, ts);
   std::fill(ts.m.begin(), ts.m.begin() + group, -INFINITY);
   std::fill(ts.l.begin(), ts.l.begin() + group, 0.0f);
@@ -154,7 +162,8 @@ void decode_item(const kv::KvCache& cache, const AttentionArgs& a, int kv_head, 
     softmax_step(ts, group, j1 - j0, hd);
     v_accumulate(view, ts.s.data(), group, j0, j1, ts.o.data());
   }
-  for (int i = 0; i < group; ++i) finish_row(view, ts.o.data() + i * hd, ts.l[i], a.out + q_off + i * hd);
+  for (int i = 0; i < group; ++i)
+    finish_row(view, ts.o.data() + i * hd, ts.l[i], a.out + q_off + i * hd);
 }
 
 }  // namespace
@@ -163,7 +172,9 @@ float query_scale(const AttentionArgs& a, int head_dim) {
   return a.q_scale > 0.0f ? a.q_scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
 }
 
-int first_key(const AttentionArgs& a, int pos) { return a.window > 0 ? std::max(0, pos - a.window + 1) : 0; }
+int first_key(const AttentionArgs& a, int pos) {
+  return a.window > 0 ? std::max(0, pos - a.window + 1) : 0;
+}
 
 void finish_scores(const AttentionArgs& a, int pos, int j0, float* s, int n) {
   const int lo = std::clamp(first_key(a, pos) - j0, 0, n), hi = std::clamp(pos + 1 - j0, 0, n);

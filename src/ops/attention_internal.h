@@ -12,11 +12,12 @@
 namespace kvrt::ops {
 
 constexpr int kTile = 64;  // key positions per online-softmax step
-static_assert(kv::kRingAlign % kTile == 0, "a chunk of packed positions must not wrap around a sliding-window ring");
+static_assert(kv::kRingAlign % kTile == 0,
+              "a chunk of packed positions must not wrap around a sliding-window ring");
 
 // Key positions are read in chunks of kTile positions, the sinks apart, so that every chunk of
-// packed positions starts on a tile: [0, 64), ... up to the sinks' end, then [sinks, sinks + 64), ...
-// The chunk holding position j, and the end of the chunk that starts at j0 (at most n_pos).
+// packed positions starts on a tile: [0, 64), ... up to the sinks' end, then [sinks, sinks + 64),
+// ... The chunk holding position j, and the end of the chunk that starts at j0 (at most n_pos).
 inline int chunk_start(const kv::HeadView& v, int j) {
   const int sinks = v.k.n_sinks();
   return j < sinks ? j / kTile * kTile : sinks + (j - sinks) / kTile * kTile;
@@ -28,16 +29,18 @@ inline int chunk_end(const kv::HeadView& v, int j0, int n_pos) {
 
 // Per-thread buffers, sized once; `rows` = query rows handled together (GQA group x tokens).
 struct ThreadScratch {
-  std::vector<float> q;      // [rows][head_dim]  scaled (and rotated) queries (prefill: [head_dim][rows])
-  std::vector<float> s;      // [rows][kTile]     scores, then probabilities (prefill: [kTile][rows])
-  std::vector<float> m, l;   // [rows]            running max and sum of the online softmax
-  std::vector<float> o;      // [rows][head_dim]  unnormalized output (prefill: [head_dim][rows])
-  std::vector<float> x;      // [kTile][head_dim] prefill: K or V tile as FP32 rows
-  std::vector<uint32_t> pairs;  // prefill in bf16: Q [head_dim / 2][rows] and P [kTile / 2][rows] as bf16 pairs
-  std::vector<int8_t> qc;    // [group][head_dim] key token tiles: queries as int8 codes,
+  std::vector<float>
+      q;  // [rows][head_dim]  scaled (and rotated) queries (prefill: [head_dim][rows])
+  std::vector<float> s;     // [rows][kTile]     scores, then probabilities (prefill: [kTile][rows])
+  std::vector<float> m, l;  // [rows]            running max and sum of the online softmax
+  std::vector<float> o;     // [rows][head_dim]  unnormalized output (prefill: [head_dim][rows])
+  std::vector<float> x;     // [kTile][head_dim] prefill: K or V tile as FP32 rows
+  std::vector<uint32_t>
+      pairs;  // prefill in bf16: Q [head_dim / 2][rows] and P [kTile / 2][rows] as bf16 pairs
+  std::vector<int8_t> qc;           // [group][head_dim] key token tiles: queries as int8 codes,
   std::vector<float> qc_d, qc_sum;  // [group][head_dim / G] their scales and Σ q per group
   std::vector<int32_t> qc_csum;     // [group][head_dim / G] Σ codes per group
-  simd::QueryCodes codes{};  // views of the four above, set by prepare_query_codes
+  simd::QueryCodes codes{};         // views of the four above, set by prepare_query_codes
 };
 
 struct AttentionScratch::Impl {
@@ -50,7 +53,8 @@ struct AttentionScratch::Impl {
 };
 
 // scores[i][j - j0] = q_i · k_j for j in [j0, j1), straight from the packed tiles.
-void k_scores(const kv::HeadView& v, const float* q, int n_q, int j0, int j1, float* scores, ThreadScratch& ts);
+void k_scores(const kv::HeadView& v, const float* q, int n_q, int j0, int j1, float* scores,
+              ThreadScratch& ts);
 // o_i += sum_j p[i][j - j0] * v_j for j in [j0, j1), straight from the packed tiles.
 void v_accumulate(const kv::HeadView& v, const float* p, int n_q, int j0, int j1, float* o);
 // Reads ahead into L2 (prefetcht1) every cache line of the packed tiles (or rows) holding

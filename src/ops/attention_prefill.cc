@@ -16,8 +16,10 @@ namespace {
 
 // Rows [j0, j1) of one side as FP32 rows: in place when they are FP32 rows at one stride (the f32
 // cache), else dequantized into x. Sets *stride to the floats from one row to the next.
-const float* tile_rows(const kv::HeadView& v, const kv::SideView& s, int j0, int j1, float* x, size_t* stride) {
-  if (s.packing() == kv::Packing::kRows && j0 >= s.n_sinks() && j1 <= s.n_packed && s.consecutive(j0, j1)) {
+const float* tile_rows(const kv::HeadView& v, const kv::SideView& s, int j0, int j1, float* x,
+                       size_t* stride) {
+  if (s.packing() == kv::Packing::kRows && j0 >= s.n_sinks() && j1 <= s.n_packed &&
+      s.consecutive(j0, j1)) {
     *stride = s.tile_stride / sizeof(float);
     return reinterpret_cast<const float*>(s.tile_of(j0));
   }
@@ -28,8 +30,10 @@ const float* tile_rows(const kv::HeadView& v, const kv::SideView& s, int j0, int
 
 // finish_scores on the columns of scores st [n][n_r] of keys [j0, j0 + n), row r being the query
 // at position pos0 + r / group (r < n_rows); nothing to do when every row sees every key uncapped.
-void finish_tile(const AttentionArgs& a, int pos0, int group, int n_rows, int n_r, int j0, int n, float* st) {
-  if (a.softcap == 0.0f && j0 + n <= pos0 + 1 && first_key(a, pos0 + (n_rows - 1) / group) <= j0) return;
+void finish_tile(const AttentionArgs& a, int pos0, int group, int n_rows, int n_r, int j0, int n,
+                 float* st) {
+  if (a.softcap == 0.0f && j0 + n <= pos0 + 1 && first_key(a, pos0 + (n_rows - 1) / group) <= j0)
+    return;
   float col[kTile];
   for (int r = 0; r < n_rows; ++r) {
     for (int j = 0; j < n; ++j) col[j] = st[j * n_r + r];
@@ -39,9 +43,11 @@ void finish_tile(const AttentionArgs& a, int pos0, int group, int n_rows, int n_
 }
 
 // x0 .. x(n - 1), rows of `len` at `stride`, as n / 2 rounded up rows of bf16 pairs: (x0, x1), ...
-void pair_rows(const simd::Kernels& k, const float* x, size_t stride, int n, int len, uint32_t* dst) {
+void pair_rows(const simd::Kernels& k, const float* x, size_t stride, int n, int len,
+               uint32_t* dst) {
   for (int i = 0; i < n; i += 2) {
-    k.bf16_pairs(x + i * stride, i + 1 < n ? x + (i + 1) * stride : nullptr, 1, len, dst + size_t(i / 2) * len);
+    k.bf16_pairs(x + i * stride, i + 1 < n ? x + (i + 1) * stride : nullptr, 1, len,
+                 dst + size_t(i / 2) * len);
   }
 }
 
@@ -65,7 +71,10 @@ struct StagedPairs {
   int j_begin, n_pos;
   uint32_t* base;
 
-  uint32_t* keys(int j0) const { return base + size_t(chunk_index(view, j0) - chunk_index(view, j_begin)) * kTile * view.head_dim; }
+  uint32_t* keys(int j0) const {
+    return base +
+           size_t(chunk_index(view, j0) - chunk_index(view, j_begin)) * kTile * view.head_dim;
+  }
   uint32_t* values(int j0) const { return keys(j0) + size_t(kTile) * view.head_dim / 2; }
   int n_chunks() const { return chunk_index(view, n_pos - 1) - chunk_index(view, j_begin) + 1; }
   // Converts chunk c; x is a thread's [kTile][head_dim] floats.
@@ -77,17 +86,20 @@ struct StagedPairs {
     size_t stride;
     const float* rows = tile_rows(view, view.k, j0, j1, x, &stride);
     uint32_t* key_pairs = keys(j0);
-    for (int j = 0; j < n; ++j) k.bf16_pairs(rows + j * stride, rows + j * stride + 1, 2, hd / 2, key_pairs + size_t(j) * hd / 2);
+    for (int j = 0; j < n; ++j)
+      k.bf16_pairs(rows + j * stride, rows + j * stride + 1, 2, hd / 2,
+                   key_pairs + size_t(j) * hd / 2);
     rows = tile_rows(view, view.v, j0, j1, x, &stride);
     pair_rows(k, rows, stride, n, hd, values(j0));
   }
 };
 
 // Query block: tokens [t0, t1) of the call; row r = (t - t0) * group + head within the group,
-// held in the lanes: queries ts.q [head_dim][n_r], scores ts.s [kTile][n_r], output ts.o [head_dim][n_r].
-// With `staged` (the bf16 products) K and V come from its pairs, Q and P as pairs in ts.pairs.
-void prefill_block(const kv::HeadView& view, const AttentionArgs& a, int n_kv_heads, int kv_head, int t0, int t1,
-                   const StagedPairs* staged, ThreadScratch& ts) {
+// held in the lanes: queries ts.q [head_dim][n_r], scores ts.s [kTile][n_r], output ts.o
+// [head_dim][n_r]. With `staged` (the bf16 products) K and V come from its pairs, Q and P as pairs
+// in ts.pairs.
+void prefill_block(const kv::HeadView& view, const AttentionArgs& a, int n_kv_heads, int kv_head,
+                   int t0, int t1, const StagedPairs* staged, ThreadScratch& ts) {
   const int hd = view.head_dim, group = a.n_heads / n_kv_heads;
   const int n_rows = (t1 - t0) * group;
   const int n_r = (n_rows + simd::kGemmRows - 1) / simd::kGemmRows * simd::kGemmRows;
@@ -103,7 +115,7 @@ void prefill_block(const kv::HeadView& view, const AttentionArgs& a, int n_kv_he
   std::fill(ts.m.begin(), ts.m.begin() + n_r, -INFINITY);
   std::fill(ts.l.begin(), ts.l.begin() + n_r, 0.0f);
   std::fill(ts.o.begin(), ts.o.begin() + static_cast<size_t>(n_r) * hd, 0.0f);
-  uint32_t* q_pairs = ts.pairs.data();  // [head_dim / 2][n_r]
+  uint32_t* q_pairs = ts.pairs.data();                 // [head_dim / 2][n_r]
   uint32_t* p_pairs = q_pairs + size_t(hd) / 2 * n_r;  // [kTile / 2][n_r]
   if (staged) pair_rows(k, ts.q.data(), n_r, hd, n_r, q_pairs);
   const int n_pos = a.pos0 + t1;  // the last query token sees keys before n_pos
@@ -179,7 +191,8 @@ size_t staged_pairs_size(const kv::CacheShape& shape) {
   return size_t(most_chunks) * kTile * shape.head_dim;
 }
 
-void attention_prefill(const kv::KvCache& cache, const AttentionArgs& a, AttentionScratch::Impl& s) {
+void attention_prefill(const kv::KvCache& cache, const AttentionArgs& a,
+                       AttentionScratch::Impl& s) {
   const int bt = s.prefill_tokens, n_kv_heads = cache.shape().n_kv_heads;
   const int n_blocks = (a.n_tokens + bt - 1) / bt;
   if (!a.bf16 || cache.shape().head_dim % 2 != 0) {
@@ -192,7 +205,8 @@ void attention_prefill(const kv::KvCache& cache, const AttentionArgs& a, Attenti
     });
     return;
   }
-  KVRT_ASSERT(s.staged.size() >= staged_pairs_size(cache.shape()));  // a scratch made for bf16 prefill
+  KVRT_ASSERT(s.staged.size() >=
+              staged_pairs_size(cache.shape()));  // a scratch made for bf16 prefill
   // One kv head at a time: the threads stage its K and V as pairs, then share its query blocks.
   for (int kv_head = 0; kv_head < n_kv_heads; ++kv_head) {
     const kv::HeadView view = cache.view(a.layer, kv_head);

@@ -121,7 +121,8 @@ void v_accumulate(const kv::HeadView& v, const float* p, int n_q, int j0, int j1
 
 void prefetch_packed(const SideView& s, int j0, int j1) {
   const int p1 = std::min(j1, s.n_packed), t = s.tile_tokens();
-  for (int j = std::max(j0, s.n_sinks()), n; j < p1; j += n) {  // runs of consecutive tiles (a ring may wrap once)
+  for (int j = std::max(j0, s.n_sinks()), n; j < p1;
+       j += n) {  // runs of consecutive tiles (a ring may wrap once)
     n = s.consecutive_run(j, p1);
     const uint8_t* tile = s.tile_of(j);
     for (int k = (s.packed_index(j) % t + n + t - 1) / t; k > 0; --k, tile += s.tile_stride) {
@@ -146,7 +147,8 @@ void load_rows(const kv::HeadView& v, const SideView& s, int j0, int j1, float* 
       f.channel_dequantize_row(s.tile_of(j), s.packed_index(j) % g, hd, dst);
     } else if (s.packing() == Packing::kRows) {
       std::memcpy(dst, s.tile_of(j), sizeof(float) * hd);
-    } else if (s.packed_index(j) % kv::kTileTokens == 0) {  // whole tiles: x has room for them (chunks start on a tile, kTile rows)
+    } else if (s.packed_index(j) % kv::kTileTokens ==
+               0) {  // whole tiles: x has room for them (chunks start on a tile, kTile rows)
       KVRT_ASSERT(j - j0 + kv::kTileTokens <= kTile);
       dequantize_tile(s.tile_of(j), hd, g, dst);
     }

@@ -37,7 +37,9 @@ namespace {
 constexpr int64_t kWidenRows = 128;
 
 #if KVRT_HAVE_DNNL
-const simd::WeightKernels& weight_kernels(simd::WeightType t) { return simd::kernels().weight[simd::weight_index(t)]; }
+const simd::WeightKernels& weight_kernels(simd::WeightType t) {
+  return simd::kernels().weight[simd::weight_index(t)];
+}
 #endif
 
 // Rows of x the packed decode kernels quantize at most in one call.
@@ -46,19 +48,23 @@ int64_t decode_rows(MatmulRows rows, const MatmulPlan& plan) {
 }
 }  // namespace
 
-const char* matmul_precision_name(MatmulPrecision p) { return p == MatmulPrecision::kBf16 ? "bf16" : "f32"; }
+const char* matmul_precision_name(MatmulPrecision p) {
+  return p == MatmulPrecision::kBf16 ? "bf16" : "f32";
+}
 
 MatmulPrecision parse_matmul_precision(std::string_view name) {
   for (MatmulPrecision p : {MatmulPrecision::kF32, MatmulPrecision::kBf16})
     if (name == matmul_precision_name(p)) return p;
-  throw Error("unknown matmul precision '" + std::string(name) + "' (valid: f32, bf16)", ErrorKind::kUsage);
+  throw Error("unknown matmul precision '" + std::string(name) + "' (valid: f32, bf16)",
+              ErrorKind::kUsage);
 }
 
 std::string bf16_unavailable(const std::vector<simd::Isa>& runnable, simd::Isa isa) {
   if (!KVRT_HAVE_DNNL) return "this kvrt was built without oneDNN, which runs the bf16 products";
   if (std::find(runnable.begin(), runnable.end(), simd::Isa::kAvx512Bf16) == runnable.end()) {
     std::string rungs;
-    for (simd::Isa r : runnable) rungs += (rungs.empty() ? "" : ", ") + std::string(simd::isa_to_string(r));
+    for (simd::Isa r : runnable)
+      rungs += (rungs.empty() ? "" : ", ") + std::string(simd::isa_to_string(r));
     return "this CPU does not run the avx512-bf16 rung (it runs: " + rungs + ")";
   }
   if (isa != simd::Isa::kAvx512 && isa != simd::Isa::kAvx512Vnni && isa != simd::Isa::kAvx512Bf16)
@@ -73,10 +79,13 @@ void require_matmul_precision(MatmulPrecision p) {
 #if KVRT_HAVE_DNNL
   if (why.empty()) {
     const DnnlBf16Kernel k = dnnl_bf16_kernel();
-    if (!k.native) why = "oneDNN offers no native bf16 kernel on this CPU (it picked " + k.name + ", which emulates bf16)";
+    if (!k.native)
+      why = "oneDNN offers no native bf16 kernel on this CPU (it picked " + k.name +
+            ", which emulates bf16)";
   }
 #endif
-  if (!why.empty()) throw Error("--matmul bf16 cannot run here: " + why + "; use --matmul f32", ErrorKind::kUsage);
+  if (!why.empty())
+    throw Error("--matmul bf16 cannot run here: " + why + "; use --matmul f32", ErrorKind::kUsage);
 }
 
 struct Matmul::Impl {
@@ -88,7 +97,7 @@ struct Matmul::Impl {
   PackedDecode packed;
   const char* gemm_name = "none";  // the kernels of the last product of each kind
   const char* gemv_name;
-  std::string description;         // built by implementation(): run() allocates nothing
+  std::string description;  // built by implementation(): run() allocates nothing
 
   Impl(std::shared_ptr<ThreadPool> pool_, MatmulPrecision precision, MatmulRows rows)
       : pool(std::move(pool_)),
@@ -189,7 +198,9 @@ struct Matmul::Impl {
   }
 
   template <class T>
-  static void grow(std::vector<T>& v, int64_t n) { v.resize(std::max(v.size(), size_t(n))); }
+  static void grow(std::vector<T>& v, int64_t n) {
+    v.resize(std::max(v.size(), size_t(n)));
+  }
 
   std::vector<ThreadGemm> threads;  // [n_threads]
   std::vector<uint16_t> x_bf16;     // [n_rows][n_in]
@@ -286,9 +297,11 @@ std::string matmul_backends() {
   ThreadPool one(1);
   const std::string blocked = BlockedMatmul(one).name(), packed = PackedDecode(one).name();
 #if KVRT_HAVE_DNNL
-  return dnnl_library_name() + " (prefill), " + blocked + " (decode), " + packed + " (decode, quantized weights)";
+  return dnnl_library_name() + " (prefill), " + blocked + " (decode), " + packed +
+         " (decode, quantized weights)";
 #else
-  return blocked + " (prefill and decode; built without oneDNN), " + packed + " (decode, quantized weights)";
+  return blocked + " (prefill and decode; built without oneDNN), " + packed +
+         " (decode, quantized weights)";
 #endif
 }
 

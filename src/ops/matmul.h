@@ -29,8 +29,9 @@ namespace kvrt::ops {
 //         the numbers, so it is a setting that `kvrt validate` measures and `kvrt run` gates.
 enum class MatmulPrecision : uint8_t { kF32, kBf16 };
 
-const char* matmul_precision_name(MatmulPrecision p);           // "f32", "bf16": CLI, TOML, records
-MatmulPrecision parse_matmul_precision(std::string_view name);  // else kvrt::Error(kUsage) listing them
+const char* matmul_precision_name(MatmulPrecision p);  // "f32", "bf16": CLI, TOML, records
+MatmulPrecision parse_matmul_precision(
+    std::string_view name);  // else kvrt::Error(kUsage) listing them
 
 // Why a process whose CPU runs the dispatch rungs `runnable` (simd::runnable_isas()), running the
 // kernels of rung `isa`, cannot run bf16 products ("" when it can): bf16 needs a CPU that runs the
@@ -53,7 +54,9 @@ struct WeightMatrix {
     const simd::WeightTypeTraits& t = simd::weight_type_traits(type);
     return size_t(n_in / t.block * t.block_bytes);
   }
-  const uint8_t* row(int64_t j) const { return static_cast<const uint8_t*>(data) + size_t(j) * row_bytes(); }
+  const uint8_t* row(int64_t j) const {
+    return static_cast<const uint8_t*>(data) + size_t(j) * row_bytes();
+  }
   // Rows [first, first + n) as a matrix of their own (one part of a fused projection).
   WeightMatrix rows(int64_t first, int64_t n) const { return {row(first), type, n, n_in}; }
 };
@@ -68,8 +71,8 @@ enum class MatmulRows : uint8_t { kByCount, kEachAlone };
 
 // The products a Matmul will run, for allocating its scratch up front.
 struct MatmulPlan {
-  int64_t n_rows = 0;        // most rows of x in one call (the prefill chunk; kEachAlone: the sessions)
-  int64_t n_in = 0;          // longest W row of any product
+  int64_t n_rows = 0;  // most rows of x in one call (the prefill chunk; kEachAlone: the sessions)
+  int64_t n_in = 0;    // longest W row of any product
   int64_t n_in_widened = 0;  // longest W row stored in a type other than F32 (0: all F32)
 };
 
@@ -92,8 +95,8 @@ class Matmul {
   ThreadPool& pool() const;  // its threads, for the other parallel loops of the same caller
   // Allocates now kvrt's scratch for the products of `plan` (W widened or rounded a block of
   // rows at a time, x rounded to bf16), so run() allocates none of its own for them;
-  // scratch_bytes gives the same count without allocating (for MatmulRows::kByCount). oneDNN's primitives keep their own
-  // memory, which neither counts.
+  // scratch_bytes gives the same count without allocating (for MatmulRows::kByCount). oneDNN's
+  // primitives keep their own memory, which neither counts.
   void reserve(const MatmulPlan& plan);
   static size_t scratch_bytes(int n_threads, MatmulPrecision precision, const MatmulPlan& plan);
   size_t bytes_allocated() const;  // kvrt's scratch as now allocated

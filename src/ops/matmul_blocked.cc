@@ -42,16 +42,19 @@ void BlockedMatmul::columns(const float* x, int64_t m, const WeightMatrix& w, fl
   const int64_t n_in = w.n_in, n_out = w.n_out;
   const size_t row_bytes = w.row_bytes();
   const int64_t row_block = std::max<int64_t>(mr, kRowBlockBytes / (4 * n_in) / mr * mr);
-  const auto to_float = w.type == simd::WeightType::kF32 ? nullptr : kernels_->weight[simd::weight_index(w.type)].to_float;
+  const auto to_float = w.type == simd::WeightType::kF32
+                            ? nullptr
+                            : kernels_->weight[simd::weight_index(w.type)].to_float;
   for (int64_t i0 = 0; i0 < m; i0 += row_block) {
     const int64_t i1 = std::min(m, i0 + row_block);
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t j = b * nr;
       const int nr_here = int(std::min<int64_t>(nr, n_out - j));
-      // x rows [i0, i1) · W rows j.. (w_rows); read_ahead: the next tile's rows (this thread's, whole)
-      // are prefetched as the first row tile runs.
+      // x rows [i0, i1) · W rows j.. (w_rows); read_ahead: the next tile's rows (this thread's,
+      // whole) are prefetched as the first row tile runs.
       const auto row_tiles = [&](const auto* w_rows, const auto& fn, bool read_ahead) {
-        const auto* next = read_ahead && b + 1 < b1 && (b + 2) * nr <= n_out ? w_rows + nr * n_in : nullptr;
+        const auto* next =
+            read_ahead && b + 1 < b1 && (b + 2) * nr <= n_out ? w_rows + nr * n_in : nullptr;
         for (int64_t i = i0; i < i1; i += mr) {
           const int mr_here = int(std::min<int64_t>(mr, i1 - i));
           fn[mr_here - 1][nr_here - 1]({.x = x + i * n_in,
@@ -67,7 +70,8 @@ void BlockedMatmul::columns(const float* x, int64_t m, const WeightMatrix& w, fl
       if (w.type == simd::WeightType::kF16) {  // read ahead; F32 gains nothing from it
         row_tiles(static_cast<const uint16_t*>(w.data) + j * n_in, tiles.f16, true);
       } else if (to_float) {
-        to_float(static_cast<const uint8_t*>(w.data) + size_t(j) * row_bytes, nr_here * n_in, widened);
+        to_float(static_cast<const uint8_t*>(w.data) + size_t(j) * row_bytes, nr_here * n_in,
+                 widened);
         row_tiles(static_cast<const float*>(widened), tiles.fn, false);
       } else {
         row_tiles(static_cast<const float*>(w.data) + j * n_in, tiles.fn, false);

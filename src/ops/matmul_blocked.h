@@ -21,7 +21,8 @@ class BlockedMatmul {
   explicit BlockedMatmul(ThreadPool& pool);
   void run(const float* x, int64_t m, const WeightMatrix& w, float* y);
   const char* name() const { return name_.c_str(); }  // "kvrt-blocked:<isa of the tiles>"
-  // The widening scratch of products over W rows of up to n_in values other than F32, allocated now.
+  // The widening scratch of products over W rows of up to n_in values other than F32, allocated
+  // now.
   void reserve(int64_t n_in);
   static size_t scratch_floats(int n_threads, int64_t n_in);
   size_t scratch_floats_allocated() const;

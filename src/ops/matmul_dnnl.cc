@@ -16,7 +16,8 @@ namespace kvrt::ops {
 namespace {
 
 using dnnl::memory;
-using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, memory::data_type>;  // m, n, k, ldy, x and w type
+using Key = std::tuple<int64_t, int64_t, int64_t, int64_t,
+                       memory::data_type>;  // m, n, k, ldy, x and w type
 
 struct Cached {
   dnnl::matmul prim;
@@ -28,7 +29,9 @@ struct Cached {
 // time: set it for the call and give the caller's setting back afterwards.
 class OmpThreadsScope {
  public:
-  explicit OmpThreadsScope(int n_threads) : saved_(omp_get_max_threads()) { omp_set_num_threads(n_threads); }
+  explicit OmpThreadsScope(int n_threads) : saved_(omp_get_max_threads()) {
+    omp_set_num_threads(n_threads);
+  }
   ~OmpThreadsScope() { omp_set_num_threads(saved_); }
 
  private:
@@ -44,7 +47,8 @@ dnnl::matmul::primitive_desc make_pd(const dnnl::engine& engine, const Key& key)
   try {
     return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src_md, wei_md, dst_md), engine);
   } catch (const dnnl::error& e) {
-    throw Error(std::string("oneDNN could not create a matmul primitive: ") + e.what(), ErrorKind::kInternal);
+    throw Error(std::string("oneDNN could not create a matmul primitive: ") + e.what(),
+                ErrorKind::kInternal);
   }
 }
 
@@ -69,12 +73,14 @@ struct DnnlGemm::Impl {
     const dnnl::matmul::primitive_desc pd = make_pd(engine, key);
     const std::string impl = pd.impl_info_str();
     if (std::get<4>(key) == memory::data_type::bf16 && !native_bf16(impl))
-      throw Error("matmul bf16: oneDNN offers no native bf16 kernel for a " + std::to_string(std::get<0>(key)) +
-                      "x" + std::to_string(std::get<2>(key)) + " by " + std::to_string(std::get<1>(key)) +
+      throw Error("matmul bf16: oneDNN offers no native bf16 kernel for a " +
+                      std::to_string(std::get<0>(key)) + "x" + std::to_string(std::get<2>(key)) +
+                      " by " + std::to_string(std::get<1>(key)) +
                       " product on this CPU (it picked " + impl + ", which emulates bf16)",
                   ErrorKind::kUsage);
-    Cached c{dnnl::matmul(pd), memory(pd.src_desc(), engine, nullptr), memory(pd.weights_desc(), engine, nullptr),
-             memory(pd.dst_desc(), engine, nullptr), impl};
+    Cached c{dnnl::matmul(pd), memory(pd.src_desc(), engine, nullptr),
+             memory(pd.weights_desc(), engine, nullptr), memory(pd.dst_desc(), engine, nullptr),
+             impl};
     return cache.emplace(key, std::move(c)).first->second;
   }
 
@@ -84,21 +90,25 @@ struct DnnlGemm::Impl {
     c.wei.set_data_handle(const_cast<void*>(w));
     c.dst.set_data_handle(y);
     const OmpThreadsScope threads(n_threads);
-    c.prim.execute(stream, {{DNNL_ARG_SRC, c.src}, {DNNL_ARG_WEIGHTS, c.wei}, {DNNL_ARG_DST, c.dst}});
+    c.prim.execute(stream,
+                   {{DNNL_ARG_SRC, c.src}, {DNNL_ARG_WEIGHTS, c.wei}, {DNNL_ARG_DST, c.dst}});
     stream.wait();
     last_impl = c.impl.c_str();
   }
 };
 
-DnnlGemm::DnnlGemm(int n_threads) : impl_(std::make_unique<Impl>()) { impl_->n_threads = n_threads; }
+DnnlGemm::DnnlGemm(int n_threads) : impl_(std::make_unique<Impl>()) {
+  impl_->n_threads = n_threads;
+}
 DnnlGemm::~DnnlGemm() = default;
 
-void DnnlGemm::run(const float* x, int64_t m, const float* w, int64_t n, int64_t k, float* y, int64_t ldy) {
+void DnnlGemm::run(const float* x, int64_t m, const float* w, int64_t n, int64_t k, float* y,
+                   int64_t ldy) {
   impl_->execute({m, n, k, ldy, memory::data_type::f32}, x, w, y);
 }
 
-void DnnlGemm::run_bf16(const uint16_t* x, int64_t m, const uint16_t* w, int64_t n, int64_t k, float* y,
-                        int64_t ldy) {
+void DnnlGemm::run_bf16(const uint16_t* x, int64_t m, const uint16_t* w, int64_t n, int64_t k,
+                        float* y, int64_t ldy) {
   impl_->execute({m, n, k, ldy, memory::data_type::bf16}, x, w, y);
 }
 
@@ -106,13 +116,15 @@ const char* DnnlGemm::implementation() const { return impl_->last_impl; }
 
 std::string dnnl_library_name() {
   const dnnl_version_t* v = dnnl_version();
-  return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+  return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+         std::to_string(v->patch);
 }
 
 DnnlBf16Kernel dnnl_bf16_kernel() {
   const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   try {
-    const std::string impl = make_pd(engine, {64, 64, 64, 64, memory::data_type::bf16}).impl_info_str();
+    const std::string impl =
+        make_pd(engine, {64, 64, 64, 64, memory::data_type::bf16}).impl_info_str();
     return {impl, native_bf16(impl)};
   } catch (const Error&) {
     return {"none (no bf16 matmul in this oneDNN build or on this CPU)", false};

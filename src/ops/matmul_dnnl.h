@@ -16,7 +16,8 @@ class DnnlGemm {
   void run(const float* x, int64_t m, const float* w, int64_t n, int64_t k, float* y, int64_t ldy);
   // The same with x and w in bf16 (bit patterns), summed in f32 by a kernel with native bf16
   // instructions; a shape for which oneDNN offers none is a kvrt::Error(kUsage) naming its choice.
-  void run_bf16(const uint16_t* x, int64_t m, const uint16_t* w, int64_t n, int64_t k, float* y, int64_t ldy);
+  void run_bf16(const uint16_t* x, int64_t m, const uint16_t* w, int64_t n, int64_t k, float* y,
+                int64_t ldy);
   const char* implementation() const;  // oneDNN's name for the kernel that ran last
 
  private:

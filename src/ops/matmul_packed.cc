@@ -32,7 +32,9 @@ bool PackedDecode::handles(const WeightMatrix& w) const {
   return kernels_->weight[simd::weight_index(w.type)].decode != nullptr;
 }
 
-size_t PackedDecode::scratch_bytes(int64_t m, int64_t n_in) { return size_t(m) * act_row_bytes(simd::kernels(), n_in); }
+size_t PackedDecode::scratch_bytes(int64_t m, int64_t n_in) {
+  return size_t(m) * act_row_bytes(simd::kernels(), n_in);
+}
 
 void PackedDecode::reserve(int64_t m, int64_t n_in) {
   act_.resize(std::max(act_.size(), size_t(m) * act_row_bytes(*kernels_, n_in)));
@@ -40,11 +42,13 @@ void PackedDecode::reserve(int64_t m, int64_t n_in) {
 
 void PackedDecode::run(const float* x, int64_t m, const WeightMatrix& w, float* y) {
   if (m == 0 || w.n_out == 0) return;
-  const simd::WeightTypeTraits& act = simd::weight_type_traits(simd::weight_type_traits(w.type).act);
+  const simd::WeightTypeTraits& act =
+      simd::weight_type_traits(simd::weight_type_traits(w.type).act);
   const size_t act_stride = size_t(act.row_bytes(w.n_in));
   reserve(m, w.n_in);
   const auto from_float = kernels_->weight[simd::weight_index(act.type)].from_float;
-  for (int64_t i = 0; i < m; ++i) from_float(x + i * w.n_in, w.n_in, act_.data() + size_t(i) * act_stride);
+  for (int64_t i = 0; i < m; ++i)
+    from_float(x + i * w.n_in, w.n_in, act_.data() + size_t(i) * act_stride);
   const auto decode = kernels_->weight[simd::weight_index(w.type)].decode;
   const RowItems items(w, m, w.n_out, pool_->n_threads());
   pool_->run(items.n_items, [&](int64_t i, int) {

@@ -57,7 +57,9 @@ RopeTable::RopeTable(int n_ctx, int rope_dim, const RopeParams& p, const float* 
   float mscale = 1.0f;
   if (yarn) {
     const float factor = 1.0f / freq_scale;
-    const auto m = [factor](float x) { return factor <= 1.0f ? 1.0f : 0.1f * x * std::log(factor) + 1.0f; };
+    const auto m = [factor](float x) {
+      return factor <= 1.0f ? 1.0f : 0.1f * x * std::log(factor) + 1.0f;
+    };
     mscale = p.yarn_log_multiplier != 0.0f ? m(1.0f) / m(p.yarn_log_multiplier) : m(1.0f);
     mscale *= 1.0f / (1.0f + 0.1f * std::log(factor));
   }
@@ -97,10 +99,12 @@ void rope(const RopeTable& table, const RopeArgs& a) {
   }
 }
 
-void attention_temperature(float* q, int n_tokens, int width, int pos0, float scale, int floor_step) {
+void attention_temperature(float* q, int n_tokens, int width, int pos0, float scale,
+                           int floor_step) {
   for (int t = 0; t < n_tokens; ++t) {
     const int pos = pos0 + t;
-    const float s = float(std::log(std::floor(double(pos) / double(floor_step)) + 1.0) * scale + 1.0);
+    const float s =
+        float(std::log(std::floor(double(pos) / double(floor_step)) + 1.0) * scale + 1.0);
     ops::scale(q + size_t(t) * size_t(width), width, s);
   }
 }

@@ -19,10 +19,10 @@ enum class RopeScaling : uint8_t { kNone, kLinear, kYarn };
 struct RopeParams {
   float base = 10000.0f;
   RopeScaling scaling = RopeScaling::kNone;
-  float factor = 1.0f;      // angles turn `factor` times slower (linear; YaRN past its ramp)
-  int orig_ctx = 0;         // the trained context before scaling (0: not given)
+  float factor = 1.0f;  // angles turn `factor` times slower (linear; YaRN past its ramp)
+  int orig_ctx = 0;     // the trained context before scaling (0: not given)
   float yarn_beta_fast = 32.0f, yarn_beta_slow = 1.0f;  // YaRN's ramp ends, in turns per orig_ctx
-  float yarn_log_multiplier = 0.0f;  // YaRN's mscale_all_dim (0: none)
+  float yarn_log_multiplier = 0.0f;                     // YaRN's mscale_all_dim (0: none)
   float attn_factor = 1.0f;  // multiplies cos and sin (LongRoPE's attention factor)
 };
 
@@ -33,7 +33,9 @@ struct RopeParams {
 class RopeTable {
  public:
   RopeTable(int n_ctx, int rope_dim, const RopeParams& params, const float* freq_factors = nullptr);
-  static size_t bytes_for(int n_ctx, int rope_dim) { return 2 * size_t(n_ctx) * size_t(rope_dim / 2) * sizeof(float); }
+  static size_t bytes_for(int n_ctx, int rope_dim) {
+    return 2 * size_t(n_ctx) * size_t(rope_dim / 2) * sizeof(float);
+  }
   size_t bytes_allocated() const { return (cos_.size() + sin_.size()) * sizeof(float); }
   const float* cos_at(int pos) const { return cos_.data() + size_t(pos) * size_t(half_); }
   const float* sin_at(int pos) const { return sin_.data() + size_t(pos) * size_t(half_); }
@@ -45,18 +47,20 @@ class RopeTable {
 };
 
 struct RopeArgs {
-  float* x = nullptr;  // [n_tokens][n_heads][head_dim], rotated in place (its first rope_dim values)
+  float* x =
+      nullptr;  // [n_tokens][n_heads][head_dim], rotated in place (its first rope_dim values)
   int n_tokens = 0;
   int n_heads = 0;
   int head_dim = 0;
-  int pos0 = 0;        // position of token 0
-  bool neox = false;   // pair (i, i + rope_dim/2) instead of (2i, 2i+1)
+  int pos0 = 0;       // position of token 0
+  bool neox = false;  // pair (i, i + rope_dim/2) instead of (2i, 2i+1)
 };
 void rope(const RopeTable& table, const RopeArgs& args);
 
 // Llama 4's attention temperature: row t of q [n_tokens][width], at position pos0 + t, times
 // 1 + scale * ln(floor(pos / floor_step) + 1).
-void attention_temperature(float* q, int n_tokens, int width, int pos0, float scale, int floor_step);
+void attention_temperature(float* q, int n_tokens, int width, int pos0, float scale,
+                           int floor_step);
 
 // gate[i] = silu(gate[i]) * up[i] for n values (in place in gate), on the threads of `pool`
 // (whose count does not change the result).

@@ -1,4 +1,5 @@
-// Names shared by the per-ISA primitives (kv/row_codes_x86-inl.h, kernels_neon.cc) and kv/row_kernels-inl.h.
+// Names shared by the per-ISA primitives (kv/row_codes_x86-inl.h, kernels_neon.cc) and
+// kv/row_kernels-inl.h.
 
 template <class A>
 using Vec = xsimd::batch<float, A>;

@@ -56,7 +56,8 @@ CpuFeatures detect() {
 }
 #elif defined(__aarch64__) && defined(__linux__)
 // Bits of AT_HWCAP / AT_HWCAP2 as in the kernel's uapi asm/hwcap.h.
-constexpr unsigned long kHwcapAsimd = 1ul << 1, kHwcapAsimdhp = 1ul << 10, kHwcapAsimddp = 1ul << 20;
+constexpr unsigned long kHwcapAsimd = 1ul << 1, kHwcapAsimdhp = 1ul << 10,
+                        kHwcapAsimddp = 1ul << 20;
 constexpr unsigned long kHwcap2I8mm = 1ul << 13;
 
 CpuFeatures detect() {
@@ -71,7 +72,8 @@ CpuFeatures detect() {
 #elif defined(__aarch64__)
 CpuFeatures detect() {
   CpuFeatures f;
-  f.neon = true;  // Advanced SIMD is part of every ARMv8-A core; the extensions need the OS to say so
+  f.neon =
+      true;  // Advanced SIMD is part of every ARMv8-A core; the extensions need the OS to say so
   return f;
 }
 #else
@@ -87,11 +89,21 @@ const CpuFeatures& cpu_features() {
 
 std::string cpu_features_string(const CpuFeatures& f) {
   const std::pair<bool, const char*> named[] = {
-      {f.avx2, "avx2"},         {f.fma, "fma"},           {f.f16c, "f16c"},
-      {f.avx512f, "avx512f"},   {f.avx512bw, "avx512bw"}, {f.avx512dq, "avx512dq"},
-      {f.avx512vl, "avx512vl"}, {f.avx512vnni, "avx512vnni"}, {f.avx512bf16, "avx512bf16"},
-      {f.amx_tile, "amx-tile"}, {f.amx_int8, "amx-int8"}, {f.amx_bf16, "amx-bf16"},
-      {f.neon, "neon"},         {f.dotprod, "dotprod"},   {f.i8mm, "i8mm"},
+      {f.avx2, "avx2"},
+      {f.fma, "fma"},
+      {f.f16c, "f16c"},
+      {f.avx512f, "avx512f"},
+      {f.avx512bw, "avx512bw"},
+      {f.avx512dq, "avx512dq"},
+      {f.avx512vl, "avx512vl"},
+      {f.avx512vnni, "avx512vnni"},
+      {f.avx512bf16, "avx512bf16"},
+      {f.amx_tile, "amx-tile"},
+      {f.amx_int8, "amx-int8"},
+      {f.amx_bf16, "amx-bf16"},
+      {f.neon, "neon"},
+      {f.dotprod, "dotprod"},
+      {f.i8mm, "i8mm"},
       {f.fp16, "fp16"},
   };
   std::string s;

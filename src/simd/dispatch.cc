@@ -13,7 +13,8 @@
 namespace kvrt::simd {
 namespace {
 
-constexpr Isa kAllIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni, Isa::kAvx512Bf16, Isa::kNeon, Isa::kNeonDotprod, Isa::kNeonI8mm};
+constexpr Isa kAllIsas[] = {Isa::kScalar,     Isa::kAvx2, Isa::kAvx512,      Isa::kAvx512Vnni,
+                            Isa::kAvx512Bf16, Isa::kNeon, Isa::kNeonDotprod, Isa::kNeonI8mm};
 constexpr size_t kNumIsas = std::size(kAllIsas);
 
 struct Rung {
@@ -31,7 +32,8 @@ constexpr Rung kLadder[] = {
     {Isa::kScalar, [](const CpuFeatures&) { return true; }, install_scalar},
 #if defined(__x86_64__)
     {Isa::kAvx2, [](const CpuFeatures& f) { return f.avx2 && f.fma && f.f16c; }, avx2::install},
-    {Isa::kAvx512, [](const CpuFeatures& f) { return f.avx512f && f.avx512bw && f.avx512dq && f.avx512vl; },
+    {Isa::kAvx512,
+     [](const CpuFeatures& f) { return f.avx512f && f.avx512bw && f.avx512dq && f.avx512vl; },
      avx512::install},
     {Isa::kAvx512Vnni, [](const CpuFeatures& f) { return f.avx512vnni; }, avx512vnni::install},
     {Isa::kAvx512Bf16, [](const CpuFeatures& f) { return f.avx512bf16; }, avx512bf16::install},
@@ -85,8 +87,11 @@ std::map<std::string, const void*> slot_map(const Kernels& k) {
   for_each_slot(k, [&](const char* name, auto fn) {
     const std::string n(name);
     const bool tile = n.rfind("matmul.tile", 0) == 0;
-    const std::string key = tile ? "matmul.tiles." + std::to_string(k.matmul.rows) + "x" + std::to_string(k.matmul.cols) : n;
-    if (fn != nullptr && (!tile || n == "matmul.tile1x1")) m[key] = reinterpret_cast<const void*>(fn);
+    const std::string key =
+        tile ? "matmul.tiles." + std::to_string(k.matmul.rows) + "x" + std::to_string(k.matmul.cols)
+             : n;
+    if (fn != nullptr && (!tile || n == "matmul.tile1x1"))
+      m[key] = reinterpret_cast<const void*>(fn);
   });
   return m;
 }
@@ -126,8 +131,9 @@ std::vector<Isa> runnable_isas() {
 
 const Kernels& kernels_for(Isa isa) {
   if (!tables().runs[size_t(isa)])
-    throw Error(std::string("KVRT_ISA=") + isa_to_string(isa) + " is not supported by this CPU or build (it runs " +
-                    names(runnable_isas()) + ")",
+    throw Error(std::string("KVRT_ISA=") + isa_to_string(isa) +
+                    " is not supported by this CPU or build (it runs " + names(runnable_isas()) +
+                    ")",
                 ErrorKind::kUsage);
   return tables().table[size_t(isa)];
 }

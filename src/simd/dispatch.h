@@ -18,20 +18,26 @@
 namespace kvrt::simd {
 
 enum class Isa : uint8_t {
-  kScalar, kAvx2, kAvx512, kAvx512Vnni, kAvx512Bf16,  // x86-64
-  kNeon, kNeonDotprod, kNeonI8mm                      // aarch64
+  kScalar,
+  kAvx2,
+  kAvx512,
+  kAvx512Vnni,
+  kAvx512Bf16,  // x86-64
+  kNeon,
+  kNeonDotprod,
+  kNeonI8mm  // aarch64
 };
 
-const Kernels& kernels();                  // the process-wide table (first call decides the rung)
-std::vector<Isa> runnable_isas();          // every rung this CPU and build run, scalar first
-const Kernels& kernels_for(Isa isa);       // throws kvrt::Error(kUsage) if the CPU lacks it
-Isa parse_isa(std::string_view name);      // a rung's name, else kvrt::Error(kUsage)
-const char* isa_to_string(Isa isa);        // "scalar", "avx2", "avx512", "avx512-vnni",
-                                           // "avx512-bf16", "neon", "neon-dotprod", "neon-i8mm"
+const Kernels& kernels();              // the process-wide table (first call decides the rung)
+std::vector<Isa> runnable_isas();      // every rung this CPU and build run, scalar first
+const Kernels& kernels_for(Isa isa);   // throws kvrt::Error(kUsage) if the CPU lacks it
+Isa parse_isa(std::string_view name);  // a rung's name, else kvrt::Error(kUsage)
+const char* isa_to_string(Isa isa);    // "scalar", "avx2", "avx512", "avx512-vnni",
+                                       // "avx512-bf16", "neon", "neon-dotprod", "neon-i8mm"
 
 // Which rung filled each slot of kernels_for(isa): one line per rung, top rung first, as
 // "<rung>: <slot> <slot> ..." (matmul tiles named once, with their shape).
 std::vector<std::string> describe_slots(Isa isa);
-Isa process_isa();                          // the rung of kernels()
+Isa process_isa();  // the rung of kernels()
 
 }  // namespace kvrt::simd

@@ -50,27 +50,27 @@ struct QueryBuffers {
 // Channel kernels: `rows` is the channel-axis key tile (kv/channel_tile.h, `group` tokens) holding
 // token 0, as its token `first`; q_i is exact (FP32 products with the per-channel scales).
 struct DotArgs {
-  const float* q;        // [n_q][q_stride]
+  const float* q;  // [n_q][q_stride]
   int n_q;
   size_t q_stride;
-  const uint8_t* rows;   // row t at rows + t * row_stride
-  size_t row_stride;     // bytes
+  const uint8_t* rows;  // row t at rows + t * row_stride
+  size_t row_stride;    // bytes
   int n_rows;
-  int n;                 // values per row
-  int group;             // values per block (format kernels)
-  float* scores;         // [n_q][scores_stride]
+  int n;          // values per row
+  int group;      // values per block (format kernels)
+  float* scores;  // [n_q][scores_stride]
   size_t scores_stride;
   const QueryCodes* qc = nullptr;  // format kernels only
   int first = 0;                   // channel kernels only
 };
 
 // acc_i += sum_t p[i * p_stride + t] * row_t  for i < n_q.
-// Format kernels: `rows` is the value tile holding token 0 (as DotArgs). Each run of kAccChunk tokens
-// folds p into the value scales, w = p * d, and rounds w to int16 on a scale of
-// max|p| * max d / 32767 over the run (relative error <= 2^-16 of that product per weight).
+// Format kernels: `rows` is the value tile holding token 0 (as DotArgs). Each run of kAccChunk
+// tokens folds p into the value scales, w = p * d, and rounds w to int16 on a scale of max|p| * max
+// d / 32767 over the run (relative error <= 2^-16 of that product per weight).
 constexpr int kAccChunk = 64;
 struct AccArgs {
-  const float* p;        // [n_q][p_stride]
+  const float* p;  // [n_q][p_stride]
   int n_q;
   size_t p_stride;
   const uint8_t* rows;
@@ -78,7 +78,7 @@ struct AccArgs {
   int n_rows;
   int n;
   int group;
-  float* acc;            // [n_q][acc_stride]
+  float* acc;  // [n_q][acc_stride]
   size_t acc_stride;
 };
 
@@ -87,7 +87,8 @@ struct AccArgs {
 // stored (FP32 rows [position][head_dim]) and the softmax runs down the columns.
 //   c[i][r] (+)= sum_{k < n_k} b[i * b_i + k * b_k] * a[k][r]     i < n_i, r < n_r
 // Q·Kᵀ: a = queries [head_dim][n_r], b = key rows (b_i = head_dim, b_k = 1), c = scores [j][n_r];
-// P·V:  a = probabilities [j][n_r], b = value rows (b_i = 1, b_k = head_dim), c += out [head_dim][n_r].
+// P·V:  a = probabilities [j][n_r], b = value rows (b_i = 1, b_k = head_dim), c += out
+// [head_dim][n_r].
 struct GemmArgs {
   const float* a;
   const float* b;
@@ -125,9 +126,9 @@ struct GemmBf16Args {
 
 // The kernels of one quantized KV format (kv/blocks.h descriptor F, tiles of kv/tiles.h).
 struct FormatKernels {
-  void (*dot)(const DotArgs&);                                 // q·k over key tiles
-  void (*dot_channel)(const DotArgs&);                         // q·k over channel-axis key tiles
-  void (*acc)(const AccArgs&);                                 // p·V over value tiles
+  void (*dot)(const DotArgs&);          // q·k over key tiles
+  void (*dot_channel)(const DotArgs&);  // q·k over channel-axis key tiles
+  void (*acc)(const AccArgs&);          // p·V over value tiles
   void (*quantize)(const float* x, int n, int group, uint8_t* row);  // a row of blocks
   // [kv::TileRole]: the 16 tokens of a tile as FP32 rows, x [16][n].
   void (*dequantize_tile[2])(const uint8_t* tile, int n, int group, float* x);
@@ -143,9 +144,9 @@ template <class W>
 struct TileArgs {
   const float* x;  // [mr][x_stride]
   size_t x_stride;
-  const W* w;      // [nr][w_stride]
+  const W* w;  // [nr][w_stride]
   size_t w_stride;
-  float* y;        // [mr][y_stride]
+  float* y;  // [mr][y_stride]
   size_t y_stride;
   int64_t n_in;
   // The W rows of the tile that comes next, [nr][w_stride], read ahead as this one runs (a line
@@ -168,14 +169,14 @@ struct MatmulTiles {
 // The decode product of a weight type: y[i * y_stride + j] = act_i · w_j for i < m, j < n_rows,
 // W rows packed in the type's blocks, activations in its activation format (WeightTypeTraits::act).
 struct DecodeArgs {
-  const uint8_t* w;    // row j at w + j * w_stride: n_in values in blocks
-  size_t w_stride;     // bytes
+  const uint8_t* w;  // row j at w + j * w_stride: n_in values in blocks
+  size_t w_stride;   // bytes
   int n_rows;
   const uint8_t* act;  // row i at act + i * act_stride
   size_t act_stride;   // bytes
   int m;
   int64_t n_in;
-  float* y;            // [m][y_stride]
+  float* y;  // [m][y_stride]
   size_t y_stride;
 };
 
@@ -192,20 +193,20 @@ struct WeightKernels {
 };
 
 struct Kernels {
-  const char* isa;  // the top rung of the ladder this table reached, e.g. "avx512-vnni"
-  void (*dot)(const DotArgs&);                   // FP32 rows
-  void (*acc)(const AccArgs&);                   // FP32 rows
+  const char* isa;              // the top rung of the ladder this table reached, e.g. "avx512-vnni"
+  void (*dot)(const DotArgs&);  // FP32 rows
+  void (*acc)(const AccArgs&);  // FP32 rows
   // q rows [n_q][q_stride] of n values as int8 codes per group of `group` (QueryCodes).
   void (*quantize_queries)(const float* q, int n_q, size_t q_stride, int n, int group,
                            const QueryBuffers& out);
   FormatKernels format[kv::kNumFormats];         // slot = kv::Format; the f32 slot is empty
   float (*exp_sum)(float* x, int n, float max);  // x = exp(x - max) in place; returns the sum
   void (*swiglu)(float* gate, const float* up, int64_t n);  // gate = silu(gate) · up (the FFN)
-  void (*geglu)(float* gate, const float* up, int64_t n);   // gate = gelu_tanh(gate) · up (Gemma 2)
-  void (*hadamard)(float* x, int n);             // orthonormal fast Walsh–Hadamard, n power of two
-  void (*gemm)(const GemmArgs&);                 // prefill tiles, rows in lanes
+  void (*geglu)(float* gate, const float* up, int64_t n);  // gate = gelu_tanh(gate) · up (Gemma 2)
+  void (*hadamard)(float* x, int n);  // orthonormal fast Walsh–Hadamard, n power of two
+  void (*gemm)(const GemmArgs&);      // prefill tiles, rows in lanes
   void (*softmax)(const SoftmaxArgs&);
-  void (*gemm_bf16)(const GemmBf16Args&);         // the scalar twins below AVX512-BF16
+  void (*gemm_bf16)(const GemmBf16Args&);  // the scalar twins below AVX512-BF16
   void (*bf16_pairs)(const float* x0, const float* x1, int step, int n, uint32_t* dst);
   MatmulTiles matmul;
   WeightKernels weight[kNumWeightTypes];
@@ -238,8 +239,10 @@ void for_each_slot(K& k, F&& f) {
   f("prefill.bf16_pairs", k.bf16_pairs);
   for (int i = 0; i < k.matmul.rows; ++i) {
     for (int j = 0; j < k.matmul.cols; ++j) {
-      f(("matmul.tile" + std::to_string(i + 1) + "x" + std::to_string(j + 1)).c_str(), k.matmul.fn[i][j]);
-      f(("matmul.tile_f16." + std::to_string(i + 1) + "x" + std::to_string(j + 1)).c_str(), k.matmul.f16[i][j]);
+      f(("matmul.tile" + std::to_string(i + 1) + "x" + std::to_string(j + 1)).c_str(),
+        k.matmul.fn[i][j]);
+      f(("matmul.tile_f16." + std::to_string(i + 1) + "x" + std::to_string(j + 1)).c_str(),
+        k.matmul.f16[i][j]);
     }
   }
   for (int t = 0; t < kNumWeightTypes; ++t) {
@@ -252,6 +255,7 @@ void for_each_slot(K& k, F&& f) {
   }
 }
 
-const char* isa_name();  // the rung of this process's table, e.g. "avx512-vnni" (see simd/dispatch.h)
+const char*
+isa_name();  // the rung of this process's table, e.g. "avx512-vnni" (see simd/dispatch.h)
 
 }  // namespace kvrt::simd

@@ -22,9 +22,10 @@ namespace kvrt::simd::avx2 {
 #include "simd/kv/row_slots-inl.h"
 #include "simd/matmul/gemm_tiles-inl.h"
 
-// The avx2 rung: the row kernels, the tile kernels of every quantized format (kv/tiles_avx2.cc), the decode
-// products of the weight types (weights/decode_avx2.cc), their widening to FP32 (weights/to_float_avx2.cc) and the matmul tiles (16 registers: 12 accumulators, 3 rows of
-// x, W from memory operands).
+// The avx2 rung: the row kernels, the tile kernels of every quantized format (kv/tiles_avx2.cc),
+// the decode products of the weight types (weights/decode_avx2.cc), their widening to FP32
+// (weights/to_float_avx2.cc) and the matmul tiles (16 registers: 12 accumulators, 3 rows of x, W
+// from memory operands).
 void install(Kernels& t) {
   install_rows<xsimd::fma3<xsimd::avx2>, xsimd::sse4_2>(t);
   tiles::install(t);

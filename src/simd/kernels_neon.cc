@@ -31,7 +31,8 @@ inline Vec<A> cvt_codes(const uint8_t* p, int shift) {
   uint32_t w;
   std::memcpy(&w, p, sizeof w);
   const uint32x4_t b = vmovl_u16(vget_low_u16(vmovl_u8(vreinterpret_u8_u32(vdup_n_u32(w)))));
-  return Vec<A>(vcvtq_f32_u32(vandq_u32(vshlq_u32(b, vdupq_n_s32(-shift)), vdupq_n_u32((1u << Bits) - 1))));
+  return Vec<A>(
+      vcvtq_f32_u32(vandq_u32(vshlq_u32(b, vdupq_n_s32(-shift)), vdupq_n_u32((1u << Bits) - 1))));
 }
 
 // 4 FP16 values (kv::Scale) to 4 floats, exactly (fcvtl, base ARMv8.0; as load_scales of
@@ -52,9 +53,9 @@ inline void lane_sums(const Vec<A>* v, float* out) {
 #include "simd/kv/row_slots-inl.h"
 #include "simd/matmul/gemm_tiles-inl.h"
 
-// The neon rung: the row kernels, the tile kernels of every quantized format (kv/tiles_neon.cc), the decode
-// products of the weight types (weights/decode_neon.cc) and the matmul tiles (32 registers: 16 accumulators plus the
-// loaded rows).
+// The neon rung: the row kernels, the tile kernels of every quantized format (kv/tiles_neon.cc),
+// the decode products of the weight types (weights/decode_neon.cc) and the matmul tiles (32
+// registers: 16 accumulators plus the loaded rows).
 void install(Kernels& t) {
   install_rows<xsimd::neon64>(t);
   tiles::install(t);

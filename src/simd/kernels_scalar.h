@@ -19,10 +19,12 @@ constexpr int kMaxRow = 1024;  // longest row (head_dim) the kernels accept
 template <class C>
 void dequantize_row(const uint8_t* row, int n, float* x) {
   if constexpr (C::kBits == 32) std::memcpy(x, row, sizeof(float) * n);
-  else for (int i = 0; i < n; ++i) x[i] = static_cast<float>(kv::get_code<C>(row, n, i));
+  else
+    for (int i = 0; i < n; ++i) x[i] = static_cast<float>(kv::get_code<C>(row, n, i));
 }
 // q rows [n_q][q_stride] as int8 codes per group with the q8 codec of kv/blocks.h.
-void quantize_queries(const float* q, int n_q, size_t q_stride, int n, int group, const QueryBuffers& out);
+void quantize_queries(const float* q, int n_q, size_t q_stride, int n, int group,
+                      const QueryBuffers& out);
 // scores = q · row for rows of codec C, each row dequantized, then summed in order.
 template <class C>
 void dot(const DotArgs& a) {
@@ -74,26 +76,32 @@ void acc_tiles(const kv::TileFormat& f, const AccArgs& a);
 void dequantize_tile(const kv::TileFormat& f, const uint8_t* tile, float* x);  // x [16][n]
 float exp_sum(float* x, int n, float max);
 void swiglu(float* gate, const float* up, int64_t n);
-constexpr float kGeluSqrt2OverPi = 0.79788456080286535588f, kGeluCoef = 0.044715f;  // ggml's constants
+constexpr float kGeluSqrt2OverPi = 0.79788456080286535588f,
+                kGeluCoef = 0.044715f;  // ggml's constants
 void geglu(float* gate, const float* up, int64_t n);
 void hadamard(float* x, int n);
 void gemm(const GemmArgs& g);
 void softmax(const SoftmaxArgs& a);
 void gemm_bf16(const GemmBf16Args& g);
 void bf16_pairs(const float* x0, const float* x1, int step, int n, uint32_t* dst);
-void install(Kernels& k);          // the attention and quantize slots (kv/scalar.cc)
-void install_matmul(Kernels& k);   // the matmul and weight slots (matmul/scalar.cc)
+void install(Kernels& k);         // the attention and quantize slots (kv/scalar.cc)
+void install_matmul(Kernels& k);  // the matmul and weight slots (matmul/scalar.cc)
 
 // A row of n values (n a multiple of group) as blocks of format F.
 template <class F>
 void quantize(const float* x, int n, int group, uint8_t* row) {
-  for (int g = 0; g < n / group; ++g) kv::quantize_group<F>(x + g * group, group, row + g * F::block_bytes(group));
+  for (int g = 0; g < n / group; ++g)
+    kv::quantize_group<F>(x + g * group, group, row + g * F::block_bytes(group));
 }
 
 template <class F>
-void dot_of(const DotArgs& a) { dot_tiles(kv::TileFormat::of<F>(kv::TileRole::kKey, a.n, a.group), a); }
+void dot_of(const DotArgs& a) {
+  dot_tiles(kv::TileFormat::of<F>(kv::TileRole::kKey, a.n, a.group), a);
+}
 template <class F>
-void acc_of(const AccArgs& a) { acc_tiles(kv::TileFormat::of<F>(kv::TileRole::kValue, a.n, a.group), a); }
+void acc_of(const AccArgs& a) {
+  acc_tiles(kv::TileFormat::of<F>(kv::TileRole::kValue, a.n, a.group), a);
+}
 template <class F, kv::TileRole R>
 void dequantize_tile_of(const uint8_t* tile, int n, int group, float* x) {
   dequantize_tile(kv::TileFormat::of<F>(R, n, group), tile, x);
@@ -102,7 +110,10 @@ void dequantize_tile_of(const uint8_t* tile, int n, int group, float* x) {
 // The scalar twins of format F's kernels.
 template <class F>
 FormatKernels format_kernels() {
-  return {dot_of<F>, dot_channel<F>, acc_of<F>, quantize<F>,
+  return {dot_of<F>,
+          dot_channel<F>,
+          acc_of<F>,
+          quantize<F>,
           {dequantize_tile_of<F, kv::TileRole::kKey>, dequantize_tile_of<F, kv::TileRole::kValue>}};
 }
 

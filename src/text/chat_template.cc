@@ -47,7 +47,8 @@ std::string_view detect_name(std::string_view t) {
   if (has("bos_token + message['role']")) return "";  // Monarch
   if (has("<start_of_turn>")) return "gemma";
   if (has("<|start_header_id|>") && has("<|end_header_id|>")) return "llama3";
-  if (has("<｜Assistant｜>") && has("<｜User｜>") && has("<｜end▁of▁sentence｜>")) return "deepseek3";
+  if (has("<｜Assistant｜>") && has("<｜User｜>") && has("<｜end▁of▁sentence｜>"))
+    return "deepseek3";
   return "";
 }
 
@@ -115,7 +116,8 @@ std::optional<ChatText> ChatTemplate::render_after(const std::vector<ChatMessage
   const std::string_view eot = end_of_turn();
   if (previous.back().role == "assistant" && !eot.empty()) {
     const size_t at = held.rfind(eot);
-    if (at != held.npos) held.resize(at + eot.size());  // the model stopped at its end-of-turn token
+    if (at != held.npos)
+      held.resize(at + eot.size());  // the model stopped at its end-of-turn token
   }
   if (!all.text.starts_with(held)) return std::nullopt;
   ChatText added{all.text.substr(held.size()), {}};
@@ -128,14 +130,16 @@ std::optional<ChatText> ChatTemplate::render_after(const std::vector<ChatMessage
   return added;
 }
 
-std::string ChatTemplate::apply_continuing(const std::vector<ChatMessage>& messages, size_t n_previous,
-                                           bool add_assistant) const {
-  if (std::optional<ChatText> t = render_after(messages, n_previous, add_assistant)) return std::move(t->text);
+std::string ChatTemplate::apply_continuing(const std::vector<ChatMessage>& messages,
+                                           size_t n_previous, bool add_assistant) const {
+  if (std::optional<ChatText> t = render_after(messages, n_previous, add_assistant))
+    return std::move(t->text);
   const ChatText all = render(messages, add_assistant);
   const size_t n_added = messages.size() - n_previous;
   const std::string_view eot = end_of_turn();
   KVRT_ASSERT(all.contents.size() >= n_added && !eot.empty());
-  const size_t first = all.contents[all.contents.size() - n_added].offset;  // the first added message
+  const size_t first =
+      all.contents[all.contents.size() - n_added].offset;  // the first added message
   const size_t at = all.text.rfind(eot, first);
   KVRT_ASSERT(at != std::string::npos);
   return all.text.substr(at + eot.size());
@@ -145,11 +149,11 @@ std::string ChatTemplate::apply_after(const std::vector<ChatMessage>& messages, 
                                       bool add_assistant) const {
   if (std::optional<ChatText> t = render_after(messages, n_previous, add_assistant))
     return std::move(t->text);
-  throw Error("chat format " + std::string(name()) + " renders the first " +
-                  std::to_string(n_previous) + " messages differently once more are added (" +
-                  std::string(format_->history_note) +
-                  "): render the whole conversation (n_previous = 0) and evaluate it on an empty session",
-              ErrorKind::kUsage);
+  throw Error(
+      "chat format " + std::string(name()) + " renders the first " + std::to_string(n_previous) +
+          " messages differently once more are added (" + std::string(format_->history_note) +
+          "): render the whole conversation (n_previous = 0) and evaluate it on an empty session",
+      ErrorKind::kUsage);
 }
 
 }  // namespace kvrt::model

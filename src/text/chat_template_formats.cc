@@ -28,7 +28,8 @@ std::string_view rstrip(std::string_view s, std::string_view chars) {
 
 namespace {
 
-void render_tagged(const ChatFormat& f, const Messages& messages, bool add_assistant, ChatText& out) {
+void render_tagged(const ChatFormat& f, const Messages& messages, bool add_assistant,
+                   ChatText& out) {
   const Tagged& t = f.tagged;
   for (const ChatMessage& m : messages) {
     out.text.append(t.header_open).append(m.role).append(t.header_close);
@@ -142,7 +143,8 @@ void render_gemma(const ChatFormat&, const Messages& messages, bool add_assistan
   if (add_assistant) out.text += "<start_of_turn>model\n";
 }
 
-void render_deepseek3(const ChatFormat&, const Messages& messages, bool add_assistant, ChatText& out) {
+void render_deepseek3(const ChatFormat&, const Messages& messages, bool add_assistant,
+                      ChatText& out) {
   for (const ChatMessage& m : messages) {
     if (m.role == "user") out.text += "<｜User｜>";
     if (m.role == "assistant") out.text += "<｜Assistant｜>";
@@ -154,11 +156,15 @@ void render_deepseek3(const ChatFormat&, const Messages& messages, bool add_assi
 }
 
 const ChatFormat kFormats[] = {
-    {"chatml", render_tagged, "<|im_end|>",
+    {"chatml",
+     render_tagged,
+     "<|im_end|>",
      {"<|im_start|>", "\n", "<|im_end|>\n", "<|im_start|>assistant\n"}},
     {"qwen3", render_qwen3, "<|im_end|>", {}, "it drops the thinking of earlier replies"},
     {"smollm3", render_smollm3, "<|im_end|>"},
-    {"llama3", render_tagged, "<|eot_id|>",
+    {"llama3",
+     render_tagged,
+     "<|eot_id|>",
      {"<|start_header_id|>", "<|end_header_id|>\n\n", "<|eot_id|>",
       "<|start_header_id|>assistant<|end_header_id|>\n\n", true}},
     {"llama2", render_llama2_variant<Llama2Style{false, false, false}>, "</s>"},
@@ -172,13 +178,19 @@ const ChatFormat kFormats[] = {
     {"mistral-v7-tekken", render_mistral_v7<false>, "</s>"},
     {"phi3", render_tagged, "<|end|>", {"<|", "|>\n", "<|end|>\n", "<|assistant|>\n"}},
     {"phi4-mini", render_tagged, "<|end|>", {"<|", "|>", "<|end|>", "<|assistant|>"}},
-    {"phi4", render_tagged, "<|im_end|>",
+    {"phi4",
+     render_tagged,
+     "<|im_end|>",
      {"<|im_start|>", "<|im_sep|>", "<|im_end|>", "<|im_start|>assistant<|im_sep|>"}},
     {"gemma", render_gemma, "<end_of_turn>"},
-    {"granite", render_tagged, "<|end_of_text|>",
+    {"granite",
+     render_tagged,
+     "<|end_of_text|>",
      {"<|start_of_role|>", "<|end_of_role|>", "<|end_of_text|>\n",
       "<|start_of_role|>assistant<|end_of_role|>"}},
-    {"zephyr", render_tagged, "<|endoftext|>",
+    {"zephyr",
+     render_tagged,
+     "<|endoftext|>",
      {"<|", "|>\n", "<|endoftext|>\n", "<|assistant|>\n"}},
     {"falcon3", render_tagged, "", {"<|", "|>\n", "\n", "<|assistant|>\n"}},
     {"glmedge", render_tagged, "", {"<|", "|>\n", "", "<|assistant|>"}},

@@ -24,9 +24,10 @@ struct Tagged {
 struct ChatFormat {
   std::string_view name;
   void (*render)(const ChatFormat& f, const Messages& messages, bool add_assistant, ChatText& out);
-  std::string_view end_of_turn;   // closes an assistant message
-  Tagged tagged = {};             // render_tagged's markup; empty for the other formats
-  std::string_view history_note = {};  // why earlier messages may render differently later; "" if never
+  std::string_view end_of_turn;  // closes an assistant message
+  Tagged tagged = {};            // render_tagged's markup; empty for the other formats
+  std::string_view history_note =
+      {};  // why earlier messages may render differently later; "" if never
 };
 
 std::span<const ChatFormat> chat_formats();
@@ -46,6 +47,7 @@ std::string_view rstrip(std::string_view s, std::string_view chars);
 
 // Formats with thinking (chat_template_reasoning.cc).
 void render_qwen3(const ChatFormat& f, const Messages& messages, bool add_assistant, ChatText& out);
-void render_smollm3(const ChatFormat& f, const Messages& messages, bool add_assistant, ChatText& out);
+void render_smollm3(const ChatFormat& f, const Messages& messages, bool add_assistant,
+                    ChatText& out);
 
 }  // namespace kvrt::model::detail

@@ -87,7 +87,8 @@ void render_qwen3(const ChatFormat&, const Messages& messages, bool add_assistan
   if (add_assistant) out.text += "<|im_start|>assistant\n";
 }
 
-void render_smollm3(const ChatFormat&, const Messages& messages, bool add_assistant, ChatText& out) {
+void render_smollm3(const ChatFormat&, const Messages& messages, bool add_assistant,
+                    ChatText& out) {
   const bool has_system = !messages.empty() && messages[0].role == "system";
   std::string instructions;  // the system message without its /think or /no_think flag
   bool think = true;
@@ -100,10 +101,12 @@ void render_smollm3(const ChatFormat&, const Messages& messages, bool add_assist
     }
     instructions = s;
     for (std::string_view flag : {"/no_think", "/think"})
-      for (size_t at; (at = instructions.find(flag)) != instructions.npos;) instructions.erase(at, flag.size());
+      for (size_t at; (at = instructions.find(flag)) != instructions.npos;)
+        instructions.erase(at, flag.size());
     instructions = std::string(rstrip(instructions, " \t\n\r\f\v"));
   }
-  out.text += "<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\nReasoning Mode: ";
+  out.text +=
+      "<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\nReasoning Mode: ";
   out.text += think ? "/think" : "/no_think";
   out.text += "\n\n## Custom Instructions\n\n";
   if (!instructions.empty()) {

@@ -38,25 +38,43 @@ struct PreName {
   bool llama3_defaults = false;
 };
 constexpr PreName kPreNames[] = {
-    {"default", PreTokenizer::kDefault},         {"gpt-2", PreTokenizer::kGpt2},
-    {"phi-2", PreTokenizer::kGpt2},              {"mpt", PreTokenizer::kGpt2},
-    {"olmo", PreTokenizer::kGpt2},               {"jais", PreTokenizer::kGpt2},
-    {"roberta-bpe", PreTokenizer::kGpt2},        {"granite-docling", PreTokenizer::kGpt2},
-    {"trillion", PreTokenizer::kGpt2},           {"exaone4", PreTokenizer::kGpt2},
-    {"starcoder", PreTokenizer::kStarcoder},     {"refact", PreTokenizer::kStarcoder},
-    {"command-r", PreTokenizer::kStarcoder},     {"smollm", PreTokenizer::kStarcoder},
-    {"codeshell", PreTokenizer::kStarcoder},     {"falcon", PreTokenizer::kFalcon},
+    {"default", PreTokenizer::kDefault},
+    {"gpt-2", PreTokenizer::kGpt2},
+    {"phi-2", PreTokenizer::kGpt2},
+    {"mpt", PreTokenizer::kGpt2},
+    {"olmo", PreTokenizer::kGpt2},
+    {"jais", PreTokenizer::kGpt2},
+    {"roberta-bpe", PreTokenizer::kGpt2},
+    {"granite-docling", PreTokenizer::kGpt2},
+    {"trillion", PreTokenizer::kGpt2},
+    {"exaone4", PreTokenizer::kGpt2},
+    {"starcoder", PreTokenizer::kStarcoder},
+    {"refact", PreTokenizer::kStarcoder},
+    {"command-r", PreTokenizer::kStarcoder},
+    {"smollm", PreTokenizer::kStarcoder},
+    {"codeshell", PreTokenizer::kStarcoder},
+    {"falcon", PreTokenizer::kFalcon},
     {"deepseek-coder", PreTokenizer::kDeepseekCoder},
-    {"llama-bpe", PreTokenizer::kLlama3, true},  {"llama3", PreTokenizer::kLlama3, true},
-    {"llama-v3", PreTokenizer::kLlama3, true},   {"falcon3", PreTokenizer::kLlama3, true},
-    {"falcon-h1", PreTokenizer::kLlama3, true},  {"pixtral", PreTokenizer::kLlama3, true},
-    {"midm-2.0", PreTokenizer::kLlama3, true},   {"lfm2", PreTokenizer::kLlama3, true},
-    {"dbrx", PreTokenizer::kLlama3},             {"smaug-bpe", PreTokenizer::kLlama3},
-    {"qwen2", PreTokenizer::kQwen2},             {"deepseek-r1-qwen", PreTokenizer::kQwen2},
-    {"kormo", PreTokenizer::kQwen2},             {"megrez", PreTokenizer::kQwen2},
-    {"stablelm2", PreTokenizer::kQwen2},         {"qwen35", PreTokenizer::kQwen35},
-    {"tekken", PreTokenizer::kTekken, true},     {"gpt-4o", PreTokenizer::kGpt4o},
-    {"llama4", PreTokenizer::kGpt4o},            {"gemma4", PreTokenizer::kNewlines},
+    {"llama-bpe", PreTokenizer::kLlama3, true},
+    {"llama3", PreTokenizer::kLlama3, true},
+    {"llama-v3", PreTokenizer::kLlama3, true},
+    {"falcon3", PreTokenizer::kLlama3, true},
+    {"falcon-h1", PreTokenizer::kLlama3, true},
+    {"pixtral", PreTokenizer::kLlama3, true},
+    {"midm-2.0", PreTokenizer::kLlama3, true},
+    {"lfm2", PreTokenizer::kLlama3, true},
+    {"dbrx", PreTokenizer::kLlama3},
+    {"smaug-bpe", PreTokenizer::kLlama3},
+    {"qwen2", PreTokenizer::kQwen2},
+    {"deepseek-r1-qwen", PreTokenizer::kQwen2},
+    {"kormo", PreTokenizer::kQwen2},
+    {"megrez", PreTokenizer::kQwen2},
+    {"stablelm2", PreTokenizer::kQwen2},
+    {"qwen35", PreTokenizer::kQwen35},
+    {"tekken", PreTokenizer::kTekken, true},
+    {"gpt-4o", PreTokenizer::kGpt4o},
+    {"llama4", PreTokenizer::kGpt4o},
+    {"gemma4", PreTokenizer::kNewlines},
 };
 
 [[noreturn]] void fail(const detail::Vocab& v, const std::string& what,
@@ -94,21 +112,23 @@ void read_model(const io::GgufFile& f, detail::Vocab& v) {
   v.pre = pre ? pre->pre : PreTokenizer::kUnsupported;
   const bool llama3 = pre && pre->llama3_defaults;
   v.add_space_prefix = f.get_bool_or(kKeySpacePrefix, v.kind == VocabKind::kSpm);
-  // llama.cpp's defaults: BOS in front of SentencePiece, Llama 3 and Tekken prompts, not other BPE ones.
-  v.add_bos = v.model_name == "gemma4" || f.get_bool_or(kKeyAddBos, v.kind == VocabKind::kSpm || llama3);
+  // llama.cpp's defaults: BOS in front of SentencePiece, Llama 3 and Tekken prompts, not other BPE
+  // ones.
+  v.add_bos =
+      v.model_name == "gemma4" || f.get_bool_or(kKeyAddBos, v.kind == VocabKind::kSpm || llama3);
   v.ignore_merges = llama3;
 }
 
 void read_tokens(const io::GgufFile& f, detail::Vocab& v) {
   const std::vector<std::string_view> texts = f.get_string_array(kKeyTokens);
   if (texts.empty() || texts.size() > size_t(INT32_MAX))
-    fail(v, "metadata array '" + std::string(kKeyTokens) + "' has " +
-                std::to_string(texts.size()) + " tokens");
+    fail(v, "metadata array '" + std::string(kKeyTokens) + "' has " + std::to_string(texts.size()) +
+                " tokens");
   const size_t n = texts.size();
-  std::vector<float> scores = f.find(kKeyScores) ? f.get_float_array(kKeyScores)
-                                                 : std::vector<float>(n, 0.0f);
-  std::vector<int32_t> types = f.find(kKeyTypes) ? f.get_int_array(kKeyTypes)
-                                                 : std::vector<int32_t>(n, 1);
+  std::vector<float> scores =
+      f.find(kKeyScores) ? f.get_float_array(kKeyScores) : std::vector<float>(n, 0.0f);
+  std::vector<int32_t> types =
+      f.find(kKeyTypes) ? f.get_int_array(kKeyTypes) : std::vector<int32_t>(n, 1);
   if (scores.size() != n || types.size() != n)
     fail(v, "metadata arrays '" + std::string(kKeyScores) + "' (" + std::to_string(scores.size()) +
                 ") and '" + std::string(kKeyTypes) + "' (" + std::to_string(types.size()) +
@@ -120,8 +140,8 @@ void read_tokens(const io::GgufFile& f, detail::Vocab& v) {
     t.text = texts[i].empty() ? "[EMPTY_" + std::to_string(i) + "]" : std::string(texts[i]);
     t.score = scores[i];
     if (types[i] < 0 || types[i] > int32_t(TokenType::kByte))
-      fail(v, "'" + std::string(kKeyTypes) + "'[" + std::to_string(i) + "] = " +
-                  std::to_string(types[i]) + " is not a token type (0..6)");
+      fail(v, "'" + std::string(kKeyTypes) + "'[" + std::to_string(i) +
+                  "] = " + std::to_string(types[i]) + " is not a token type (0..6)");
     t.type = TokenType(types[i]);
   }
   v.token_ids.reserve(n);
@@ -222,7 +242,8 @@ Tokenizer::Tokenizer(const io::GgufFile& file) : impl_(std::make_unique<Impl>())
 Tokenizer::~Tokenizer() = default;
 Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
 
-std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool parse_special) const {
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos,
+                                       bool parse_special) const {
   return encode_parts(text, add_bos, parse_special, {});
 }
 
@@ -231,7 +252,8 @@ std::vector<int32_t> Tokenizer::encode_template(std::string_view text, bool add_
   return encode_parts(text, add_bos, true, plain);
 }
 
-std::vector<int32_t> Tokenizer::encode_parts(std::string_view text, bool add_bos, bool parse_special,
+std::vector<int32_t> Tokenizer::encode_parts(std::string_view text, bool add_bos,
+                                             bool parse_special,
                                              std::span<const TextSpan> plain) const {
   const Impl& v = *impl_;
   if (!pre_tokenizer_supported())
@@ -270,14 +292,14 @@ std::vector<int32_t> Tokenizer::encode_parts(std::string_view text, bool add_bos
 std::string Tokenizer::token_to_piece(int32_t id) const {
   const Impl& v = *impl_;
   if (id < 0 || id >= n_vocab())
-    fail(v, "token id " + std::to_string(id) + " is out of range [0, " +
-                std::to_string(n_vocab()) + ")", ErrorKind::kUsage);
+    fail(v,
+         "token id " + std::to_string(id) + " is out of range [0, " + std::to_string(n_vocab()) +
+             ")",
+         ErrorKind::kUsage);
   const detail::TokenData& t = v.tokens[id];
   switch (t.type) {
-    case TokenType::kUserDefined:
-      return t.text;
-    case TokenType::kNormal:
-      break;
+    case TokenType::kUserDefined: return t.text;
+    case TokenType::kNormal: break;
     case TokenType::kByte:
       // Validated as <0xHH> at load; byte-level BPE byte tokens have no defined text.
       if (v.kind != VocabKind::kSpm && v.byte_level) return "";

@@ -31,7 +31,8 @@ class Tokenizer {
   // are always recognized; control tokens (<|im_start|>, <|eot_id|>, <s>, ...) only with
   // `parse_special`, as chat templates need: otherwise they are plain text. Throws Error when the
   // vocabulary's pre-tokenizer is not implemented (see pre_tokenizer_supported()).
-  std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special = false) const;
+  std::vector<int32_t> encode(std::string_view text, bool add_bos,
+                              bool parse_special = false) const;
 
   // Text made by a chat template: control tokens are recognized except inside the `plain` spans
   // (the messages' contents; sorted, not overlapping), which are tokenized as plain text whatever

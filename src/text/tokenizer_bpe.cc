@@ -73,7 +73,8 @@ class BpeWord {
       return;
     }
     for (size_t i = 0; i < piece.size(); ++i) {
-      const int32_t byte_id = v_.byte_level ? v_.find(piece.substr(i, 1)) : v_.byte_ids[uint8_t(piece[i])];
+      const int32_t byte_id =
+          v_.byte_level ? v_.find(piece.substr(i, 1)) : v_.byte_ids[uint8_t(piece[i])];
       if (byte_id >= 0) out.push_back(byte_id);
     }
   }

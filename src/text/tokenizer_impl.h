@@ -1,8 +1,8 @@
 // Internal to the tokenizer: the vocabulary as loaded from GGUF and the encoders that use it.
 // Split by algorithm: tokenizer.cc (loading, encoding, decoding), tokenizer_special.cc (special
 // tokens and end of generation), tokenizer_spm.cc (SentencePiece merges), tokenizer_bpe.cc
-// (byte-level BPE merges), tokenizer_pre.cc (BPE pre-tokenizers). The algorithms follow llama.cpp's llama-vocab.cpp and unicode.cpp so that
-// token ids agree with it exactly.
+// (byte-level BPE merges), tokenizer_pre.cc (BPE pre-tokenizers). The algorithms follow llama.cpp's
+// llama-vocab.cpp and unicode.cpp so that token ids agree with it exactly.
 #pragma once
 
 #include <array>
@@ -19,15 +19,31 @@ namespace kvrt::model::detail {
 
 // tokenizer.ggml.token_type values.
 enum class TokenType : int32_t {
-  kUndefined = 0, kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6,
+  kUndefined = 0,
+  kNormal = 1,
+  kUnknown = 2,
+  kControl = 3,
+  kUserDefined = 4,
+  kUnused = 5,
+  kByte = 6,
 };
 
 enum class VocabKind { kSpm, kBpe };
 
 // Pre-tokenizer regex sets of llama.cpp, by tokenizer.ggml.pre; kUnsupported for all others.
 enum class PreTokenizer {
-  kUnsupported, kDefault, kGpt2, kStarcoder, kFalcon, kDeepseekCoder, kLlama3, kQwen2, kQwen35,
-  kTekken, kGpt4o, kNewlines,
+  kUnsupported,
+  kDefault,
+  kGpt2,
+  kStarcoder,
+  kFalcon,
+  kDeepseekCoder,
+  kLlama3,
+  kQwen2,
+  kQwen35,
+  kTekken,
+  kGpt4o,
+  kNewlines,
 };
 
 struct TokenData {
@@ -44,7 +60,7 @@ struct Vocab {
   std::string pre_name;    // tokenizer.ggml.pre, "default" when absent
   PreTokenizer pre = PreTokenizer::kDefault;
   bool add_space_prefix = true;
-  bool add_bos = true;        // encode_chat adds BOS (tokenizer.ggml.add_bos_token)
+  bool add_bos = true;         // encode_chat adds BOS (tokenizer.ggml.add_bos_token)
   bool ignore_merges = false;  // BPE: a pre-tokenized word that is a token is taken whole (Llama 3)
   bool byte_level = true;      // BPE over GPT-2's byte alphabet; false: over UTF-8 text (Gemma 4)
   bool escape_spaces = false;  // BPE: spaces become U+2581 before the merges (Gemma 4)
@@ -53,9 +69,9 @@ struct Vocab {
   int32_t eom_id = -1;           // end of message (tokenizer.ggml.eom_token_id or <|eom_id|>)
   std::vector<int32_t> eog_ids;  // every token that ends generation, sorted
 
-  std::vector<TokenData> tokens;                              // [n_vocab]
-  std::unordered_map<std::string_view, int32_t> token_ids;    // views into tokens[].text
-  std::unordered_map<std::string, int32_t> merge_ranks;       // "left right" -> rank (BPE)
+  std::vector<TokenData> tokens;                            // [n_vocab]
+  std::unordered_map<std::string_view, int32_t> token_ids;  // views into tokens[].text
+  std::unordered_map<std::string, int32_t> merge_ranks;     // "left right" -> rank (BPE)
   // Tokens cut out of raw text before the merges, longest first: user-defined tokens always,
   // control and unknown tokens too when special tokens are parsed (chat templates).
   std::vector<int32_t> special_ids;

@@ -18,7 +18,7 @@ using namespace unicode;
 using Segments = std::vector<size_t>;  // lengths in code points, covering the text in order
 
 struct Text {
-  std::vector<uint32_t> cps;  // [n_cps]
+  std::vector<uint32_t> cps;   // [n_cps]
   std::vector<uint8_t> flags;  // [n_cps] CpFlag bits of each code point
 };
 
@@ -121,9 +121,18 @@ void gpt2_segment(const Text& t, size_t begin, size_t end, Segments& out) {
       add(j - pos);
     };
     const uint8_t f = flags(pos + lead);
-    if (f & kLetter) { take_while([](uint8_t g) { return g & kLetter; }); continue; }
-    if (f & kNumber) { take_while([](uint8_t g) { return g & kNumber; }); continue; }
-    if (is_other(f)) { take_while(is_other); continue; }
+    if (f & kLetter) {
+      take_while([](uint8_t g) { return g & kLetter; });
+      continue;
+    }
+    if (f & kNumber) {
+      take_while([](uint8_t g) { return g & kNumber; });
+      continue;
+    }
+    if (is_other(f)) {
+      take_while(is_other);
+      continue;
+    }
     size_t n_ws = 0;
     while (flags(pos + n_ws) & kWhitespace) ++n_ws;
     if (n_ws > 1 && pos + n_ws < end) {
@@ -189,7 +198,7 @@ size_t llama3_match(const Text& t, size_t pos, size_t end, Llama3Style style) {
   size_t n_ws = 0, crlf_end = 0;  // crlf_end: just past the run's last \r or \n
   for (; flags(pos + n_ws) & kWhitespace; ++n_ws)
     if (is_cr_lf(t.cps[pos + n_ws])) crlf_end = n_ws + 1;
-  if (crlf_end > 0) return crlf_end;                   // \s*[\r\n]+
+  if (crlf_end > 0) return crlf_end;                  // \s*[\r\n]+
   if (n_ws > 1 && pos + n_ws < end) return n_ws - 1;  // \s+(?!\S)
   return n_ws > 0 ? n_ws : 1;                         // \s+, or a code point nothing matches
 }
@@ -238,8 +247,10 @@ size_t cased_word(const Text& t, size_t pos, size_t end, CasedStyle style) {
   const size_t upper_end = run_end(t, s, end, is_upper_class);
   size_t word_end = 0;
   for (size_t k = upper_end + 1; k-- > s && word_end == 0;)  // U* as long as l+ still matches
-    if (k < end && is_lower_class(t.cps[k], t.flags[k])) word_end = run_end(t, k, end, is_lower_class);
-  if (word_end == 0 && upper_end > s) word_end = run_end(t, upper_end, end, is_lower_class);  // U+ l*
+    if (k < end && is_lower_class(t.cps[k], t.flags[k]))
+      word_end = run_end(t, k, end, is_lower_class);
+  if (word_end == 0 && upper_end > s)
+    word_end = run_end(t, upper_end, end, is_lower_class);  // U+ l*
   if (word_end == 0) return 0;
   return word_end - pos + (style.contractions ? contraction_at(t, word_end, end) : 0);
 }
@@ -254,13 +265,14 @@ size_t cased_match(const Text& t, size_t pos, size_t end, CasedStyle style) {
     const size_t j = run_end(t, s, end, [](uint32_t, uint8_t g) { return is_other(g); });
     return run_end(t, j, end, [](uint32_t d, uint8_t) { return is_cr_lf(d) || d == '/'; }) - pos;
   }
-  const size_t ws_end = run_end(t, pos, end, [](uint32_t, uint8_t g) { return (g & kWhitespace) != 0; });
+  const size_t ws_end =
+      run_end(t, pos, end, [](uint32_t, uint8_t g) { return (g & kWhitespace) != 0; });
   size_t crlf_end = 0;  // just past the run's last \r or \n
   for (size_t i = pos; i < ws_end; ++i)
     if (is_cr_lf(t.cps[i])) crlf_end = i + 1;
-  if (crlf_end > 0) return crlf_end - pos;                         // \s*[\r\n]+
+  if (crlf_end > 0) return crlf_end - pos;                        // \s*[\r\n]+
   if (ws_end - pos > 1 && ws_end < end) return ws_end - pos - 1;  // \s+(?!\S)
-  return ws_end > pos ? ws_end - pos : 1;                          // \s+, or a code point nothing matches
+  return ws_end > pos ? ws_end - pos : 1;  // \s+, or a code point nothing matches
 }
 
 // Gemma 4's [^\n]+|[\n]+: runs of newlines and runs of everything else.
@@ -288,8 +300,7 @@ auto cased(CasedStyle style) {
 
 Segments apply_set(PreTokenizer pre, const Text& t, Segments s) {
   switch (pre) {
-    case PreTokenizer::kGpt2:
-      return gpt2(t, s);
+    case PreTokenizer::kGpt2: return gpt2(t, s);
     case PreTokenizer::kStarcoder:  // \p{N}, then GPT-2
       return gpt2(t, split_by(t, s, one_of(is_number)));
     case PreTokenizer::kFalcon:  // [\p{P}\$\+<=>\^~\|`]+, GPT-2, [0-9][0-9][0-9]
@@ -304,20 +315,13 @@ Segments apply_set(PreTokenizer pre, const Text& t, Segments s) {
       s = split_by(t, s, space_then_run_of(is_punct));
       s = split_by(t, s, run_of(is_cjk));
       return split_by(t, s, one_of(is_number));
-    case PreTokenizer::kLlama3:
-      return split_by(t, s, llama3({3, false}));
-    case PreTokenizer::kQwen2:
-      return split_by(t, s, llama3({1, false}));
-    case PreTokenizer::kQwen35:
-      return split_by(t, s, llama3({1, true}));
-    case PreTokenizer::kTekken:
-      return split_by(t, s, cased({1, false}));
-    case PreTokenizer::kGpt4o:
-      return split_by(t, s, cased({3, true}));
-    case PreTokenizer::kNewlines:
-      return split_by(t, s, newline_run);
-    case PreTokenizer::kUnsupported:
-      break;
+    case PreTokenizer::kLlama3: return split_by(t, s, llama3({3, false}));
+    case PreTokenizer::kQwen2: return split_by(t, s, llama3({1, false}));
+    case PreTokenizer::kQwen35: return split_by(t, s, llama3({1, true}));
+    case PreTokenizer::kTekken: return split_by(t, s, cased({1, false}));
+    case PreTokenizer::kGpt4o: return split_by(t, s, cased({3, true}));
+    case PreTokenizer::kNewlines: return split_by(t, s, newline_run);
+    case PreTokenizer::kUnsupported: break;
   }
   KVRT_ASSERT(!"pre-tokenizer not implemented");
   return s;

@@ -12,32 +12,61 @@ namespace {
 
 // Token texts that llama.cpp makes control tokens even when the file marks them user-defined,
 // and whether each one ends generation (its EOG list plus fill-in-the-middle pad, repo and
-// file-separator tokens). Control tokens are cut out of raw text only when special tokens are parsed.
+// file-separator tokens). Control tokens are cut out of raw text only when special tokens are
+// parsed.
 struct SpecialText {
   std::string_view text;
   bool ends_generation;
 };
 constexpr SpecialText kSpecialTexts[] = {
-    {"<|eot_id|>", true},      {"<|im_end|>", true},        {"<|end|>", true},
-    {"<end_of_turn>", true},   {"<|endoftext|>", true},     {"<|end_of_text|>", true},
-    {"<EOT>", true},           {"_<EOT>", true},            {"<|eom_id|>", true},
-    {"<end_of_utterance>", true}, {"<|return|>", true},     {"<|call|>", true},
-    {"<eos>", true},           {"<turn|>", true},           {"<|tool_response>", true},  // Gemma 4
-    {"<|fim_pad|>", true},     {"<fim-pad>", true},         {"<fim_pad>", true},
-    {"<PAD>", true},           {"<|fim_repo|>", true},      {"<|repo_name|>", true},
-    {"<fim-repo>", true},      {"<REPO>", true},            {"<reponame>", true},
-    {"<|file_sep|>", true},    {"<｜end▁of▁sentence｜>", false}, {"<|fim_prefix|>", false},
-    {"<fim-prefix>", false},   {"<fim_prefix>", false},     {"<｜fim▁begin｜>", false},
-    {"<PRE>", false},          {"<|fim_suffix|>", false},   {"<fim-suffix>", false},
-    {"<fim_suffix>", false},   {"<｜fim▁hole｜>", false},   {"<SUF>", false},
-    {"<|fim_middle|>", false}, {"<fim-middle>", false},     {"<fim_middle>", false},
-    {"<｜fim▁end｜>", false},  {"<MID>", false},
+    {"<|eot_id|>", true},
+    {"<|im_end|>", true},
+    {"<|end|>", true},
+    {"<end_of_turn>", true},
+    {"<|endoftext|>", true},
+    {"<|end_of_text|>", true},
+    {"<EOT>", true},
+    {"_<EOT>", true},
+    {"<|eom_id|>", true},
+    {"<end_of_utterance>", true},
+    {"<|return|>", true},
+    {"<|call|>", true},
+    {"<eos>", true},
+    {"<turn|>", true},
+    {"<|tool_response>", true},  // Gemma 4
+    {"<|fim_pad|>", true},
+    {"<fim-pad>", true},
+    {"<fim_pad>", true},
+    {"<PAD>", true},
+    {"<|fim_repo|>", true},
+    {"<|repo_name|>", true},
+    {"<fim-repo>", true},
+    {"<REPO>", true},
+    {"<reponame>", true},
+    {"<|file_sep|>", true},
+    {"<｜end▁of▁sentence｜>", false},
+    {"<|fim_prefix|>", false},
+    {"<fim-prefix>", false},
+    {"<fim_prefix>", false},
+    {"<｜fim▁begin｜>", false},
+    {"<PRE>", false},
+    {"<|fim_suffix|>", false},
+    {"<fim-suffix>", false},
+    {"<fim_suffix>", false},
+    {"<｜fim▁hole｜>", false},
+    {"<SUF>", false},
+    {"<|fim_middle|>", false},
+    {"<fim-middle>", false},
+    {"<fim_middle>", false},
+    {"<｜fim▁end｜>", false},
+    {"<MID>", false},
 };
 
-// Texts llama.cpp takes as the end-of-turn token when the file names none, in its order of preference.
+// Texts llama.cpp takes as the end-of-turn token when the file names none, in its order of
+// preference.
 constexpr std::string_view kEotTexts[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>",
-    "<EOT>", "_<EOT>", "<｜end▁of▁sentence｜>", "<end_of_utterance>",
+    "<|eot_id|>",      "<|im_end|>", "<|end|>", "<end_of_turn>",         "<|endoftext|>",
+    "<|end_of_text|>", "<EOT>",      "_<EOT>",  "<｜end▁of▁sentence｜>", "<end_of_utterance>",
 };
 
 bool is_special_kind(TokenType t) {
@@ -48,9 +77,9 @@ bool is_ascii_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
 // Whether [begin, end) overlaps one of the sorted `plain` spans.
 bool overlaps(std::span<const TextSpan> plain, size_t begin, size_t end) {
-  auto after = std::upper_bound(plain.begin(), plain.end(), begin, [](size_t at, const TextSpan& s) {
-    return at < s.offset + s.length;
-  });
+  auto after =
+      std::upper_bound(plain.begin(), plain.end(), begin,
+                       [](size_t at, const TextSpan& s) { return at < s.offset + s.length; });
   return after != plain.end() && after->offset < end;
 }
 
@@ -83,12 +112,14 @@ void cut_token(const Vocab& v, std::string_view text, Fragment fr, int32_t id,
 void apply_token_quirks(Vocab& v, std::string model_name) {
   for (const SpecialText& s : kSpecialTexts) {
     const int32_t id = v.find(s.text);
-    if (id >= 0 && v.tokens[id].type == TokenType::kUserDefined) v.tokens[id].type = TokenType::kControl;
+    if (id >= 0 && v.tokens[id].type == TokenType::kUserDefined)
+      v.tokens[id].type = TokenType::kControl;
   }
   // Phi-3's special tokens swallow the whitespace after them, except these three.
   std::transform(model_name.begin(), model_name.end(), model_name.begin(),
                  [](char c) { return char(std::tolower(uint8_t(c))); });
-  const bool phi3 = model_name.find("phi-3") != model_name.npos || model_name.find("phi3") != model_name.npos;
+  const bool phi3 =
+      model_name.find("phi-3") != model_name.npos || model_name.find("phi3") != model_name.npos;
   for (TokenData& t : v.tokens)
     t.rstrip = phi3 && (is_special_kind(t.type) || t.text == "</s>") && t.text != "<unk>" &&
                t.text != "<s>" && t.text != "<|endoftext|>";

@@ -30,7 +30,8 @@ Proportion wilson(int k, int n, double z) {
   const double centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
   const double half = z / (1.0 + z2 / n) * std::sqrt(p * (1.0 - p) / n + z2 / (4.0 * n * n));
   // At k = 0 (k = n) the bound is 0 (1) exactly; the formula leaves a rounding residue.
-  return {p, k == 0 ? 0.0 : std::max(0.0, centre - half), k == n ? 1.0 : std::min(1.0, centre + half)};
+  return {p, k == 0 ? 0.0 : std::max(0.0, centre - half),
+          k == n ? 1.0 : std::min(1.0, centre + half)};
 }
 
 double wilson_resolution(int n, double z) { return z * z / (n + z * z); }
@@ -48,7 +49,8 @@ double mcnemar_exact_p(int lost, int gained) {
   // 2 P(X <= k), X ~ binomial(n, 1/2), summed in the log domain so large n does not overflow.
   double tail = 0;
   for (int i = 0; i <= k; ++i)
-    tail += std::exp(std::lgamma(n + 1.0) - std::lgamma(i + 1.0) - std::lgamma(n - i + 1.0) - n * std::log(2.0));
+    tail += std::exp(std::lgamma(n + 1.0) - std::lgamma(i + 1.0) - std::lgamma(n - i + 1.0) -
+                     n * std::log(2.0));
   return std::min(1.0, 2.0 * tail);
 }
 

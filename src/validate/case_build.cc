@@ -15,7 +15,9 @@ void split_answer(const model::Tokenizer& tok, const std::string& prompt, const 
   std::vector<int32_t> whole = tok.encode(prompt + answer, true);
   std::vector<int32_t> head = tok.encode(prompt, true);
   if (head.size() >= whole.size() || !std::equal(head.begin(), head.end(), whole.begin()))
-    throw Error(source + ": the answer does not start on a token boundary after the text; begin it with a space");
+    throw Error(
+        source +
+        ": the answer does not start on a token boundary after the text; begin it with a space");
   c.turns = {head};
   c.answer.assign(whole.begin() + long(head.size()), whole.end());
 }
@@ -77,7 +79,8 @@ std::string compose(const TemplateDef& t, const model::Tokenizer& tok, int budge
     sentences.push_back(s);
   }
   const size_t at = size_t(std::lround(position * double(sentences.size())));
-  sentences.insert(sentences.begin() + long(std::min(at, sentences.size())), replace_value(t.fact, value));
+  sentences.insert(sentences.begin() + long(std::min(at, sentences.size())),
+                   replace_value(t.fact, value));
   std::string text;
   for (const auto& s : sentences) text += (text.empty() ? "" : " ") + s;
   return text + " " + replace_value(t.cue, value);
@@ -85,14 +88,18 @@ std::string compose(const TemplateDef& t, const model::Tokenizer& tok, int budge
 
 // A recall template's cases end with the answer teacher-forced; a task template's with the cue,
 // its check the one of the case's value.
-void expand(const TemplateDef& t, const model::Tokenizer& tok, int max_len, std::vector<Case>& out) {
+void expand(const TemplateDef& t, const model::Tokenizer& tok, int max_len,
+            std::vector<Case>& out) {
   size_t k = 0;
   for (double length : t.lengths) {
     for (double position : t.positions) {
       const size_t vi = k % t.values.size();
       const std::string& value = t.values[vi];
       const std::string answer = t.mode == Mode::kRecall ? replace_value(t.answer, value) : "";
-      const int fixed = int(tok.encode(replace_value(t.fact, value) + " " + replace_value(t.cue, value) + answer, true).size());
+      const int fixed =
+          int(tok.encode(replace_value(t.fact, value) + " " + replace_value(t.cue, value) + answer,
+                         true)
+                  .size());
       const int target = int(length * max_len) - t.n_generate;
       const int budget = std::max(0, target - fixed);
       Case c;
@@ -143,7 +150,8 @@ std::vector<Case> build_cases(const CaseSet& set, const model::Tokenizer& tok,
   std::vector<Case> kept;
   for (Case& c : all) {
     if (c.n_positions() > max_len) {
-      if (skipped) skipped->push_back(c.id + " (" + std::to_string(c.n_positions()) + " positions)");
+      if (skipped)
+        skipped->push_back(c.id + " (" + std::to_string(c.n_positions()) + " positions)");
       continue;
     }
     c.bucket = length_bucket(c.n_positions(), max_len);

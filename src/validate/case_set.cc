@@ -17,7 +17,8 @@ namespace {
 std::string text_path(const TomlView& v, std::string_view key, const std::string& dir) {
   namespace fs = std::filesystem;
   const fs::path rel = *v.string(key);
-  if (rel.empty() || rel.is_absolute()) v.fail_key(key, "must be a path relative to the case directory");
+  if (rel.empty() || rel.is_absolute())
+    v.fail_key(key, "must be a path relative to the case directory");
   std::error_code ec;
   const fs::path base = fs::weakly_canonical(fs::absolute(dir), ec);
   const fs::path path = ec ? fs::path() : fs::weakly_canonical(base / rel, ec);
@@ -30,7 +31,7 @@ std::string text_path(const TomlView& v, std::string_view key, const std::string
 struct Loader {
   Sha256 hash;
   std::set<std::string> ids;
-  size_t text_bytes = 0;     // read from text files so far
+  size_t text_bytes = 0;      // read from text files so far
   size_t expanded_cases = 0;  // the templates' cases so far
 
   std::string read_text(const TomlView& v, std::string_view key, const std::string& dir) {
@@ -52,9 +53,11 @@ struct Loader {
   }
 
   // `key` inline or `key_file` relative to the manifest's directory.
-  std::optional<std::string> text(const TomlView& v, const std::string& key, const std::string& dir) {
+  std::optional<std::string> text(const TomlView& v, const std::string& key,
+                                  const std::string& dir) {
     const std::string file_key = key + "_file";
-    if (v.has(key) && v.has(file_key)) v.fail_key(file_key, "cannot be given together with '" + key + "'");
+    if (v.has(key) && v.has(file_key))
+      v.fail_key(file_key, "cannot be given together with '" + key + "'");
     if (v.has(file_key)) return read_text(v, file_key, dir);
     return v.string(key);
   }
@@ -68,8 +71,9 @@ struct Loader {
   void claim_expansion(const TomlView& v, const TemplateDef& t) {
     const size_t n = t.lengths.size() * t.positions.size();
     if (n > kMaxTemplateCases)
-      v.fail(nullptr, "'lengths' x 'positions' make " + std::to_string(n) + " cases, more than the " +
-                          std::to_string(kMaxTemplateCases) + " one template may expand to");
+      v.fail(nullptr, "'lengths' x 'positions' make " + std::to_string(n) +
+                          " cases, more than the " + std::to_string(kMaxTemplateCases) +
+                          " one template may expand to");
     expanded_cases += n;
     if (expanded_cases > kMaxExpandedCases)
       v.fail(nullptr, "the templates of the acceptance set expand to more than " +
@@ -77,8 +81,9 @@ struct Loader {
     for (double length : t.lengths)
       for (double position : t.positions)
         if (const std::string id = template_case_id(t.id, length, position); !ids.insert(id).second)
-          v.fail(nullptr, "expands to the case id '" + id + "', which another case already uses (lengths and "
-                          "positions name cases in whole percent)");
+          v.fail(nullptr, "expands to the case id '" + id +
+                              "', which another case already uses (lengths and "
+                              "positions name cases in whole percent)");
   }
 
   CaseDef read_case(const TomlView& v, const std::string& dir);
@@ -87,9 +92,12 @@ struct Loader {
 
 Mode parse_mode(const TomlView& v) {
   const std::string m = v.required_string("mode");
-  for (Mode x : {Mode::kTeacherForced, Mode::kGreedy, Mode::kRecall, Mode::kMultiTurn, Mode::kSampling, Mode::kTask})
+  for (Mode x : {Mode::kTeacherForced, Mode::kGreedy, Mode::kRecall, Mode::kMultiTurn,
+                 Mode::kSampling, Mode::kTask})
     if (m == mode_name(x)) return x;
-  v.fail_key("mode", "is '" + m + "'; expected teacher_forced, greedy, recall, multi_turn, sampling or task");
+  v.fail_key(
+      "mode",
+      "is '" + m + "'; expected teacher_forced, greedy, recall, multi_turn, sampling or task");
 }
 
 void compile_with(const TomlView& v, TaskCheck& c, const char* key) {
@@ -115,10 +123,12 @@ std::vector<std::string_view> check_keys(CheckKind k) {
 // pattern holds "{value}" and is compiled per value (compile = false).
 TaskCheck read_check(const TomlView& v, bool compile = true) {
   TaskCheck c;
-  if (!v.has("check")) v.fail(nullptr, "a task case needs 'check': exact, regex, json_valid or constraint");
+  if (!v.has("check"))
+    v.fail(nullptr, "a task case needs 'check': exact, regex, json_valid or constraint");
   const std::string name = v.required_string("check");
   const auto kind = parse_check(name);
-  if (!kind) v.fail_key("check", "is '" + name + "'; expected exact, regex, json_valid or constraint");
+  if (!kind)
+    v.fail_key("check", "is '" + name + "'; expected exact, regex, json_valid or constraint");
   c.kind = *kind;
   const auto own = check_keys(c.kind);
   for (std::string_view key : {"pattern", "forbid", "json_prefix", "instruction"})
@@ -127,19 +137,20 @@ TaskCheck read_check(const TomlView& v, bool compile = true) {
   switch (c.kind) {
     case CheckKind::kExact:
       c.expect = v.string("expect").value_or("");
-      if (c.expect.empty()) v.fail(nullptr, "an exact check needs 'expect', the text the continuation must begin with");
+      if (c.expect.empty())
+        v.fail(nullptr, "an exact check needs 'expect', the text the continuation must begin with");
       return c;
-    case CheckKind::kJsonValid:
-      c.json_prefix = v.string("json_prefix").value_or("");
-      return c;
+    case CheckKind::kJsonValid: c.json_prefix = v.string("json_prefix").value_or(""); return c;
     case CheckKind::kRegex:
       if (!v.has("pattern")) v.fail(nullptr, "a regex check needs 'pattern'");
       break;
     case CheckKind::kConstraint:
       if (v.string("instruction").value_or("").empty())
-        v.fail(nullptr, "a constraint check needs 'instruction', the text put at the start of the prompt");
+        v.fail(nullptr,
+               "a constraint check needs 'instruction', the text put at the start of the prompt");
       if (v.has("pattern") == v.has("forbid"))
-        v.fail(nullptr, "a constraint check needs one of 'pattern' (must match) or 'forbid' (must not)");
+        v.fail(nullptr,
+               "a constraint check needs one of 'pattern' (must match) or 'forbid' (must not)");
       break;
   }
   const char* key = v.has("forbid") ? "forbid" : "pattern";
@@ -157,7 +168,8 @@ int read_generate(const TomlView& v, int fallback) {
 
 CaseDef Loader::read_case(const TomlView& v, const std::string& dir) {
   v.allow_only({"id", "category", "mode", "text", "text_file", "turns", "answer", "expect",
-                "generate", "seeds", "temperature", "check", "pattern", "forbid", "json_prefix", "instruction"});
+                "generate", "seeds", "temperature", "check", "pattern", "forbid", "json_prefix",
+                "instruction"});
   CaseDef c;
   c.id = v.required_string("id");
   claim_id(v, c.id);
@@ -166,7 +178,8 @@ CaseDef Loader::read_case(const TomlView& v, const std::string& dir) {
   c.source = v.file() + ":" + std::to_string(v.line());
   if (c.mode == Mode::kMultiTurn) {
     auto turns = v.strings("turns");
-    if (!turns || turns->size() < 2) v.fail(nullptr, "a multi_turn case needs 'turns' with at least two strings");
+    if (!turns || turns->size() < 2)
+      v.fail(nullptr, "a multi_turn case needs 'turns' with at least two strings");
     c.turns = *turns;
   } else {
     if (v.has("turns")) v.fail_key("turns", "is only for multi_turn cases");
@@ -186,17 +199,21 @@ CaseDef Loader::read_case(const TomlView& v, const std::string& dir) {
   if (c.mode == Mode::kRecall) c.expect = v.string("expect").value_or("");
   if (c.mode == Mode::kRecall && c.answer.empty()) v.fail(nullptr, "a recall case needs 'answer'");
   if (c.mode != Mode::kRecall && v.has("answer")) v.fail_key("answer", "is only for recall cases");
-  if (v.has("expect") && c.mode != Mode::kRecall && !(c.check && c.check->kind == CheckKind::kExact))
+  if (v.has("expect") && c.mode != Mode::kRecall &&
+      !(c.check && c.check->kind == CheckKind::kExact))
     v.fail_key("expect", "is only for recall cases and exact checks");
   if (c.mode == Mode::kRecall && c.expect.empty()) c.expect = c.answer;
   c.n_generate = c.mode == Mode::kTeacherForced ? 0 : read_generate(v, 16);
-  if (c.mode == Mode::kTeacherForced && v.has("generate")) v.fail_key("generate", "is not used by teacher_forced cases");
+  if (c.mode == Mode::kTeacherForced && v.has("generate"))
+    v.fail_key("generate", "is not used by teacher_forced cases");
   if (c.mode == Mode::kSampling) {
     auto seeds = v.integers("seeds");
-    if (!seeds || seeds->size() < 2) v.fail(nullptr, "a sampling case needs 'seeds' with at least two seeds");
+    if (!seeds || seeds->size() < 2)
+      v.fail(nullptr, "a sampling case needs 'seeds' with at least two seeds");
     for (int64_t s : *seeds) c.seeds.push_back(uint64_t(s));
     c.temperature = v.number("temperature").value_or(0.8);
-    if (!(c.temperature > 0 && c.temperature <= 10)) v.fail_key("temperature", "must be in (0, 10]");
+    if (!(c.temperature > 0 && c.temperature <= 10))
+      v.fail_key("temperature", "must be in (0, 10]");
   } else if (v.has("seeds") || v.has("temperature")) {
     v.fail(nullptr, "'seeds' and 'temperature' are only for sampling cases");
   }
@@ -205,15 +222,18 @@ CaseDef Loader::read_case(const TomlView& v, const std::string& dir) {
 
 std::vector<double> fractions(const TomlView& v, std::string_view key, double lo) {
   auto xs = v.numbers(key);
-  if (!xs || xs->empty()) v.fail(nullptr, "needs '" + std::string(key) + "', a non-empty array of fractions");
+  if (!xs || xs->empty())
+    v.fail(nullptr, "needs '" + std::string(key) + "', a non-empty array of fractions");
   for (double x : *xs)
-    if (!(x >= lo && x <= 1.0)) v.fail_key(key, "values must lie in [" + std::to_string(lo).substr(0, 4) + ", 1]");
+    if (!(x >= lo && x <= 1.0))
+      v.fail_key(key, "values must lie in [" + std::to_string(lo).substr(0, 4) + ", 1]");
   return *xs;
 }
 
 // A task template's check, one per value: "{value}" in its pattern replaced by the value.
 void read_template_check(const TomlView& v, TemplateDef& t) {
-  if (v.has("check") && v.string("check") != "constraint") v.fail_key("check", "of a template must be constraint");
+  if (v.has("check") && v.string("check") != "constraint")
+    v.fail_key("check", "of a template must be constraint");
   const TaskCheck check = read_check(v, false);
   for (const std::string& value : t.values) {
     TaskCheck c = check;
@@ -231,7 +251,8 @@ TemplateDef Loader::read_template(const TomlView& v, const std::string& dir) {
   claim_id(v, t.id);
   t.category = v.required_string("category");
   t.mode = parse_mode(v);
-  if (t.mode != Mode::kRecall && t.mode != Mode::kTask) v.fail_key("mode", "of a template must be recall or task");
+  if (t.mode != Mode::kRecall && t.mode != Mode::kTask)
+    v.fail_key("mode", "of a template must be recall or task");
   t.source = v.file() + ":" + std::to_string(v.line());
   t.cue = v.required_string("cue");
   auto values = v.strings("values");
@@ -244,11 +265,13 @@ TemplateDef Loader::read_template(const TomlView& v, const std::string& dir) {
     t.answer = v.required_string("answer");
   } else {
     for (const char* key : {"fact", "answer"})
-      if (v.has(key)) v.fail_key(key, "is only for recall templates (a task template has 'instruction')");
+      if (v.has(key))
+        v.fail_key(key, "is only for recall templates (a task template has 'instruction')");
     read_template_check(v, t);
     t.fact = *v.string("instruction");
   }
-  if (!v.has("filler_file")) v.fail(nullptr, "needs 'filler_file', a text file of filler sentences");
+  if (!v.has("filler_file"))
+    v.fail(nullptr, "needs 'filler_file', a text file of filler sentences");
   std::istringstream filler(read_text(v, "filler_file", dir));
   for (std::string line; std::getline(filler, line);)
     if (!line.empty()) t.filler.push_back(line);
@@ -263,7 +286,8 @@ TemplateDef Loader::read_template(const TomlView& v, const std::string& dir) {
 }  // namespace
 
 std::string replace_value(std::string s, const std::string& value) {
-  for (size_t p = s.find("{value}"); p != std::string::npos; p = s.find("{value}", p + value.size()))
+  for (size_t p = s.find("{value}"); p != std::string::npos;
+       p = s.find("{value}", p + value.size()))
     s.replace(p, 7, value);
   return s;
 }
@@ -302,7 +326,8 @@ CaseSet load_case_set(const std::vector<std::string>& dirs) {
         else set.templates.push_back(loader.read_template(v, dir));
       }
     }
-    if (!top.has("case") && !top.has("template")) top.fail(nullptr, "defines no [[case]] or [[template]]");
+    if (!top.has("case") && !top.has("template"))
+      top.fail(nullptr, "defines no [[case]] or [[template]]");
   }
   set.sha256 = loader.hash.hex_digest();
   return set;

@@ -18,12 +18,12 @@ namespace kvrt::validate {
 enum class Mode : uint8_t {
   kTeacherForced,  // the text is fed once; per-token metrics only
   kGreedy,         // prompt, then greedy continuation compared with the baseline's
-  kRecall,         // prompt + answer teacher-forced; the answer must appear in the greedy continuation
-  kMultiTurn,      // each turn appended to the same cache, each followed by a greedy continuation;
-                   // turns are user messages in the model's chat format when it has one
-  kSampling,       // the prompt sampled with several seeds at a fixed temperature
-  kTask,           // prompt, then every session's own greedy continuation, passed or failed by a
-                   // task check (validate/task_check.h)
+  kRecall,     // prompt + answer teacher-forced; the answer must appear in the greedy continuation
+  kMultiTurn,  // each turn appended to the same cache, each followed by a greedy continuation;
+               // turns are user messages in the model's chat format when it has one
+  kSampling,   // the prompt sampled with several seeds at a fixed temperature
+  kTask,       // prompt, then every session's own greedy continuation, passed or failed by a
+               // task check (validate/task_check.h)
 };
 
 const char* mode_name(Mode m);
@@ -48,12 +48,13 @@ struct CaseDef {
 struct TemplateDef {
   std::string id, category, source;
   Mode mode = Mode::kRecall;
-  std::string fact, cue, answer;      // "{value}" is replaced by one of `values`; task: fact is the instruction
+  std::string fact, cue,
+      answer;  // "{value}" is replaced by one of `values`; task: fact is the instruction
   std::vector<std::string> values;
-  std::vector<TaskCheck> checks;      // task: [values] the check with that value in its pattern
-  std::vector<std::string> filler;    // sentences, used in turn
-  std::vector<double> lengths;        // total positions as fractions of the usable context
-  std::vector<double> positions;      // where the fact sits in the filler, 0 = start, 1 = end
+  std::vector<TaskCheck> checks;    // task: [values] the check with that value in its pattern
+  std::vector<std::string> filler;  // sentences, used in turn
+  std::vector<double> lengths;      // total positions as fractions of the usable context
+  std::vector<double> positions;    // where the fact sits in the filler, 0 = start, 1 = end
   int n_generate = 12;
 };
 

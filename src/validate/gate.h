@@ -14,13 +14,13 @@ namespace kvrt::validate {
 
 struct GateQuery {
   std::string model_path;
-  std::string setting;        // canonical KvConfig::name() as resolved by the cache
+  std::string setting;  // canonical KvConfig::name() as resolved by the cache
   ops::MatmulPrecision matmul = ops::MatmulPrecision::kF32;
-  std::string record_path;    // empty = default_record_path() for the model and ISA
-  std::string isa;            // the ISA this process runs
+  std::string record_path;  // empty = default_record_path() for the model and ISA
+  std::string isa;          // the ISA this process runs
   std::string kvrt_version;
-  int n_ctx = 0;              // positions the session holds; the record's must be at least this
-  int model_context = 0;      // the model's trained context, the longest validate checks (0: unknown)
+  int n_ctx = 0;          // positions the session holds; the record's must be at least this
+  int model_context = 0;  // the model's trained context, the longest validate checks (0: unknown)
   std::optional<PublicKey> trusted{};  // set: only a record signed by this key counts (--trust)
 };
 

@@ -13,7 +13,9 @@ class Reader {
 
   bool value(int depth);
   void space() {
-    while (at_ < s_.size() && (s_[at_] == ' ' || s_[at_] == '\t' || s_[at_] == '\n' || s_[at_] == '\r')) ++at_;
+    while (at_ < s_.size() &&
+           (s_[at_] == ' ' || s_[at_] == '\t' || s_[at_] == '\n' || s_[at_] == '\r'))
+      ++at_;
   }
   size_t at() const { return at_; }
 
@@ -97,11 +99,19 @@ bool Reader::escape() {
   const int c = peek();
   ++at_;
   switch (c) {
-    case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't': return true;
+    case '"':
+    case '\\':
+    case '/':
+    case 'b':
+    case 'f':
+    case 'n':
+    case 'r':
+    case 't': return true;
     case 'u':
       for (int i = 0; i < 4; ++i, ++at_) {
         const int h = peek();
-        if (!((h >= '0' && h <= '9') || (h >= 'a' && h <= 'f') || (h >= 'A' && h <= 'F'))) return false;
+        if (!((h >= '0' && h <= '9') || (h >= 'a' && h <= 'f') || (h >= 'A' && h <= 'F')))
+          return false;
       }
       return true;
     default: return false;

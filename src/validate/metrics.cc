@@ -61,7 +61,8 @@ Reference reference_of(const float* base, int n_vocab) {
   return r;
 }
 
-double score_position(const Reference& b, const float* cand, int n_vocab, int32_t ref, TokenSums& sums) {
+double score_position(const Reference& b, const float* cand, int n_vocab, int32_t ref,
+                      TokenSums& sums) {
   const float* base = b.logits;
   const double lse_b = b.log_norm;
   const double lse_c = log_sum_exp(cand, n_vocab);
@@ -101,8 +102,7 @@ std::optional<double> token_metric_value(Metric m, const TokenSums& s) {
     case Metric::kPplRatio:
       if (s.n_ref == 0) return std::nullopt;
       return std::exp((s.nll_candidate - s.nll_baseline) / double(s.n_ref));
-    default:
-      return std::nullopt;
+    default: return std::nullopt;
   }
 }
 

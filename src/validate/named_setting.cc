@@ -35,8 +35,10 @@ bool is_setting_name(std::string_view text) {
 
 void check_setting_name(std::string_view text) {
   if (!is_setting_name(text))
-    throw Error("'" + std::string(text) + "' cannot name a setting: a name is a letter followed by letters, digits, "
-                    "'_' or '-', neither a format name (" + kv::format_names() + ") nor shaped like one (a letter and digits)",
+    throw Error("'" + std::string(text) +
+                    "' cannot name a setting: a name is a letter followed by letters, digits, "
+                    "'_' or '-', neither a format name (" +
+                    kv::format_names() + ") nor shaped like one (a letter and digits)",
                 ErrorKind::kUsage);
 }
 
@@ -47,8 +49,9 @@ NamedSettings list_named_settings(const std::string& model_path, const std::stri
   n.record_path = record_path.empty() ? default_record_path(model_sha, isa) : record_path;
   const Record r = read_record(n.record_path);
   if (r.model_sha256 != model_sha)
-    throw Error("validation record '" + n.record_path + "' was made for another model file (sha256 " +
-                    r.model_sha256.substr(0, 12) + "...)",
+    throw Error("validation record '" + n.record_path +
+                    "' was made for another model file (sha256 " + r.model_sha256.substr(0, 12) +
+                    "...)",
                 ErrorKind::kRefused);
   for (const RecordSetting& s : r.settings)
     if (!s.tune_name.empty()) n.settings.push_back(s);
@@ -57,14 +60,16 @@ NamedSettings list_named_settings(const std::string& model_path, const std::stri
 
 NamedSetting find_named_setting(const std::string& model_path, const std::string& record_path,
                                 const std::string& isa, const std::string& name) {
-  const std::string path = record_path.empty() ? default_record_path(sha256_file(model_path), isa) : record_path;
+  const std::string path =
+      record_path.empty() ? default_record_path(sha256_file(model_path), isa) : record_path;
   const std::string tune = "run `kvrt tune -m " + model_path + " --name " + name + "` to find one";
   Record r;
   try {
     r = read_record(path);
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kRefused) throw;
-    throw Error("no KV setting named '" + name + "': " + e.what() + "; " + tune, ErrorKind::kRefused);
+    throw Error("no KV setting named '" + name + "': " + e.what() + "; " + tune,
+                ErrorKind::kRefused);
   }
   std::string names;
   for (const RecordSetting& s : r.settings) {
@@ -72,7 +77,8 @@ NamedSetting find_named_setting(const std::string& model_path, const std::string
     if (!s.tune_name.empty()) names += (names.empty() ? "" : ", ") + s.tune_name;
   }
   throw Error("validation record '" + path + "' has no KV setting named '" + name + "' (" +
-                  (names.empty() ? std::string("it names none") : "it names " + names) + "); " + tune,
+                  (names.empty() ? std::string("it names none") : "it names " + names) + "); " +
+                  tune,
               ErrorKind::kRefused);
 }
 

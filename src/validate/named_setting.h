@@ -40,6 +40,7 @@ struct NamedSettings {
 // `model_path` on `isa`), with their verdicts and contexts as recorded (the gate still checks the
 // other bindings when one is used). kvrt::Error(kRefused) when the record cannot be read or was
 // made for another model file.
-NamedSettings list_named_settings(const std::string& model_path, const std::string& record_path, const std::string& isa);
+NamedSettings list_named_settings(const std::string& model_path, const std::string& record_path,
+                                  const std::string& isa);
 
 }  // namespace kvrt::validate

@@ -13,7 +13,8 @@ namespace {
 float scale_factor(float noise, uint64_t key) {
   key = (key + 0x9e3779b97f4a7c15ull) * 0xbf58476d1ce4e5b9ull;
   key ^= key >> 31;
-  return 1.0f + noise * (static_cast<float>(key >> 40) / static_cast<float>(1ull << 24) * 2.0f - 1.0f);
+  return 1.0f +
+         noise * (static_cast<float>(key >> 40) / static_cast<float>(1ull << 24) * 2.0f - 1.0f);
 }
 
 // Multiplies the scale of every group of position pos of one side (token tiles) by its factor.
@@ -40,23 +41,28 @@ std::function<void(kv::KvCache&, int, int, int)> scale_damage(float scale_noise,
     if (only_layer >= 0 && layer != only_layer) return;
     const kv::CacheLayout& l = cache.layout();
     const kv::LayerLayout& ll = l.layers[size_t(layer)];
-    const bool k_tiles = ll.k.packing == kv::Packing::kTokenTiles, v_tiles = ll.v.packing == kv::Packing::kTokenTiles;
+    const bool k_tiles = ll.k.packing == kv::Packing::kTokenTiles,
+               v_tiles = ll.v.packing == kv::Packing::kTokenTiles;
     if (only_layer < 0 && !(k_tiles && v_tiles))
-      throw Error("the negative control damages token tiles only, not " + cache.config().name(), ErrorKind::kUsage);
+      throw Error("the negative control damages token tiles only, not " + cache.config().name(),
+                  ErrorKind::kUsage);
     done->resize(2 * size_t(l.shape.n_layers), 0);
     const kv::HeadView v = cache.view(layer, 0);
     int& k_from = (*done)[2 * size_t(layer)];
     int& v_from = (*done)[2 * size_t(layer) + 1];
     if (pos0 == 0) k_from = v_from = l.sinks;  // the cache was cleared (or is new); sinks stay FP32
     if (k_tiles)
-      for (; k_from < v.k.n_packed; ++k_from) damage_position(cache, kv::TileRole::kKey, layer, k_from, scale_noise);
+      for (; k_from < v.k.n_packed; ++k_from)
+        damage_position(cache, kv::TileRole::kKey, layer, k_from, scale_noise);
     if (v_tiles)
-      for (; v_from < v.v.n_packed; ++v_from) damage_position(cache, kv::TileRole::kValue, layer, v_from, scale_noise);
+      for (; v_from < v.v.n_packed; ++v_from)
+        damage_position(cache, kv::TileRole::kValue, layer, v_from, scale_noise);
   };
 }
 
 std::string damaged_name(const kv::KvConfig& kv, float scale_noise, int layer) {
-  return kv.name() + ",noise=" + std::to_string(scale_noise) + (layer >= 0 ? ",noise_layer=" + std::to_string(layer) : "");
+  return kv.name() + ",noise=" + std::to_string(scale_noise) +
+         (layer >= 0 ? ",noise_layer=" + std::to_string(layer) : "");
 }
 
 }  // namespace kvrt::validate

@@ -1,6 +1,7 @@
 // The negative control of kvrt validate: a q8/q8 cache whose stored scales are damaged on purpose
 // (a relative error of up to `scale_noise`), which must FAIL. The damage is done here, in the
-// test harness, through the session's after_cache_write hook: the product cache knows nothing of it.
+// test harness, through the session's after_cache_write hook: the product cache knows nothing of
+// it.
 #pragma once
 
 #include <functional>
@@ -14,7 +15,8 @@ namespace kvrt::validate {
 // packed since the last call (kvrt::Error(kUsage) for caches without token tiles). With `layer`
 // >= 0 only that layer is damaged, and only its sides stored in token tiles: an FP32 side has no
 // scales, so storing it in FP32 protects it (kvrt tune's known-answer test).
-std::function<void(kv::KvCache&, int layer, int pos0, int n_tokens)> scale_damage(float scale_noise, int layer = -1);
+std::function<void(kv::KvCache&, int layer, int pos0, int n_tokens)> scale_damage(float scale_noise,
+                                                                                  int layer = -1);
 
 // The name a damaged setting is recorded under: the cache's name with ",noise=<scale_noise>" (and
 // ",noise_layer=<layer>"), so it can never stand for the undamaged setting in a record.

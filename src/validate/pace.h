@@ -31,7 +31,7 @@ struct CaseCost {
 class Pace {
  public:
   Pace() : t0_(std::chrono::steady_clock::now()) {}
-  double seconds() const;                    // since construction
+  double seconds() const;                          // since construction
   void add(const CaseCost& cost, double seconds);  // a case that ran, and its wall time
   // Seconds `cost` more will take at the rates so far (0 before any case): the two-rate fit when
   // the cases so far tell the rates apart and both come out non-negative, else one rate for both.

@@ -23,7 +23,8 @@ std::optional<Prefer> parse_prefer(std::string_view name);
 // unless its decode is slower by more than both spreads together with both rates reliable
 // (validate/speed.h): among those the least memory wins (then the earlier), so a difference the
 // machine's load could have made never decides. -1 when none passed.
-int recommend(const std::vector<SettingResult>& results, const std::vector<SettingVerdict>& verdicts, Prefer prefer);
+int recommend(const std::vector<SettingResult>& results,
+              const std::vector<SettingVerdict>& verdicts, Prefer prefer);
 
 // Whether decode at `a` is reliably slower than at `b`: both rates reliable and a's slower by more
 // than their spreads together.

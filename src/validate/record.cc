@@ -26,7 +26,8 @@ std::string body_text(const Record& r) {
   o << "thresholds_path = " << toml_quote(r.thresholds_path) << "\n";
   o << "thresholds_sha256 = " << toml_quote(r.thresholds_sha256) << "\n";
   o << "case_dirs = [";
-  for (size_t i = 0; i < r.case_dirs.size(); ++i) o << (i ? ", " : "") << toml_quote(r.case_dirs[i]);
+  for (size_t i = 0; i < r.case_dirs.size(); ++i)
+    o << (i ? ", " : "") << toml_quote(r.case_dirs[i]);
   o << "]\n";
   o << "acceptance_sha256 = " << toml_quote(r.acceptance_sha256) << "\n";
   o << "max_len = " << r.max_len << "\n";
@@ -72,10 +73,11 @@ ops::MatmulPrecision parse_matmul(const TomlView& v) {
 Record parse_record(const std::string& path, const toml::table& doc) {
   const TomlView top(path, doc, "");
   top.allow_only({"format", "kvrt_version", "isa", "model_path", "model_sha256", "thresholds_path",
-                  "thresholds_sha256", "case_dirs", "acceptance_sha256", "max_len", "content_sha256",
-                  "setting"});
+                  "thresholds_sha256", "case_dirs", "acceptance_sha256", "max_len",
+                  "content_sha256", "setting"});
   const int64_t format = top.integer("format").value_or(0);
-  if (format != kRecordFormat && format != 3) top.fail_key("format", "is not a known record format");
+  if (format != kRecordFormat && format != 3)
+    top.fail_key("format", "is not a known record format");
   Record r;
   r.kvrt_version = top.required_string("kvrt_version");
   r.isa = top.required_string("isa");
@@ -91,14 +93,19 @@ Record parse_record(const std::string& path, const toml::table& doc) {
       if (!node.is_table()) top.fail(&node, "each [[setting]] must be a table");
       const TomlView v(path, *node.as_table(), "setting");
       v.allow_only({"name", "matmul", "label", "verdict", "bytes_per_token", "n_ctx", "tune_name"});
-      RecordSetting s{v.required_string("name"), v.string("label").value_or(""), parse_verdict(v),
-                      v.number("bytes_per_token").value_or(0), v.integer_in("n_ctx", 0, INT32_MAX).value_or(0),
-                      parse_matmul(v), v.string("tune_name").value_or("")};
+      RecordSetting s{v.required_string("name"),
+                      v.string("label").value_or(""),
+                      parse_verdict(v),
+                      v.number("bytes_per_token").value_or(0),
+                      v.integer_in("n_ctx", 0, INT32_MAX).value_or(0),
+                      parse_matmul(v),
+                      v.string("tune_name").value_or("")};
       // The gate takes the first entry of a setting: a second one could only shadow or be shadowed.
       for (const RecordSetting& e : r.settings) {
         if (e.name == s.name && e.matmul == s.matmul)
-          v.fail_key("name", "'" + s.name + "' with " + ops::matmul_precision_name(s.matmul) +
-                                 " products is listed twice (a record holds one verdict per setting)");
+          v.fail_key("name",
+                     "'" + s.name + "' with " + ops::matmul_precision_name(s.matmul) +
+                         " products is listed twice (a record holds one verdict per setting)");
         if (!s.tune_name.empty() && e.tune_name == s.tune_name)
           v.fail_key("tune_name", "'" + s.tune_name + "' names two settings");
       }
@@ -109,14 +116,17 @@ Record parse_record(const std::string& path, const toml::table& doc) {
 }
 
 // The signature line's key and signature; throws naming what is wrong.
-std::pair<PublicKey, std::array<uint8_t, 64>> parse_signature(const std::string& path, std::string_view line) {
+std::pair<PublicKey, std::array<uint8_t, 64>> parse_signature(const std::string& path,
+                                                              std::string_view line) {
   std::string_view v = line.substr(kSignatureKey.size());
   PublicKey key;
   std::array<uint8_t, 64> sig{};
   const size_t n = kSignaturePrefix.size();
-  if (v.size() != n + 64 + 1 + 128 + 1 || v.substr(0, n) != kSignaturePrefix || v[n + 64] != ':' || v.back() != '"' ||
-      !from_hex(v.substr(n, 64), key.bytes.data(), 32) || !from_hex(v.substr(n + 65, 128), sig.data(), 64))
-    refuse(path, "has a malformed signature line (expected signature = \"ed25519:<64 hex>:<128 hex>\")");
+  if (v.size() != n + 64 + 1 + 128 + 1 || v.substr(0, n) != kSignaturePrefix || v[n + 64] != ':' ||
+      v.back() != '"' || !from_hex(v.substr(n, 64), key.bytes.data(), 32) ||
+      !from_hex(v.substr(n + 65, 128), sig.data(), 64))
+    refuse(path,
+           "has a malformed signature line (expected signature = \"ed25519:<64 hex>:<128 hex>\")");
   return {key, sig};
 }
 
@@ -134,7 +144,8 @@ std::string record_text(const Record& r, const SecretKey* key) {
 }
 
 void write_record(const Record& r, const std::string& path, const SecretKey* key) {
-  write_file_atomic(path, record_text(r, key), "validation record");  // run never sees half a record
+  write_file_atomic(path, record_text(r, key),
+                    "validation record");  // run never sees half a record
 }
 
 Record read_record(const std::string& path) {
@@ -147,8 +158,10 @@ Record read_record(const std::string& path) {
   std::string signer;
   const size_t prev = at > 0 ? text.rfind('\n', at - 1) : std::string::npos;
   const size_t sig_at = prev + 1;
-  if (prev != std::string::npos && std::string_view(text).substr(sig_at, at - sig_at).starts_with(kSignatureKey)) {
-    const auto [key, sig] = parse_signature(path, std::string_view(text).substr(sig_at, at - sig_at));
+  if (prev != std::string::npos &&
+      std::string_view(text).substr(sig_at, at - sig_at).starts_with(kSignatureKey)) {
+    const auto [key, sig] =
+        parse_signature(path, std::string_view(text).substr(sig_at, at - sig_at));
     text.erase(sig_at, at + 1 - sig_at);
     if (!verify_signature(key, text, sig))
       refuse(path, "does not match its signature by key " + key.id() +
@@ -161,7 +174,8 @@ Record read_record(const std::string& path) {
   const std::string line = text.substr(at + 1, line_end - at - 1);
   const std::string claimed = line.substr(kHashKey.size());
   const std::string rest = text.substr(0, at + 1) + text.substr(line_end + 1);
-  if (claimed != toml_quote(sha256_hex(rest))) refuse(path, "was edited after it was written (content hash mismatch)");
+  if (claimed != toml_quote(sha256_hex(rest)))
+    refuse(path, "was edited after it was written (content hash mismatch)");
   try {
     check_toml_nesting(text, path, "validation record");
     Record r = parse_record(path, toml::parse(text, path));
@@ -176,10 +190,14 @@ Record read_record(const std::string& path) {
 
 std::string state_dir() {
   if (const char* d = std::getenv("KVRT_STATE_DIR"); d && *d) return d;
-  if (const char* x = std::getenv("XDG_STATE_HOME"); x && *x == '/') return std::string(x) + "/kvrt";
-  if (const char* h = std::getenv("HOME"); h && *h == '/') return std::string(h) + "/.local/state/kvrt";
-  throw Error("no directory for validation records: HOME is unset or not an absolute path; set HOME, "
-              "XDG_STATE_HOME or KVRT_STATE_DIR, or give --record PATH", ErrorKind::kUsage);
+  if (const char* x = std::getenv("XDG_STATE_HOME"); x && *x == '/')
+    return std::string(x) + "/kvrt";
+  if (const char* h = std::getenv("HOME"); h && *h == '/')
+    return std::string(h) + "/.local/state/kvrt";
+  throw Error(
+      "no directory for validation records: HOME is unset or not an absolute path; set HOME, "
+      "XDG_STATE_HOME or KVRT_STATE_DIR, or give --record PATH",
+      ErrorKind::kUsage);
 }
 
 std::string default_record_path(const std::string& model_sha256, const std::string& isa) {

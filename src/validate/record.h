@@ -17,13 +17,15 @@
 namespace kvrt::validate {
 
 struct RecordSetting {
-  std::string name;   // canonical KvConfig::name()
+  std::string name;  // canonical KvConfig::name()
   std::string label;
   Verdict verdict = Verdict::kInconclusive;
   double bytes_per_token = 0;
-  int n_ctx = 0;      // the context (positions) it was validated at: run may use up to this many
-  ops::MatmulPrecision matmul = ops::MatmulPrecision::kF32;  // the precision of its prefill products
-  std::string tune_name{};  // the name `kvrt tune` gave it ("tuned"; `run --kv NAME` finds it), or empty
+  int n_ctx = 0;  // the context (positions) it was validated at: run may use up to this many
+  ops::MatmulPrecision matmul =
+      ops::MatmulPrecision::kF32;  // the precision of its prefill products
+  std::string
+      tune_name{};  // the name `kvrt tune` gave it ("tuned"; `run --kv NAME` finds it), or empty
 };
 
 struct Record {
@@ -32,9 +34,10 @@ struct Record {
   std::string thresholds_path, thresholds_sha256;
   std::vector<std::string> case_dirs;
   std::string acceptance_sha256;
-  int max_len = 0;    // context of the run that wrote the record (each setting keeps its own n_ctx)
+  int max_len = 0;  // context of the run that wrote the record (each setting keeps its own n_ctx)
   std::vector<RecordSetting> settings;  // one entry per (name, matmul); a second is refused
-  std::string signer;  // read_record: the hex public key whose signature verified; empty when unsigned
+  std::string
+      signer;  // read_record: the hex public key whose signature verified; empty when unsigned
 };
 
 // 2: each setting binds the context it was validated at (n_ctx).
@@ -56,7 +59,8 @@ Record read_record(const std::string& path);
 
 // $KVRT_STATE_DIR, else $XDG_STATE_HOME/kvrt, else $HOME/.local/state/kvrt (XDG_STATE_HOME and
 // HOME only when absolute, as the XDG base directory rules say); without any of them a
-// kvrt::Error(kUsage) asking for one or for --record, never a directory relative to the working one.
+// kvrt::Error(kUsage) asking for one or for --record, never a directory relative to the working
+// one.
 std::string state_dir();
 // Where validate writes, and run looks, by default: one record per model file and ISA.
 std::string default_record_path(const std::string& model_sha256, const std::string& isa);

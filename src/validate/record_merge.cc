@@ -20,8 +20,10 @@ std::string binding_change(const Record& old, const Record& r, const PublicKey* 
   if (old.kvrt_version != r.kvrt_version) return "it was made by kvrt " + old.kvrt_version;
   if (old.isa != r.isa) return "it was made with ISA " + old.isa + ", this run uses " + r.isa;
   if (old.thresholds_sha256 != r.thresholds_sha256)
-    return "it was made with other thresholds (" + old.thresholds_path + ", sha256 " + old.thresholds_sha256.substr(0, 12) + "...)";
-  if (old.acceptance_sha256 != r.acceptance_sha256) return "it was made with another acceptance set";
+    return "it was made with other thresholds (" + old.thresholds_path + ", sha256 " +
+           old.thresholds_sha256.substr(0, 12) + "...)";
+  if (old.acceptance_sha256 != r.acceptance_sha256)
+    return "it was made with another acceptance set";
   if (signer && old.signer != signer->hex())
     return old.signer.empty() ? "it is not signed, and this run signs what it keeps (--sign)"
                               : "it is signed by another key than this run's (--sign)";
@@ -30,10 +32,12 @@ std::string binding_change(const Record& old, const Record& r, const PublicKey* 
 
 }  // namespace
 
-std::vector<std::string> merge_earlier(const std::string& path, const Record& old, Record& r, const PublicKey* signer) {
+std::vector<std::string> merge_earlier(const std::string& path, const Record& old, Record& r,
+                                       const PublicKey* signer) {
   if (old.model_sha256 != r.model_sha256)
-    throw Error("validation record '" + path + "' holds the verdicts of another model file (" + old.model_path +
-                    ", sha256 " + old.model_sha256.substr(0, 12) + "...), which this run would drop; give this "
+    throw Error("validation record '" + path + "' holds the verdicts of another model file (" +
+                    old.model_path + ", sha256 " + old.model_sha256.substr(0, 12) +
+                    "...), which this run would drop; give this "
                     "model's record another path (--record) or move that one away",
                 ErrorKind::kUsage);
   std::vector<std::string> notes;
@@ -47,12 +51,14 @@ std::vector<std::string> merge_earlier(const std::string& path, const Record& ol
     for (const RecordSetting& s : old.settings)
       if (rerun_of(s) == r.settings.end()) dropped += (dropped.empty() ? "" : ", ") + describe(s);
     if (!dropped.empty())
-      notes.push_back("record '" + path + "': dropping the earlier verdicts of " + dropped + ": " + why);
+      notes.push_back("record '" + path + "': dropping the earlier verdicts of " + dropped + ": " +
+                      why);
     return notes;
   }
   // A tune name moves to the setting the new record gives it; a setting re-run keeps its name.
   const auto named_anew = [&](const std::string& n) {
-    return std::any_of(r.settings.begin(), r.settings.end(), [&](const auto& x) { return x.tune_name == n; });
+    return std::any_of(r.settings.begin(), r.settings.end(),
+                       [&](const auto& x) { return x.tune_name == n; });
   };
   for (RecordSetting s : old.settings) {
     if (!s.tune_name.empty() && named_anew(s.tune_name)) s.tune_name.clear();
@@ -63,8 +69,9 @@ std::vector<std::string> merge_earlier(const std::string& path, const Record& ol
     }
     if (rerun->tune_name.empty()) rerun->tune_name = s.tune_name;
     if (rerun->verdict != s.verdict || rerun->n_ctx != s.n_ctx)
-      notes.push_back("record '" + path + "': the earlier verdict " + describe(s) + " is replaced by this run's " +
-                      std::string(verdict_name(rerun->verdict)) + " at " + std::to_string(rerun->n_ctx) + " positions");
+      notes.push_back("record '" + path + "': the earlier verdict " + describe(s) +
+                      " is replaced by this run's " + std::string(verdict_name(rerun->verdict)) +
+                      " at " + std::to_string(rerun->n_ctx) + " positions");
   }
   return notes;
 }

@@ -18,6 +18,7 @@ namespace kvrt::validate {
 // kept only from a record signed by that same key, since signing vouches for them. Returns one
 // sentence per earlier verdict dropped or changed. Throws kvrt::Error(kUsage) naming the path
 // when `old` was made for another model file.
-std::vector<std::string> merge_earlier(const std::string& path, const Record& old, Record& r, const PublicKey* signer);
+std::vector<std::string> merge_earlier(const std::string& path, const Record& old, Record& r,
+                                       const PublicKey* signer);
 
 }  // namespace kvrt::validate

@@ -20,22 +20,24 @@ struct Report {
   const Thresholds* thresholds = nullptr;
   std::vector<SettingVerdict> verdicts;  // parallel to run->settings
   SettingVerdict noise_verdict;
-  int recommended = -1;                  // index into run->settings
-  Prefer prefer = Prefer::kMemory;       // what chose it
+  int recommended = -1;             // index into run->settings
+  Prefer prefer = Prefer::kMemory;  // what chose it
   std::string model_path, model_sha256, isa, kvrt_version, acceptance_sha256;
-  std::string matmul;                    // matrix-product backends (ops::matmul_backends)
-  int n_ctx_full = 0;                    // the model's full context, for "memory saved"
-  int max_len = 0;                       // the validated context: the cases were built for it
+  std::string matmul;  // matrix-product backends (ops::matmul_backends)
+  int n_ctx_full = 0;  // the model's full context, for "memory saved"
+  int max_len = 0;     // the validated context: the cases were built for it
   // The model's sliding window (0: none) and the layers it applies to: a case longer than the
-  // window has those layers drop its first positions (their cache is a ring), one no longer does not.
+  // window has those layers drop its first positions (their cache is a ring), one no longer does
+  // not.
   int sliding_window = 0;
   int n_windowed_layers = 0, n_layers = 0;
-  std::string context_source;            // why this context: "-c", or how the default was chosen
+  std::string context_source;  // why this context: "-c", or how the default was chosen
   int n_threads = 0;
-  int speed_repeats = 0;                 // timed segments per measurement (validate/speed.h)
-  std::string noise_description;         // how the noise-floor lane differs from the baseline
-  std::vector<std::string> skipped;      // cases left out (too long)
-  std::vector<std::string> skipped_settings;  // "label: why" of settings that cannot apply to the model
+  int speed_repeats = 0;             // timed segments per measurement (validate/speed.h)
+  std::string noise_description;     // how the noise-floor lane differs from the baseline
+  std::vector<std::string> skipped;  // cases left out (too long)
+  std::vector<std::string>
+      skipped_settings;  // "label: why" of settings that cannot apply to the model
 };
 
 // Mean and interval of a metric over the cases of one category or bucket ("" = all).
@@ -56,11 +58,14 @@ struct TaskRow {
 
   double baseline_rate() const { return double(counts.baseline_right()) / counts.n(); }
   double setting_rate() const { return double(counts.both + counts.gained) / counts.n(); }
-  double points() const { return 100.0 * (counts.gained - counts.lost) / counts.n(); }  // setting - baseline
+  double points() const {
+    return 100.0 * (counts.gained - counts.lost) / counts.n();
+  }  // setting - baseline
 };
-std::vector<TaskRow> task_rows(const Report& r, const SettingResult& s);  // empty: the set has no task case
+std::vector<TaskRow> task_rows(const Report& r,
+                               const SettingResult& s);  // empty: the set has no task case
 
-std::string format_number(double x);  // 3 significant digits, fixed or scientific
+std::string format_number(double x);     // 3 significant digits, fixed or scientific
 std::string format_bytes(double bytes);  // "720.0 KiB", "1.5 MiB", "3.2 GiB"
 std::string format_rate(double tok_s);   // tokens per second, "-" when not measured
 
@@ -68,7 +73,7 @@ std::string report_text(const Report& r);
 // How the cases sit against the model's sliding window: per length bucket, the cases longer than
 // it (those whose windowed layers drop positions); a line of report_text, "" without a window.
 std::string window_summary(const Report& r);
-std::string report_json(const Report& r);  // deterministic except the timings (seconds, tok/s)
+std::string report_json(const Report& r);    // deterministic except the timings (seconds, tok/s)
 std::string json_quote(std::string_view s);  // a JSON string literal with escapes
 std::string report_html(const Report& r);
 

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <memory>
 
-
 #include "common/error.h"
 #include "kv/cache_layout.h"
 #include "model/lockstep.h"
@@ -19,7 +18,7 @@ namespace {
 struct Lane {
   std::unique_ptr<model::Session> session;
   std::unique_ptr<model::SessionState> prompt;  // the session after a case's prompt, to branch from
-  std::vector<float> logits;  // [n_batch][n_vocab]
+  std::vector<float> logits;                    // [n_batch][n_vocab]
   std::vector<TokenSums> row_sums;  // [n_batch] one chunk's scores, summed in order after
   std::vector<double> row_kl;       // [n_batch]
   SettingResult* out = nullptr;
@@ -56,7 +55,8 @@ class CaseRunner {
   void sample(const Case& c);
   std::vector<std::vector<int32_t>> generate(int n, std::vector<model::Sampler>& samplers);
   std::string piece(std::vector<int32_t>& before, int32_t next) const;
-  std::vector<std::string> pieces(const std::vector<int32_t>& tokens) const;  // the text each token adds
+  std::vector<std::string> pieces(
+      const std::vector<int32_t>& tokens) const;  // the text each token adds
   std::string text_after(const std::vector<int32_t>& prompt, const std::vector<int32_t>& out) const;
 
   std::vector<Lane*>& lanes_;
@@ -76,7 +76,8 @@ void CaseRunner::score_pending(int32_t ref) {
   const int pos = base().n_past() - 1;
   for (size_t l = 1; l < lanes_.size(); ++l) {
     Lane& lane = *lanes_[l];
-    const double kl = score_position(b, lane.session->last_logits(), n_vocab_, ref, lane.score->tokens);
+    const double kl =
+        score_position(b, lane.session->last_logits(), n_vocab_, ref, lane.score->tokens);
     lane.score->kl_by_pos.push_back(float(kl));
     const size_t bin = std::min(size_t(pos / bin_width_), lane.out->kl_by_pos.size() - 1);
     lane.out->kl_by_pos[bin] += kl;
@@ -92,12 +93,15 @@ void CaseRunner::score_rows(int n, int pos0, const int32_t* next) {
   const float* b = lanes_[0]->logits.data();
   const int n_cand = int(lanes_.size()) - 1;
   ThreadPool& pool = *lanes_[0]->session->pool();  // the lanes' threads, idle between their passes
-  pool.run(n, [&](int64_t i, int) { refs_[size_t(i)] = reference_of(b + size_t(i) * n_vocab_, n_vocab_); });
+  pool.run(n, [&](int64_t i, int) {
+    refs_[size_t(i)] = reference_of(b + size_t(i) * n_vocab_, n_vocab_);
+  });
   pool.run(int64_t(n) * n_cand, [&](int64_t j, int) {
     Lane& lane = *lanes_[size_t(1 + j / n)];
     const size_t i = size_t(j % n);
     lane.row_sums[i] = TokenSums{};
-    lane.row_kl[i] = score_position(refs_[i], lane.logits.data() + i * n_vocab_, n_vocab_, next[i], lane.row_sums[i]);
+    lane.row_kl[i] = score_position(refs_[i], lane.logits.data() + i * n_vocab_, n_vocab_, next[i],
+                                    lane.row_sums[i]);
   });
   for (size_t l = 1; l < lanes_.size(); ++l) {
     Lane& lane = *lanes_[l];
@@ -169,7 +173,8 @@ void CaseRunner::follow_greedy(int n) {
 
 // n tokens from every lane's session as it was after the prompt (Lane::prompt), lane l drawing
 // from samplers[l]: out [lanes][n].
-std::vector<std::vector<int32_t>> CaseRunner::generate(int n, std::vector<model::Sampler>& samplers) {
+std::vector<std::vector<int32_t>> CaseRunner::generate(int n,
+                                                       std::vector<model::Sampler>& samplers) {
   for (Lane* lane : lanes_) lane->session->restore(*lane->prompt);
   std::vector<std::vector<int32_t>> out(lanes_.size());
   std::vector<int32_t> next(lanes_.size());
@@ -213,7 +218,8 @@ void CaseRunner::free_greedy(const Case& c) {
   for (size_t l = 0; l < lanes_.size(); ++l) {
     const std::vector<int32_t>& out = outs[l];
     const std::string text = text_after(c.turns[0], out);
-    const bool pass = c.check ? task_passes(*c.check, text) : text.find(c.expect) != std::string::npos;
+    const bool pass =
+        c.check ? task_passes(*c.check, text) : text.find(c.expect) != std::string::npos;
     if (l == 0) {
       base_out = out;
       base_pass = pass;
@@ -223,14 +229,16 @@ void CaseRunner::free_greedy(const Case& c) {
     s.n_generated += int(out.size());
     const auto diverge = std::mismatch(out.begin(), out.end(), base_out.begin()).first;
     s.n_matched += int(diverge - out.begin());
-    s.continuation = {pieces(base_out), pieces(out), diverge == out.end() ? -1 : int(diverge - out.begin()), true};
+    s.continuation = {pieces(base_out), pieces(out),
+                      diverge == out.end() ? -1 : int(diverge - out.begin()), true};
     (c.check ? s.task_baseline : s.recall_baseline) = base_pass;
     (c.check ? s.task_candidate : s.recall_candidate) = pass;
   }
 }
 
 // The text `out` adds after `prompt` (decoding `out` alone would lose a leading space).
-std::string CaseRunner::text_after(const std::vector<int32_t>& prompt, const std::vector<int32_t>& out) const {
+std::string CaseRunner::text_after(const std::vector<int32_t>& prompt,
+                                   const std::vector<int32_t>& out) const {
   std::vector<int32_t> all = prompt;
   all.insert(all.end(), out.begin(), out.end());
   const std::string a = tok_.decode(prompt), b = tok_.decode(all);
@@ -240,7 +248,8 @@ std::string CaseRunner::text_after(const std::vector<int32_t>& prompt, const std
 void CaseRunner::sample(const Case& c) {
   std::vector<std::vector<std::vector<int32_t>>> outs(lanes_.size());  // [lane][seed][token]
   for (uint64_t seed : c.seeds) {
-    std::vector<model::Sampler> samplers(lanes_.size(), model::Sampler({float(c.temperature), 0, 1.0f, seed}, n_vocab_));
+    std::vector<model::Sampler> samplers(
+        lanes_.size(), model::Sampler({float(c.temperature), 0, 1.0f, seed}, n_vocab_));
     std::vector<std::vector<int32_t>> out = generate(c.n_generate, samplers);
     for (size_t l = 0; l < lanes_.size(); ++l) outs[l].push_back(std::move(out[l]));
   }
@@ -255,7 +264,8 @@ void CaseRunner::sample(const Case& c) {
 // its state there and returns to it for every continuation, instead of running the prompt again.
 void CaseRunner::run(const Case& c) {
   for (Lane* lane : lanes_) lane->session->reset();
-  const bool branches = c.mode == Mode::kRecall || c.mode == Mode::kSampling || c.mode == Mode::kTask;
+  const bool branches =
+      c.mode == Mode::kRecall || c.mode == Mode::kSampling || c.mode == Mode::kTask;
   for (size_t t = 0; t < c.turns.size(); ++t) {
     feed(c.turns[t]);
     if (t == 0 && branches)
@@ -268,7 +278,8 @@ void CaseRunner::run(const Case& c) {
   if (c.mode == Mode::kSampling) sample(c);
 }
 
-SettingResult make_result(const Setting& s, const model::Session& session, size_t n_cases, int bins, int max_len) {
+SettingResult make_result(const Setting& s, const model::Session& session, size_t n_cases, int bins,
+                          int max_len) {
   SettingResult r;
   r.setting = s;
   const kv::KvConfig& kv = session.kv_cache().config();
@@ -334,14 +345,15 @@ std::optional<double> CaseScore::value(Metric m) const {
     case Metric::kSpreadGrowth:
       if (!spread_baseline) return std::nullopt;
       return *spread_candidate - *spread_baseline;
-    default:
-      return token_metric_value(m, tokens);
+    default: return token_metric_value(m, tokens);
   }
 }
 
 std::optional<std::pair<bool, bool>> CaseScore::outcomes(Metric m) const {
-  if (m == Metric::kRecallLoss && recall_baseline) return std::make_pair(*recall_baseline, *recall_candidate);
-  if (m == Metric::kTaskLoss && task_baseline) return std::make_pair(*task_baseline, *task_candidate);
+  if (m == Metric::kRecallLoss && recall_baseline)
+    return std::make_pair(*recall_baseline, *recall_candidate);
+  if (m == Metric::kTaskLoss && task_baseline)
+    return std::make_pair(*task_baseline, *task_candidate);
   return std::nullopt;
 }
 
@@ -359,7 +371,8 @@ RunResult run_validation(const model::Model& model, const std::vector<Case>& cas
       o.noise_threads == o.n_threads ? pool : model::make_thread_pool(o.noise_threads);
   lanes.push_back(make_lane(model, Setting{}, n_ctx, o, pool, o.n_batch));
   lanes.push_back(make_lane(model, Setting{}, n_ctx, o, noise_pool, o.noise_batch));
-  r.noise_floor = make_result({"noise floor", {}}, *lanes[1].session, cases.size(), o.kl_bins, o.max_len);
+  r.noise_floor =
+      make_result({"noise floor", {}}, *lanes[1].session, cases.size(), o.kl_bins, o.max_len);
   r.settings.reserve(settings.size());
   for (const Setting& s : settings) {
     lanes.push_back(make_lane(model, s, n_ctx, o, pool, o.n_batch));
@@ -386,7 +399,8 @@ RunResult run_validation(const model::Model& model, const std::vector<Case>& cas
       r.budget_ended = true;
       break;
     }
-    for (size_t l = 1; l < running.size(); ++l) running[l]->score = &running[l]->out->cases[order[k]];
+    for (size_t l = 1; l < running.size(); ++l)
+      running[l]->score = &running[l]->out->cases[order[k]];
     const double start = pace.seconds();
     runner.run(c);
     pace.add(cost, pace.seconds() - start);
@@ -406,8 +420,9 @@ RunResult run_validation(const model::Model& model, const std::vector<Case>& cas
        }())
     for (size_t b = 0; b < s->kl_by_pos.size(); ++b)
       if (s->kl_by_pos_count[b]) s->kl_by_pos[b] /= double(s->kl_by_pos_count[b]);
-  // Speed: every lane but the noise floor's (FP32 like the baseline), whether or not it stopped early.
-  // Timed in turns (validate/speed.h), so that the machine's load falls on all of them alike.
+  // Speed: every lane but the noise floor's (FP32 like the baseline), whether or not it stopped
+  // early. Timed in turns (validate/speed.h), so that the machine's load falls on all of them
+  // alike.
   std::vector<SpeedLane> timed{{lanes[0].session.get(), lanes[0].prompt.get(), &r.baseline_speed}};
   for (size_t l = 2; l < lanes.size(); ++l)
     timed.push_back({lanes[l].session.get(), lanes[l].prompt.get(), &lanes[l].out->speed});

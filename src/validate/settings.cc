@@ -28,7 +28,9 @@ kv::KvConfig read_kv(const TomlView& v) {
       v.fail_key(key, e.what());
     }
   };
-  const auto text = [](std::optional<int64_t> x) { return x ? std::optional<std::string>(std::to_string(*x)) : std::nullopt; };
+  const auto text = [](std::optional<int64_t> x) {
+    return x ? std::optional<std::string>(std::to_string(*x)) : std::nullopt;
+  };
   field("kv", v.string("kv"));
   for (const char* key : {"k", "v", "k_axis"}) field(key, v.string(key));
   for (const char* key : {"group", "residual", "sinks"}) field(key, text(v.integer(key)));
@@ -48,7 +50,8 @@ std::vector<Setting> read_settings(const std::string& path) {
   for (const auto& node : *arr) {
     if (!node.is_table()) top.fail(&node, "each [[setting]] must be a table");
     const TomlView v(path, *node.as_table(), "setting");
-    v.allow_only({"label", "kv", "k", "v", "group", "k_axis", "residual", "rotate", "sinks", "matmul"});
+    v.allow_only(
+        {"label", "kv", "k", "v", "group", "k_axis", "residual", "rotate", "sinks", "matmul"});
     Setting s;
     s.label = v.required_string("label");
     s.kv = read_kv(v);
@@ -74,14 +77,18 @@ Setting negative_control(float scale_noise) {
 }
 
 std::string setting_label(const kv::KvConfig& kv, ops::MatmulPrecision matmul) {
-  std::string label = std::string(kv::format_name(kv.k_format)) + "/" + kv::format_name(kv.v_format);
+  std::string label =
+      std::string(kv::format_name(kv.k_format)) + "/" + kv::format_name(kv.v_format);
   if (kv.k_axis == kv::KeyAxis::kChannel) label += " ch";
   if (kv.residual > 0) label += " r" + std::to_string(kv.residual);
-  if (kv.rotate != !kv.is_f32()) label += kv.rotate ? " rot" : " norot";  // unlike the text form's default
+  if (kv.rotate != !kv.is_f32())
+    label += kv.rotate ? " rot" : " norot";  // unlike the text form's default
   if (kv.sinks > 0) label += " sinks" + std::to_string(kv.sinks);
   const std::string name = kv.name();  // per-layer formats follow the fields of every setting
-  if (const size_t at = name.find('['); at != std::string::npos) label += " " + name.substr(name.rfind(',', at) + 1);
-  if (matmul != ops::MatmulPrecision::kF32) label += std::string(" ") + ops::matmul_precision_name(matmul);
+  if (const size_t at = name.find('['); at != std::string::npos)
+    label += " " + name.substr(name.rfind(',', at) + 1);
+  if (matmul != ops::MatmulPrecision::kF32)
+    label += std::string(" ") + ops::matmul_precision_name(matmul);
   return label;
 }
 

@@ -18,8 +18,8 @@ std::string default_validation_dir();
 // file and line.
 std::vector<Setting> read_settings(const std::string& path);
 
-// A short table label for a setting given without one, e.g. "q4/q4 ch r32", "q4/q4 norot", "q8/q8 bf16" or
-// "q4/q4 sinks4 layers[0,-1]=q8".
+// A short table label for a setting given without one, e.g. "q4/q4 ch r32", "q4/q4 norot", "q8/q8
+// bf16" or "q4/q4 sinks4 layers[0,-1]=q8".
 std::string setting_label(const kv::KvConfig& kv, ops::MatmulPrecision matmul);
 
 // The negative control: q8 keys and values with every stored scale perturbed by a relative

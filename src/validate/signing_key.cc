@@ -26,11 +26,13 @@ void init_sodium() {
 }
 
 [[noreturn]] void bad_key_file(const std::string& path, int line, const std::string& why) {
-  throw Error("key file '" + path + "'" + (line > 0 ? ":" + std::to_string(line) : "") + ": " + why);
+  throw Error("key file '" + path + "'" + (line > 0 ? ":" + std::to_string(line) : "") + ": " +
+              why);
 }
 
 // The 32 bytes of the one key line of `text`, whose type must be `type`.
-std::array<uint8_t, 32> parse_key_text(const std::string& text, std::string_view type, const std::string& path) {
+std::array<uint8_t, 32> parse_key_text(const std::string& text, std::string_view type,
+                                       const std::string& path) {
   std::array<uint8_t, 32> bytes{};
   int n_keys = 0, line_no = 0;
   size_t at = 0;
@@ -46,12 +48,15 @@ std::array<uint8_t, 32> parse_key_text(const std::string& text, std::string_view
     const std::string_view word = line.substr(0, space);
     if (word != type) {
       const bool other = word == kSecretType || word == kPublicType;
-      bad_key_file(path, line_no, other ? "holds a " + std::string(word) + ", not a " + std::string(type)
-                                        : "expected '" + std::string(type) + " <64 hex digits>'");
+      bad_key_file(path, line_no,
+                   other ? "holds a " + std::string(word) + ", not a " + std::string(type)
+                         : "expected '" + std::string(type) + " <64 hex digits>'");
     }
     if (++n_keys > 1) bad_key_file(path, line_no, "holds more than one key");
-    if (space == std::string_view::npos || !from_hex(line.substr(space + 1), bytes.data(), bytes.size()))
-      bad_key_file(path, line_no, "the key must be exactly 64 hex digits after '" + std::string(type) + " '");
+    if (space == std::string_view::npos ||
+        !from_hex(line.substr(space + 1), bytes.data(), bytes.size()))
+      bad_key_file(path, line_no,
+                   "the key must be exactly 64 hex digits after '" + std::string(type) + " '");
   }
   if (n_keys == 0) bad_key_file(path, 0, "holds no '" + std::string(type) + "' line");
   return bytes;
@@ -73,11 +78,13 @@ void create_file(const std::string& path, const std::string& text, mode_t mode) 
     if (f.fd() >= 0) {
       if (!write_key(f.fd())) fail(errno);
       const std::string proc = "/proc/self/fd/" + std::to_string(f.fd());
-      if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) != 0) fail(errno);
+      if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) != 0)
+        fail(errno);
       return;
     }
   }
-  const FileHandle f(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
+  const FileHandle f(
+      ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
   if (f.fd() < 0) fail(errno);
   if (!write_key(f.fd())) {
     const int err = errno;
@@ -86,9 +93,11 @@ void create_file(const std::string& path, const std::string& text, mode_t mode) 
   }
 }
 
-std::string key_file_text(std::string_view type, const std::string& hex, const PublicKey& pub, const char* what) {
-  return std::string("# kvrt Ed25519 ") + what + " (kvrt keygen; docs/signed-records.md)\n# key id " + pub.id() +
-         "\n" + std::string(type) + " " + hex + "\n";
+std::string key_file_text(std::string_view type, const std::string& hex, const PublicKey& pub,
+                          const char* what) {
+  return std::string("# kvrt Ed25519 ") + what +
+         " (kvrt keygen; docs/signed-records.md)\n# key id " + pub.id() + "\n" + std::string(type) +
+         " " + hex + "\n";
 }
 
 }  // namespace
@@ -122,7 +131,8 @@ bool from_hex(std::string_view hex, uint8_t* bytes, size_t n) {
 std::string PublicKey::hex() const { return to_hex(bytes.data(), bytes.size()); }
 
 std::string PublicKey::id() const {
-  return sha256_hex(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size())).substr(0, 16);
+  return sha256_hex(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()))
+      .substr(0, 16);
 }
 
 SecretKey::~SecretKey() { sodium_memzero(secret_.data(), secret_.size()); }
@@ -152,20 +162,23 @@ SecretKey SecretKey::from_seed(const std::array<uint8_t, 32>& seed) {
 
 std::array<uint8_t, 64> SecretKey::sign(std::string_view message) const {
   std::array<uint8_t, 64> sig{};
-  crypto_sign_detached(sig.data(), nullptr, reinterpret_cast<const uint8_t*>(message.data()), message.size(),
-                       secret_.data());
+  crypto_sign_detached(sig.data(), nullptr, reinterpret_cast<const uint8_t*>(message.data()),
+                       message.size(), secret_.data());
   return sig;
 }
 
-bool verify_signature(const PublicKey& key, std::string_view message, const std::array<uint8_t, 64>& signature) {
+bool verify_signature(const PublicKey& key, std::string_view message,
+                      const std::array<uint8_t, 64>& signature) {
   init_sodium();
-  return crypto_sign_verify_detached(signature.data(), reinterpret_cast<const uint8_t*>(message.data()),
+  return crypto_sign_verify_detached(signature.data(),
+                                     reinterpret_cast<const uint8_t*>(message.data()),
                                      message.size(), key.bytes.data()) == 0;
 }
 
 PublicKey read_public_key(const std::string& path) {
   PublicKey k;
-  k.bytes = parse_key_text(read_regular_file(path, "public key file", kMaxKeyFileBytes), kPublicType, path);
+  k.bytes = parse_key_text(read_regular_file(path, "public key file", kMaxKeyFileBytes),
+                           kPublicType, path);
   return k;
 }
 
@@ -176,10 +189,12 @@ SecretKey read_secret_key(const std::string& path) {
   if (st.st_mode & (S_IROTH | S_IWOTH)) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
-    bad_key_file(path, 0, std::string("other users may read or write this secret key (mode ") + mode +
-                              "); make it private with chmod 600");
+    bad_key_file(path, 0,
+                 std::string("other users may read or write this secret key (mode ") + mode +
+                     "); make it private with chmod 600");
   }
-  if (size_t(st.st_size) > kMaxKeyFileBytes) bad_key_file(path, 0, "is larger than a key file can be");
+  if (size_t(st.st_size) > kMaxKeyFileBytes)
+    bad_key_file(path, 0, "is larger than a key file can be");
   std::string text(size_t(st.st_size), '\0');
   size_t done = 0;
   while (done < text.size()) {
@@ -199,10 +214,13 @@ void write_key_pair(const SecretKey& key, const std::string& secret_path) {
   const std::string public_path = secret_path + ".pub";
   for (const std::string& p : {secret_path, public_path})
     if (!missing_file(p))
-      throw Error("key file '" + p + "' already exists; kvrt keygen never replaces a key (remove it or choose "
-                  "another name)", ErrorKind::kUsage);
+      throw Error("key file '" + p +
+                      "' already exists; kvrt keygen never replaces a key (remove it or choose "
+                      "another name)",
+                  ErrorKind::kUsage);
   const PublicKey& pub = key.public_key();
-  std::string secret_text = key_file_text(kSecretType, key.seed_hex(), pub, "secret key: keep it private");
+  std::string secret_text =
+      key_file_text(kSecretType, key.seed_hex(), pub, "secret key: keep it private");
   create_file(secret_path, secret_text, 0600);
   sodium_memzero(secret_text.data(), secret_text.size());
   try {

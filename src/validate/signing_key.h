@@ -21,7 +21,8 @@ struct PublicKey {
   std::array<uint8_t, 32> bytes{};
 
   std::string hex() const;  // 64 lowercase hex digits, as key files and records write it
-  std::string id() const;   // the first 16 hex digits of the SHA-256 of the key's bytes, for messages
+  std::string id()
+      const;  // the first 16 hex digits of the SHA-256 of the key's bytes, for messages
   bool operator==(const PublicKey&) const = default;
 };
 
@@ -48,7 +49,8 @@ class SecretKey {
 };
 
 // Whether `signature` is a valid Ed25519 signature of `message` by `key`.
-bool verify_signature(const PublicKey& key, std::string_view message, const std::array<uint8_t, 64>& signature);
+bool verify_signature(const PublicKey& key, std::string_view message,
+                      const std::array<uint8_t, 64>& signature);
 
 // Reads a key file. Throws kvrt::Error(kInput) naming the file (and the line) for a missing,
 // special or malformed file, and for a secret key file other users may read or write.

@@ -13,7 +13,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // The state of a session after positions [0, n_past) holding synthetic keys and values, written
 // through the cache as a forward pass writes them (so quantized, windowed and rotated alike).
@@ -65,7 +67,7 @@ int64_t waited_ns() {
 // One kind of segment (a prefill chunk, or decode steps) on every lane.
 struct Segment {
   int n_tokens = 0;
-  int n_past = 0;       // positions in the cache before it
+  int n_past = 0;  // positions in the cache before it
   bool one_by_one = false;
 };
 
@@ -75,7 +77,8 @@ struct Times {
 };
 
 // Times `seg` on every lane, one segment per lane per round, starting each round at the next lane.
-std::vector<Times> time_rounds(const std::vector<SpeedLane>& lanes, const Segment& seg, const SpeedOptions& o) {
+std::vector<Times> time_rounds(const std::vector<SpeedLane>& lanes, const Segment& seg,
+                               const SpeedOptions& o) {
   constexpr int kMaxRounds = 64;
   const model::ModelConfig& c = lanes[0].session->model().config();
   const std::vector<int32_t> tokens = some_tokens(seg.n_tokens, c.n_vocab);
@@ -139,7 +142,8 @@ void measure_speeds(const std::vector<SpeedLane>& lanes, int n_ctx, const SpeedO
   if (n_ctx < 4) return;
   const int n_prefill = std::max(1, std::min(o.prefill_tokens, n_ctx / 4));
   const int n_decode = std::max(1, std::min(o.decode_tokens, n_ctx / 4));
-  const std::vector<Times> prefill = time_rounds(lanes, {n_prefill, n_ctx / 2 - n_prefill / 2, false}, o);
+  const std::vector<Times> prefill =
+      time_rounds(lanes, {n_prefill, n_ctx / 2 - n_prefill / 2, false}, o);
   const std::vector<Times> decode = time_rounds(lanes, {n_decode, n_ctx - n_decode, true}, o);
   for (size_t i = 0; i < lanes.size(); ++i) {
     Speed& s = *lanes[i].out;

@@ -42,24 +42,28 @@ constexpr int kMinUndisturbed = 3;
 struct Speed {
   double prefill_tok_s = 0;  // 0: not measured
   double decode_tok_s = 0;
-  double prefill_spread = 0;  // over the undisturbed segments: (third-fastest's time / fastest's) - 1
+  double prefill_spread =
+      0;  // over the undisturbed segments: (third-fastest's time / fastest's) - 1
   double decode_spread = 0;
-  int repeats = 0;            // segments of each kind timed
+  int repeats = 0;                                      // segments of each kind timed
   int prefill_undisturbed = 0, decode_undisturbed = 0;  // of those, the ones not disturbed
 
   bool prefill_reliable() const {
     return prefill_undisturbed >= kMinUndisturbed && prefill_spread <= kUnreliableSpread;
   }
-  bool decode_reliable() const { return decode_undisturbed >= kMinUndisturbed && decode_spread <= kUnreliableSpread; }
+  bool decode_reliable() const {
+    return decode_undisturbed >= kMinUndisturbed && decode_spread <= kUnreliableSpread;
+  }
 };
 
 struct SpeedOptions {
-  int prefill_tokens = 256;     // one chunk, at most the session's context / 4
-  int decode_tokens = 8;        // steps, at most the session's context / 4
-  int repeats = 3;              // rounds at least; 0 = not measured
-  double min_seconds = 0.1;     // ... and more until each setting's segments took this long together
-  double target_spread = 0.03;  // ... and more until every spread of kMinUndisturbed segments is at most this
-  double max_seconds = 6;       // ... but no more rounds once prefill or decode took half this
+  int prefill_tokens = 256;  // one chunk, at most the session's context / 4
+  int decode_tokens = 8;     // steps, at most the session's context / 4
+  int repeats = 3;           // rounds at least; 0 = not measured
+  double min_seconds = 0.1;  // ... and more until each setting's segments took this long together
+  double target_spread =
+      0.03;  // ... and more until every spread of kMinUndisturbed segments is at most this
+  double max_seconds = 6;  // ... but no more rounds once prefill or decode took half this
 };
 
 // One session to time and where its result goes. `scratch` is storage for its cache (a

@@ -94,22 +94,24 @@ void compile_pattern(TaskCheck& check) {
   // libstdc++'s polynomial mode matches breadth-first, one set of states per character: its default
   // backtracks, recursing once per character matched, and a long continuation overflowed the stack
   // (and "( [a-z]+)+[.,]" took seconds on a few KiB without the period).
-  const auto flags = std::regex::ECMAScript | std::regex::nosubs | std::regex_constants::__polynomial;
+  const auto flags =
+      std::regex::ECMAScript | std::regex::nosubs | std::regex_constants::__polynomial;
   try {
     std::regex{check.pattern, flags};  // the pattern alone, so that "a)(b" is an error
-    // [\s\S]* lets a match start anywhere within one pass, where regex_search restarts per position.
+    // [\s\S]* lets a match start anywhere within one pass, where regex_search restarts per
+    // position.
     check.re = std::make_shared<const std::regex>("[\\s\\S]*(?:" + check.pattern + ")", flags);
   } catch (const std::regex_error& e) {
     if (e.code() == std::regex_constants::error_complexity)
-      throw Error("bad " + quoted + ": back-references are not supported (a task check matches in one pass)");
+      throw Error("bad " + quoted +
+                  ": back-references are not supported (a task check matches in one pass)");
     throw Error("bad " + quoted + ": " + e.what());
   }
 }
 
 bool task_passes(const TaskCheck& check, std::string_view continuation) {
   switch (check.kind) {
-    case CheckKind::kExact:
-      return continuation.substr(0, check.expect.size()) == check.expect;
+    case CheckKind::kExact: return continuation.substr(0, check.expect.size()) == check.expect;
     case CheckKind::kRegex:
     case CheckKind::kConstraint: {
       KVRT_ASSERT(check.re);
@@ -121,7 +123,8 @@ bool task_passes(const TaskCheck& check, std::string_view continuation) {
       // An object or array: a bare number or word would let any continuation starting "5 ..." pass.
       const std::string text = check.json_prefix + std::string(continuation);
       const size_t first = text.find_first_not_of(" \t\r\n");
-      return first != std::string::npos && (text[first] == '{' || text[first] == '[') && json_value_end(text);
+      return first != std::string::npos && (text[first] == '{' || text[first] == '[') &&
+             json_value_end(text);
     }
   }
   return false;

@@ -32,7 +32,8 @@ struct TaskCheck {
   std::string pattern;      // regex, constraint: as written
   bool forbid = false;      // constraint: the pattern must not match
   std::string json_prefix;  // json_valid: the part of the value the prompt already wrote
-  std::shared_ptr<const std::regex> re;  // compiled `pattern`; shared by the cases built from one definition
+  std::shared_ptr<const std::regex>
+      re;  // compiled `pattern`; shared by the cases built from one definition
 };
 
 // The longest pattern, counted with its repetitions written out ("(ab){3}" is 12 long). Matching

@@ -52,7 +52,8 @@ void read_sequential(const TomlView& v, Thresholds& t) {
 // A limit: a finite number, not negative (nan would never pass or fail, inf would pass anything).
 double read_limit(const TomlView& v, std::string_view key) {
   const double x = *v.number(key);
-  if (!std::isfinite(x)) v.fail_key(key, "must be a finite number (a limit of nan or inf checks nothing)");
+  if (!std::isfinite(x))
+    v.fail_key(key, "must be a finite number (a limit of nan or inf checks nothing)");
   if (x < 0) v.fail_key(key, "must not be negative");
   return x;
 }
@@ -101,7 +102,8 @@ Thresholds read_thresholds(const std::string& path) {
     const auto m = parse_metric(key.str());
     if (!m) {
       std::string names;
-      for (Metric x : kAllMetrics) names += (names.empty() ? "" : ", ") + std::string(metric_name(x));
+      for (Metric x : kAllMetrics)
+        names += (names.empty() ? "" : ", ") + std::string(metric_name(x));
       throw Error(path + ":" + std::to_string(key.source().begin.line) + ": unknown metric '" +
                   std::string(key.str()) + "' (expected one of: " + names + ")");
     }
@@ -118,8 +120,8 @@ void check_categories(const Thresholds& t, const std::set<std::string>& categori
       std::string names;
       for (const std::string& c : categories) names += (names.empty() ? "" : ", ") + c;
       throw Error(t.path + ":" + std::to_string(line) + ": metric." + metric_name(metric) +
-                  ".category: no case of the acceptance set has category '" + category + "' (its categories: " +
-                  names + ")");
+                  ".category: no case of the acceptance set has category '" + category +
+                  "' (its categories: " + names + ")");
     }
 }
 

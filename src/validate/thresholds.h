@@ -13,10 +13,12 @@
 namespace kvrt::validate {
 
 struct MetricLimit {
-  std::optional<double> max;                   // over all cases that have the metric
-  std::map<std::string, double> by_category;   // extra limit on the cases of one category
-  std::map<std::string, double> by_bucket;     // extra limit on the cases of one length bucket (short|medium|long)
-  std::map<std::string, int> category_lines;   // the line of each by_category key, for check_categories
+  std::optional<double> max;                  // over all cases that have the metric
+  std::map<std::string, double> by_category;  // extra limit on the cases of one category
+  std::map<std::string, double>
+      by_bucket;  // extra limit on the cases of one length bucket (short|medium|long)
+  std::map<std::string, int>
+      category_lines;  // the line of each by_category key, for check_categories
 };
 
 // Sequential stopping (validate/verdict.h, Look): `looks` interim looks, evenly spaced over the
@@ -27,12 +29,13 @@ struct Sequential {
 };
 
 struct Thresholds {
-  std::string path;     // file it was read from
-  std::string sha256;   // of the file's bytes
+  std::string path;    // file it was read from
+  std::string sha256;  // of the file's bytes
   BootstrapOptions bootstrap;
-  int min_cases = 5;    // fewer cases than this behind a limit: INCONCLUSIVE
+  int min_cases = 5;  // fewer cases than this behind a limit: INCONCLUSIVE
   Sequential sequential;
-  int context_max = 4096;  // default validated context: the model's, at most this (and what memory allows)
+  int context_max =
+      4096;  // default validated context: the model's, at most this (and what memory allows)
   std::map<Metric, MetricLimit> limits;
 };
 

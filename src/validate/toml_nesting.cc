@@ -40,15 +40,21 @@ class NestingScan {
   void step(char c) {
     switch (c) {
       case '\n': ++line_; [[fallthrough]];
-      case '=': case ',': dots_ = 0; break;
-      case '.': ++dots_; check(); break;
-      case '[': case '{':
+      case '=':
+      case ',': dots_ = 0; break;
+      case '.':
+        ++dots_;
+        check();
+        break;
+      case '[':
+      case '{':
         open_.push_back(dots_ + 1);
         depth_ += dots_ + 1;
         dots_ = 0;
         check();
         break;
-      case ']': case '}':
+      case ']':
+      case '}':
         if (!open_.empty()) {
           depth_ -= open_.back();
           open_.pop_back();
@@ -61,8 +67,9 @@ class NestingScan {
 
   void check() const {
     if (depth_ + dots_ + 1 <= kMaxTomlNesting) return;
-    throw Error(path_ + ":" + std::to_string(line_) + ": " + what_ + " nests keys, tables or arrays more than " +
-                std::to_string(kMaxTomlNesting) + " levels deep");
+    throw Error(path_ + ":" + std::to_string(line_) + ": " + what_ +
+                " nests keys, tables or arrays more than " + std::to_string(kMaxTomlNesting) +
+                " levels deep");
   }
 
   // Skips a basic ("...", with escapes) or literal ('...') string, one-line or multi-line.
@@ -83,7 +90,8 @@ class NestingScan {
       }
       if (c == quote && (!multi || text_.substr(at_, 3) == triple)) {
         at_ += multi ? 3 : 1;
-        while (multi && at_ < text_.size() && text_[at_] == quote) ++at_;  // up to two quotes end the content
+        while (multi && at_ < text_.size() && text_[at_] == quote)
+          ++at_;  // up to two quotes end the content
         return;
       }
       ++at_;

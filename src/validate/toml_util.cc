@@ -15,13 +15,14 @@ toml::table parse_toml(const std::string& text, const std::string& path, const s
     return toml::parse(text, path);
   } catch (const toml::parse_error& e) {
     const auto& b = e.source().begin;
-    throw Error(path + ":" + std::to_string(b.line) + ":" + std::to_string(b.column) + ": " +
-                what + " is not valid TOML: " + std::string(e.description()));
+    throw Error(path + ":" + std::to_string(b.line) + ":" + std::to_string(b.column) + ": " + what +
+                " is not valid TOML: " + std::string(e.description()));
   }
 }
 
 void TomlView::fail(const toml::node* node, const std::string& message) const {
-  const int line = node && node->source().begin.line ? int(node->source().begin.line) : this->line();
+  const int line =
+      node && node->source().begin.line ? int(node->source().begin.line) : this->line();
   throw Error(file_ + ":" + std::to_string(line) + ": " + (where_.empty() ? "" : where_ + ": ") +
               message);
 }
@@ -37,7 +38,8 @@ void TomlView::allow_only(std::initializer_list<std::string_view> allowed) const
     if (ok) continue;
     std::string list;
     for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-    const int line = key.source().begin.line ? int(key.source().begin.line) : int(node.source().begin.line);
+    const int line =
+        key.source().begin.line ? int(key.source().begin.line) : int(node.source().begin.line);
     throw Error(file_ + ":" + std::to_string(line) + ": " + (where_.empty() ? "" : where_ + ": ") +
                 "unknown key '" + std::string(key.str()) + "' (expected one of: " + list + ")");
   }

@@ -50,8 +50,8 @@ class TomlView {
   std::optional<std::vector<int64_t>> integers(std::string_view key) const;
 
   std::string required_string(std::string_view key) const;
-  const toml::table* table(std::string_view key) const;    // nullptr when absent
-  const toml::array* array(std::string_view key) const;    // nullptr when absent
+  const toml::table* table(std::string_view key) const;  // nullptr when absent
+  const toml::array* array(std::string_view key) const;  // nullptr when absent
   TomlView sub(std::string_view key, const toml::table& t) const;
 
   // "FILE:LINE: <where>: message" for the node (or the table when the node has no source).

@@ -22,7 +22,9 @@ constexpr size_t kCalibrationLanes = 16;
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 kv::CacheShape shape_of(const model::Model& m, int n_ctx) {
   const model::ModelConfig& c = m.config();
@@ -38,18 +40,20 @@ std::vector<TuneUnit> units_of(const model::Model& m) {
 
 // The base with unit u at ladder[rung[u]]. Each side's k= / v= is its most common rung (the
 // lower on a tie), so the per-layer entries list only the exceptions.
-kv::KvConfig candidate(const TuneRequest& req, const std::vector<TuneUnit>& units, const std::vector<int>& rung,
-                       bool sinks = false) {
+kv::KvConfig candidate(const TuneRequest& req, const std::vector<TuneUnit>& units,
+                       const std::vector<int>& rung, bool sinks = false) {
   kv::KvConfig c = req.base;
   if (sinks) c.sinks = req.sinks;
   for (kv::TileRole side : {kv::TileRole::kKey, kv::TileRole::kValue}) {
     std::vector<int> count(req.ladder.size(), 0);
     for (size_t u = 0; u < units.size(); ++u)
       if (units[u].side == side) ++count[size_t(rung[u])];
-    const kv::Format common = req.ladder[size_t(std::max_element(count.begin(), count.end()) - count.begin())];
+    const kv::Format common =
+        req.ladder[size_t(std::max_element(count.begin(), count.end()) - count.begin())];
     (side == kv::TileRole::kKey ? c.k_format : c.v_format) = common;
   }
-  for (size_t u = 0; u < units.size(); ++u) c.layers.push_back({units[u].layer, units[u].side, req.ladder[size_t(rung[u])]});
+  for (size_t u = 0; u < units.size(); ++u)
+    c.layers.push_back({units[u].layer, units[u].side, req.ladder[size_t(rung[u])]});
   return c;
 }
 
@@ -62,10 +66,11 @@ Setting make_setting(const TuneRequest& req, const kv::KvConfig& kv, std::string
 // Splits the cases, per category in a seeded random order, into a calibration slice (a share of
 // each category, rounded, but never so many that fewer than min_cases of it are left to decide)
 // and the verdict slice.
-void split_cases(const std::vector<Case>& cases, double share, const Thresholds& t, std::vector<Case>& calibration,
-                 std::vector<std::string>& verdict_ids) {
+void split_cases(const std::vector<Case>& cases, double share, const Thresholds& t,
+                 std::vector<Case>& calibration, std::vector<std::string>& verdict_ids) {
   std::map<std::string, std::vector<size_t>> by_category;
-  for (size_t i : shuffled_order(cases.size(), t.bootstrap.seed)) by_category[cases[i].category].push_back(i);
+  for (size_t i : shuffled_order(cases.size(), t.bootstrap.seed))
+    by_category[cases[i].category].push_back(i);
   std::vector<bool> calibrate(cases.size(), false);
   for (const auto& [category, idx] : by_category) {
     const size_t keep = std::min(idx.size(), size_t(std::max(t.min_cases, 1)));
@@ -79,14 +84,16 @@ void split_cases(const std::vector<Case>& cases, double share, const Thresholds&
 }
 
 double mean_kl(const SettingResult& r, const std::vector<Case>& cases) {
-  const std::vector<double> v = metric_values(r, cases, Metric::kKl, [](const Case&) { return true; });
+  const std::vector<double> v =
+      metric_values(r, cases, Metric::kKl, [](const Case&) { return true; });
   return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
 }
 
 // Mean KL of each setting on the cases, in runs of at most kCalibrationLanes (no timed segments);
 // false when the budget (seconds left, 0: none) ended it.
-bool measure_kl(const model::Model& model, const TuneRequest& req, const Validation& v, const std::vector<Case>& cases,
-                const std::vector<Setting>& settings, double budget_seconds, std::vector<double>& kl) {
+bool measure_kl(const model::Model& model, const TuneRequest& req, const Validation& v,
+                const std::vector<Case>& cases, const std::vector<Setting>& settings,
+                double budget_seconds, std::vector<double>& kl) {
   RunOptions ro;
   ro.n_threads = run_threads(model, req.validation.n_threads);
   ro.noise_threads = ro.n_threads;
@@ -95,8 +102,9 @@ bool measure_kl(const model::Model& model, const TuneRequest& req, const Validat
   kl.assign(settings.size(), 0.0);
   const Clock::time_point t0 = Clock::now();
   for (size_t b = 0; b < settings.size(); b += kCalibrationLanes) {
-    const std::vector<Setting> batch(settings.begin() + long(b),
-                                     settings.begin() + long(std::min(settings.size(), b + kCalibrationLanes)));
+    const std::vector<Setting> batch(
+        settings.begin() + long(b),
+        settings.begin() + long(std::min(settings.size(), b + kCalibrationLanes)));
     if (budget_seconds > 0) {
       ro.budget_seconds = budget_seconds - seconds_since(t0);
       if (ro.budget_seconds <= 0) return false;
@@ -110,8 +118,8 @@ bool measure_kl(const model::Model& model, const TuneRequest& req, const Validat
 
 // choose_rotation: the bottom rung without and with rotation; `req.base.rotate` becomes the one of
 // less KL (without on a tie: no work the numbers do not pay for). False when the budget ended it.
-bool choose_rotation(const model::Model& model, TuneRequest& req, const Validation& v, const std::vector<Case>& cases,
-                     Tuning& t, double budget_seconds) {
+bool choose_rotation(const model::Model& model, TuneRequest& req, const Validation& v,
+                     const std::vector<Case>& cases, Tuning& t, double budget_seconds) {
   std::vector<Setting> settings;
   for (bool rotate : {false, true}) {
     req.base.rotate = rotate;
@@ -128,7 +136,8 @@ bool choose_rotation(const model::Model& model, TuneRequest& req, const Validati
 // unit_kl[u][r]: the KL of unit u alone at rung r, every other unit at the top rung (less the KL of
 // every unit at the top rung, when that is not f32). Returns false when the budget ended it.
 bool calibrate(const model::Model& model, const TuneRequest& req, const Validation& v,
-               const std::vector<Case>& cases, Tuning& t, double budget_seconds) {  // budget left, 0: none
+               const std::vector<Case>& cases, Tuning& t,
+               double budget_seconds) {  // budget left, 0: none
   const size_t top = req.ladder.size() - 1;
   std::vector<Setting> settings;
   std::vector<std::pair<size_t, size_t>> slot;  // [setting] (unit, rung)
@@ -146,12 +155,15 @@ bool calibrate(const model::Model& model, const TuneRequest& req, const Validati
     settings.push_back(make_setting(req, candidate(req, t.units, bottom, true), "bottom+sinks"));
   }
   const bool offset = req.ladder[top] != kv::Format::kF32;
-  if (offset) settings.push_back(make_setting(req, candidate(req, t.units, std::vector<int>(t.units.size(), int(top))), "top"));
+  if (offset)
+    settings.push_back(make_setting(
+        req, candidate(req, t.units, std::vector<int>(t.units.size(), int(top))), "top"));
   std::vector<double> kl;
   if (!measure_kl(model, req, v, cases, settings, budget_seconds, kl)) return false;
   const double base = offset ? kl.back() : 0.0;
   t.unit_kl.assign(t.units.size(), std::vector<double>(req.ladder.size(), 0.0));
-  for (size_t i = 0; i < slot.size(); ++i) t.unit_kl[slot[i].first][slot[i].second] = std::max(0.0, kl[i] - base);
+  for (size_t i = 0; i < slot.size(); ++i)
+    t.unit_kl[slot[i].first][slot[i].second] = std::max(0.0, kl[i] - base);
   if (t.sinks_tried) {
     t.bottom_kl = std::max(0.0, kl[slot.size()] - base);
     t.bottom_sinks_kl = std::max(0.0, kl[slot.size() + 1] - base);
@@ -165,8 +177,8 @@ double sinks_factor(const Tuning& t) {
   return std::min(1.0, t.bottom_sinks_kl / t.bottom_kl);
 }
 
-TuneStep make_step(const model::Model& model, const TuneRequest& req, const Tuning& t, const std::vector<int>& rung,
-                   bool sinks) {
+TuneStep make_step(const model::Model& model, const TuneRequest& req, const Tuning& t,
+                   const std::vector<int>& rung, bool sinks) {
   const kv::KvConfig c = candidate(req, t.units, rung, sinks);
   const kv::CacheShape shape = shape_of(model, t.max_len);
   const kv::CacheLayout layout = kv::plan_cache(c, shape);
@@ -186,12 +198,14 @@ std::vector<double> unit_bytes(const model::Model& model, const TuneRequest& req
   for (kv::Format f : req.ladder) {
     kv::KvConfig c = req.base;
     c.k_format = c.v_format = f;
-    bytes.push_back(kv::plan_cache(c, shape_of(model, t.max_len)).bytes_per_token() / double(t.units.size()));
+    bytes.push_back(kv::plan_cache(c, shape_of(model, t.max_len)).bytes_per_token() /
+                    double(t.units.size()));
   }
   return bytes;
 }
 
-std::vector<TuneStep> build_path(const model::Model& model, const TuneRequest& req, const Tuning& t) {
+std::vector<TuneStep> build_path(const model::Model& model, const TuneRequest& req,
+                                 const Tuning& t) {
   PathCosts costs;
   costs.unit_kl = t.unit_kl;
   costs.rung_bytes = unit_bytes(model, req, t);
@@ -215,8 +229,10 @@ std::vector<TuneStep> build_path(const model::Model& model, const TuneRequest& r
 
 std::string step_line(const Tuning& t, const TuneStep& s, const std::string& what) {
   char buf[200];
-  std::snprintf(buf, sizeof buf, "tune: %s, %.1f bytes/token, %.1f KiB at %d positions: %s (%.1f s)", what.c_str(),
-                s.bytes_per_token, s.context_bytes / 1024, t.max_len, verdict_name(s.verdict->verdict), s.seconds);
+  std::snprintf(buf, sizeof buf,
+                "tune: %s, %.1f bytes/token, %.1f KiB at %d positions: %s (%.1f s)", what.c_str(),
+                s.bytes_per_token, s.context_bytes / 1024, t.max_len,
+                verdict_name(s.verdict->verdict), s.seconds);
   return buf;
 }
 
@@ -234,7 +250,8 @@ std::pair<std::vector<int>, bool> point_of(const Tuning& t, size_t k) {
 // The first PASS at path step k with the sinks toggled (Tuning::sinks_check), or nothing: when the
 // step added the sinks itself (the step before is the same without them, and it did not pass),
 // or when the step before with the sinks takes no fewer bytes.
-std::optional<TuneStep> sinks_toggled(const model::Model& model, const TuneRequest& req, const Tuning& t, size_t k) {
+std::optional<TuneStep> sinks_toggled(const model::Model& model, const TuneRequest& req,
+                                      const Tuning& t, size_t k) {
   if (!t.sinks_tried || k == 0 || t.path[k].raised == kAddSinks) return std::nullopt;
   const auto [rung, sinks] = point_of(t, k);
   if (sinks) return make_step(model, req, t, rung, false);
@@ -245,8 +262,9 @@ std::optional<TuneStep> sinks_toggled(const model::Model& model, const TuneReque
 
 // Checks `step` with validate's statistics on the verdict slice only (within `budget_left`
 // seconds, 0: no budget), filling its verdict and time; returns the run, whose record names it.
-std::unique_ptr<Validation> check_step(const model::Model& model, const TuneRequest& req, const Validation& v,
-                                       const Tuning& t, double budget_left, TuneStep& step) {
+std::unique_ptr<Validation> check_step(const model::Model& model, const TuneRequest& req,
+                                       const Validation& v, const Tuning& t, double budget_left,
+                                       TuneStep& step) {
   auto c = std::make_unique<Validation>();
   c->thresholds = v.thresholds;
   c->case_set = v.case_set;
@@ -271,7 +289,8 @@ std::unique_ptr<Validation> check_step(const model::Model& model, const TuneRequ
 std::vector<int> path_moves(const PathCosts& c) {
   const size_t n_units = c.unit_kl.size(), top = c.rung_bytes.size() - 1;
   const auto gain = [&](size_t u, size_t r) {
-    return (c.unit_kl[u][r] - c.unit_kl[u][r + 1]) / std::max(c.rung_bytes[r + 1] - c.rung_bytes[r], 1e-9);
+    return (c.unit_kl[u][r] - c.unit_kl[u][r + 1]) /
+           std::max(c.rung_bytes[r + 1] - c.rung_bytes[r], 1e-9);
   };
   std::vector<size_t> rung(n_units, 0);
   bool sinks = c.sinks_factor >= 1;  // nothing to add when they remove nothing
@@ -279,10 +298,14 @@ std::vector<int> path_moves(const PathCosts& c) {
   for (;;) {
     int worst = -1;
     for (size_t u = 0; u < n_units; ++u)
-      if (rung[u] < top && (worst < 0 || gain(u, rung[u]) > gain(size_t(worst), rung[size_t(worst)]))) worst = int(u);
+      if (rung[u] < top &&
+          (worst < 0 || gain(u, rung[u]) > gain(size_t(worst), rung[size_t(worst)])))
+        worst = int(u);
     double sinks_gain = 0;
     if (!sinks) {
-      double kl = 0, bytes = 0;  // of the units as they are; the sinks replace their packed rows by FP32 ones
+      double kl = 0,
+             bytes =
+                 0;  // of the units as they are; the sinks replace their packed rows by FP32 ones
       for (size_t u = 0; u < n_units; ++u) {
         kl += c.unit_kl[u][rung[u]];
         bytes += c.sinks_share * (c.f32_unit_bytes - c.rung_bytes[rung[u]]);
@@ -307,34 +330,44 @@ std::vector<kv::Format> parse_ladder(const std::string& text) {
   while (at <= text.size()) {
     const size_t end = std::min(text.find(',', at), text.size());
     ladder.push_back(kv::parse_format(std::string_view(text).substr(at, end - at)));
-    if (ladder.size() > 1 && kv::format_traits(ladder.back()).bits <= kv::format_traits(ladder[ladder.size() - 2]).bits)
-      throw Error("format ladder '" + text + "': each format must take more bits per value than the one before it "
+    if (ladder.size() > 1 &&
+        kv::format_traits(ladder.back()).bits <= kv::format_traits(ladder[ladder.size() - 2]).bits)
+      throw Error("format ladder '" + text +
+                      "': each format must take more bits per value than the one before it "
                       "(most aggressive first, e.g. q2,q4,q8,f32)",
                   ErrorKind::kUsage);
     at = end + 1;
   }
   if (ladder.size() < 2)
-    throw Error("format ladder '" + text + "' needs at least two formats (e.g. q4,q8,f32)", ErrorKind::kUsage);
+    throw Error("format ladder '" + text + "' needs at least two formats (e.g. q4,q8,f32)",
+                ErrorKind::kUsage);
   return ladder;
 }
 
-void load_tune_inputs(const model::Model& model, TuneRequest& req, Validation& v, std::vector<std::string>& skipped) {
-  if (req.ladder.size() < 2) throw Error("the format ladder needs at least two formats", ErrorKind::kUsage);
+void load_tune_inputs(const model::Model& model, TuneRequest& req, Validation& v,
+                      std::vector<std::string>& skipped) {
+  if (req.ladder.size() < 2)
+    throw Error("the format ladder needs at least two formats", ErrorKind::kUsage);
   const kv::KvConfig& b = req.base;
   if (b.k_format != kv::Format::kF32 || b.v_format != kv::Format::kF32 || !b.layers.empty())
-    throw Error("kvrt tune chooses the KV formats itself (--formats); the base setting may give only g, axis, r, "
-                    "rot and sinks, not " + b.name(),
-                ErrorKind::kUsage);
+    throw Error(
+        "kvrt tune chooses the KV formats itself (--formats); the base setting may give only g, "
+        "axis, r, "
+        "rot and sinks, not " +
+            b.name(),
+        ErrorKind::kUsage);
   if (req.sinks < 0) throw Error("the sinks tune may add must not be negative", ErrorKind::kUsage);
   if (!(req.calibration_share > 0 && req.calibration_share < 1))
     throw Error("the calibration share must be above 0 and below 1", ErrorKind::kUsage);
   check_setting_name(req.name);
   if (req.damage_noise > 0 && (req.damage_layer < 0 || req.damage_layer >= model.config().n_layers))
-    throw Error("the damaged layer must be one of the model's " + std::to_string(model.config().n_layers) + " layers",
+    throw Error("the damaged layer must be one of the model's " +
+                    std::to_string(model.config().n_layers) + " layers",
                 ErrorKind::kUsage);
   ValidationRequest vr = req.validation;
   vr.settings.clear();
-  for (kv::Format f : req.ladder) {  // every rung, uniform: the lanes a run holds at once are bounded by these
+  for (kv::Format f :
+       req.ladder) {  // every rung, uniform: the lanes a run holds at once are bounded by these
     kv::KvConfig c = req.base;
     c.k_format = c.v_format = f;
     vr.settings.push_back({setting_label(c, req.matmul), c, req.matmul});
@@ -366,7 +399,9 @@ Tuning tune(const model::Model& model, const TuneRequest& request, const Validat
   TuneRequest req = request;  // choose_rotation settles req.base.rotate
   const Clock::time_point t0 = Clock::now();
   const double budget = req.validation.budget_minutes * 60.0;
-  const auto log = [&](const std::string& s) { if (req.log) req.log(s); };
+  const auto log = [&](const std::string& s) {
+    if (req.log) req.log(s);
+  };
   Tuning t;
   t.max_len = v.report.max_len;
   t.units = units_of(model);
@@ -375,24 +410,29 @@ Tuning tune(const model::Model& model, const TuneRequest& request, const Validat
   built.case_set = v.case_set;
   built.report.max_len = v.report.max_len;
   std::vector<Case> calibration;
-  split_cases(build_model_cases(model, built), req.calibration_share, v.thresholds, calibration, t.verdict_ids);
+  split_cases(build_model_cases(model, built), req.calibration_share, v.thresholds, calibration,
+              t.verdict_ids);
   for (const Case& c : calibration) t.calibration_ids.push_back(c.id);
   if (calibration.empty() || t.verdict_ids.empty())
     throw Error("the acceptance set at a context of " + std::to_string(t.max_len) +
-                " positions has no category with more than min_cases cases to split into calibration and verdict slices");
+                " positions has no category with more than min_cases cases to split into "
+                "calibration and verdict slices");
 
-  const auto budget_left = [&] { return budget > 0 ? std::max(1e-9, budget - seconds_since(t0)) : 0.0; };
+  const auto budget_left = [&] {
+    return budget > 0 ? std::max(1e-9, budget - seconds_since(t0)) : 0.0;
+  };
   if (req.choose_rotation) {
-    log("tune: every unit at " + std::string(kv::format_name(req.ladder.front())) + " without and with rotation on " +
-        std::to_string(calibration.size()) + " cases");
+    log("tune: every unit at " + std::string(kv::format_name(req.ladder.front())) +
+        " without and with rotation on " + std::to_string(calibration.size()) + " cases");
     if (!choose_rotation(model, req, v, calibration, t, budget_left())) {
       t.budget_ended = true;
       t.calibration_seconds = t.seconds = seconds_since(t0);
       return t;
     }
   }
-  log("tune: calibrating " + std::to_string(t.units.size()) + " units on " + std::to_string(calibration.size()) +
-      " cases (" + std::to_string(t.verdict_ids.size()) + " others decide)");
+  log("tune: calibrating " + std::to_string(t.units.size()) + " units on " +
+      std::to_string(calibration.size()) + " cases (" + std::to_string(t.verdict_ids.size()) +
+      " others decide)");
   if (!calibrate(model, req, v, calibration, t, budget_left())) {
     t.budget_ended = true;
     t.calibration_seconds = t.seconds = seconds_since(t0);
@@ -412,7 +452,8 @@ Tuning tune(const model::Model& model, const TuneRequest& request, const Validat
     }
     const size_t mid = (lo + hi) / 2;
     std::unique_ptr<Validation> c = check_step(model, req, v, t, left(), t.path[mid]);
-    log(step_line(t, t.path[mid], "step " + std::to_string(mid) + " of " + std::to_string(t.path.size() - 1)));
+    log(step_line(t, t.path[mid],
+                  "step " + std::to_string(mid) + " of " + std::to_string(t.path.size() - 1)));
     if (t.path[mid].verdict->verdict == Verdict::kPass) {
       t.found = int(mid);
       found = std::move(c);

@@ -1,20 +1,22 @@
-// kvrt tune: the smallest-memory per-layer KV setting that PASSes the gate at the deployment context.
+// kvrt tune: the smallest-memory per-layer KV setting that PASSes the gate at the deployment
+// context.
 //
-// The acceptance set is split, per category, into a calibration slice and a verdict slice (disjoint,
-// seeded). On the calibration slice each unit (one side, K or V, of one layer) is measured alone:
-// its KL against the FP32 baseline when it alone is stored in each rung of the format ladder and
-// every other unit in the top rung. The path starts with every unit in the most aggressive rung and
-// falls back, one step at a time, the worst unit one rung up: the one whose next rung takes the most
-// measured KL away per byte it adds (a unit's KL alone is taken as its share of the total). It ends
-// with every unit in the top rung; memory only grows along it. One step may instead add `sinks`
-// FP32 positions to every layer (attention sinks): on the calibration slice every unit at the
-// bottom rung is measured without and with them, their ratio taken as what the sinks leave of any
-// unit's KL, and that step competes with the units' on the same KL removed per byte (its bytes are
-// the FP32 rows of the sinks less the packed rows they replace, spread over the context). The steps are checked
-// with the full statistics of `kvrt validate` (validation.h) on the verdict slice only, by bisection
-// (PASS is taken to be monotone along the path), and the first step that PASSes is the result: the
-// search never sees the cases that decide its verdict. Then the found step with the sinks toggled
-// is checked too (Tuning::sinks_check), so they stay only where they are the cheaper fix.
+// The acceptance set is split, per category, into a calibration slice and a verdict slice
+// (disjoint, seeded). On the calibration slice each unit (one side, K or V, of one layer) is
+// measured alone: its KL against the FP32 baseline when it alone is stored in each rung of the
+// format ladder and every other unit in the top rung. The path starts with every unit in the most
+// aggressive rung and falls back, one step at a time, the worst unit one rung up: the one whose
+// next rung takes the most measured KL away per byte it adds (a unit's KL alone is taken as its
+// share of the total). It ends with every unit in the top rung; memory only grows along it. One
+// step may instead add `sinks` FP32 positions to every layer (attention sinks): on the calibration
+// slice every unit at the bottom rung is measured without and with them, their ratio taken as what
+// the sinks leave of any unit's KL, and that step competes with the units' on the same KL removed
+// per byte (its bytes are the FP32 rows of the sinks less the packed rows they replace, spread over
+// the context). The steps are checked with the full statistics of `kvrt validate` (validation.h) on
+// the verdict slice only, by bisection (PASS is taken to be monotone along the path), and the first
+// step that PASSes is the result: the search never sees the cases that decide its verdict. Then the
+// found step with the sinks toggled is checked too (Tuning::sinks_check), so they stay only where
+// they are the cheaper fix.
 #pragma once
 
 #include <functional>
@@ -32,11 +34,12 @@ namespace kvrt::validate {
 struct TuneRequest {
   ValidationRequest validation;  // model, thresholds, cases, context (-c), seed, threads, budget;
                                  // its settings are ignored
-  kv::KvConfig base;             // group, key axis, residual, rotation and sinks of every candidate;
-                                 // its formats must be f32 with no per-layer entries
+  kv::KvConfig base;  // group, key axis, residual, rotation and sinks of every candidate;
+                      // its formats must be f32 with no per-layer entries
   ops::MatmulPrecision matmul = ops::MatmulPrecision::kF32;
-  std::vector<kv::Format> ladder = {kv::Format::kQ2, kv::Format::kQ4, kv::Format::kQ8, kv::Format::kF32};
-                                 // rungs, most aggressive first, each more bytes per value than the last
+  std::vector<kv::Format> ladder = {kv::Format::kQ2, kv::Format::kQ4, kv::Format::kQ8,
+                                    kv::Format::kF32};
+  // rungs, most aggressive first, each more bytes per value than the last
   double calibration_share = 0.25;  // of each category's cases, leaving min_cases of it to decide
   int sinks = 4;                 // FP32 positions one step of the path may add (0, or a base with
                                  // sinks: no such step)
@@ -57,15 +60,17 @@ struct TuneUnit {
 };
 
 struct TuneStep {
-  kv::KvConfig kv;              // resolved for the model
-  std::string name;             // canonical KvConfig::name()
-  double bytes_per_token = 0;   // all layers, K and V
-  double context_bytes = 0;     // the whole cache at the deployment context: sinks and FP32 windows included
-  double calibration_kl = 0;    // sum of the units' KL alone at their rungs, times the sinks' factor once added (a prediction)
-  int raised = -1;              // the unit this step raised (index into Tuning::units); -1 at step 0;
-                                // kAddSinks at the step that added the sinks
+  kv::KvConfig kv;             // resolved for the model
+  std::string name;            // canonical KvConfig::name()
+  double bytes_per_token = 0;  // all layers, K and V
+  double context_bytes =
+      0;  // the whole cache at the deployment context: sinks and FP32 windows included
+  double calibration_kl = 0;  // sum of the units' KL alone at their rungs, times the sinks' factor
+                              // once added (a prediction)
+  int raised = -1;            // the unit this step raised (index into Tuning::units); -1 at step 0;
+                              // kAddSinks at the step that added the sinks
   std::optional<SettingVerdict> verdict;  // checked steps only, on the verdict slice
-  double seconds = 0;           // of its check
+  double seconds = 0;                     // of its check
 };
 
 struct Tuning {
@@ -75,22 +80,25 @@ struct Tuning {
   std::vector<TuneUnit> units;
   std::vector<std::vector<double>> unit_kl;  // [unit][rung] mean KL over calibration cases, alone
   bool sinks_tried = false;                  // the bottom measured without and with req.sinks:
-  double bottom_kl = 0, bottom_sinks_kl = 0; // every unit at the bottom rung, without and with the sinks
+  double bottom_kl = 0,
+         bottom_sinks_kl = 0;  // every unit at the bottom rung, without and with the sinks
   // choose_rotation: KL of every unit at the bottom rung without and with rotation (the base took
   // the less).
   std::optional<std::pair<double, double>> rotation_kl;
-  std::vector<TuneStep> path;                // step 0: every unit at the bottom rung
-  int found = -1;                            // the first checked step that PASSed; -1: none
+  std::vector<TuneStep> path;  // step 0: every unit at the bottom rung
+  int found = -1;              // the first checked step that PASSed; -1: none
   // After that PASS, the sinks toggled: the step without them when it has them, or the step before
   // it with them when that takes fewer bytes at the context. Checked the same way; when it PASSes
   // it is the result (sinks_check_found).
   std::optional<TuneStep> sinks_check;
   bool sinks_check_found = false;
-  Record record;                             // the found setting, named (empty settings when none)
-  bool budget_ended = false;                 // the budget stopped the search before it was decided
+  Record record;              // the found setting, named (empty settings when none)
+  bool budget_ended = false;  // the budget stopped the search before it was decided
   double calibration_seconds = 0, seconds = 0;
 
-  const TuneStep& result() const { return sinks_check_found ? *sinks_check : path[size_t(found)]; }  // found >= 0
+  const TuneStep& result() const {
+    return sinks_check_found ? *sinks_check : path[size_t(found)];
+  }  // found >= 0
 };
 
 constexpr int kAddSinks = -2;  // a move of the path that adds the sinks, not a unit
@@ -114,11 +122,13 @@ std::vector<int> path_moves(const PathCosts& c);
 // before it. kvrt::Error(kUsage) otherwise.
 std::vector<kv::Format> parse_ladder(const std::string& text);
 
-// Checks the request (ladder, base, share, name) and reads its inputs as validate does (load_inputs),
-// all before anything runs: bad input is a kvrt::Error here. Formats of the ladder this model
-// cannot store with the base (q2 keys along a head_dim of 8, ...) leave it, each noted with why in
-// `skipped`; fewer than two left is an error. prepare_record(v, ...) then checks the record path.
-void load_tune_inputs(const model::Model& model, TuneRequest& req, Validation& v, std::vector<std::string>& skipped);
+// Checks the request (ladder, base, share, name) and reads its inputs as validate does
+// (load_inputs), all before anything runs: bad input is a kvrt::Error here. Formats of the ladder
+// this model cannot store with the base (q2 keys along a head_dim of 8, ...) leave it, each noted
+// with why in `skipped`; fewer than two left is an error. prepare_record(v, ...) then checks the
+// record path.
+void load_tune_inputs(const model::Model& model, TuneRequest& req, Validation& v,
+                      std::vector<std::string>& skipped);
 
 // Calibrates, builds the path and checks it. `v` is what load_tune_inputs read.
 Tuning tune(const model::Model& model, const TuneRequest& req, const Validation& v);

@@ -41,8 +41,8 @@ Record make_record(const Validation& v) {
   record.max_len = rep.max_len;
   for (size_t i = 0; i < v.run.settings.size(); ++i) {
     const auto& s = v.run.settings[i];
-    record.settings.push_back({s.name, s.setting.label, rep.verdicts[i].verdict, s.kv.bytes_per_token, rep.max_len,
-                               s.setting.matmul});
+    record.settings.push_back({s.name, s.setting.label, rep.verdicts[i].verdict,
+                               s.kv.bytes_per_token, rep.max_len, s.setting.matmul});
   }
   return record;
 }
@@ -73,10 +73,11 @@ void check_memory(const model::Model& model, int n_ctx, size_t n_lanes) {
   const double need = 2.0 * double(n_lanes) * f32_bytes_per_position(model) * n_ctx;
   const double have = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGESIZE));
   if (have > 0 && need > have)
-    throw Error("validating at a context of " + std::to_string(n_ctx) + " positions needs at least " +
-                    std::to_string(int64_t(need / (1 << 20))) + " MiB for its " + std::to_string(n_lanes) +
-                    " KV caches, more than this machine's " + std::to_string(int64_t(have / (1 << 20))) +
-                    " MiB of memory (lower -c)",
+    throw Error("validating at a context of " + std::to_string(n_ctx) +
+                    " positions needs at least " + std::to_string(int64_t(need / (1 << 20))) +
+                    " MiB for its " + std::to_string(n_lanes) +
+                    " KV caches, more than this machine's " +
+                    std::to_string(int64_t(have / (1 << 20))) + " MiB of memory (lower -c)",
                 ErrorKind::kResource);
 }
 
@@ -85,9 +86,11 @@ void check_memory(const model::Model& model, int n_ctx, size_t n_lanes) {
 int default_context(const model::Model& model, int context_max, size_t n_lanes, std::string& why) {
   const int n_model = model.config().n_ctx_train;
   int n = std::min(n_model, context_max);
-  why = n < n_model ? "the model's " + std::to_string(n_model) + " capped by [context] max of the thresholds file"
+  why = n < n_model ? "the model's " + std::to_string(n_model) +
+                          " capped by [context] max of the thresholds file"
                     : "the model's context";
-  const double fit = 0.5 * available_memory() / (2.0 * double(n_lanes) * f32_bytes_per_position(model));
+  const double fit =
+      0.5 * available_memory() / (2.0 * double(n_lanes) * f32_bytes_per_position(model));
   if (fit < n) {
     n = std::max(16, int(fit) / 64 * 64);
     why = "the model's " + std::to_string(n_model) + " capped by half of the available memory";
@@ -115,20 +118,26 @@ void drop_inapplicable(const model::Model& model, int n_ctx, std::vector<Setting
   if (kept.empty() && !settings.empty()) {
     std::string why;
     for (const std::string& s : skipped) why += "; " + s;
-    throw Error("no setting to validate applies to this model on this CPU" + why, ErrorKind::kUsage);
+    throw Error("no setting to validate applies to this model on this CPU" + why,
+                ErrorKind::kUsage);
   }
   settings = std::move(kept);
 }
 
 void check_request(const model::Model& model, const ValidationRequest& req) {
-  if (req.only_cases && req.cases_dir.empty()) throw Error("only_cases needs a cases directory", ErrorKind::kUsage);
+  if (req.only_cases && req.cases_dir.empty())
+    throw Error("only_cases needs a cases directory", ErrorKind::kUsage);
   if (req.n_threads < 0 || req.n_threads > model::kMaxThreads)
-    throw Error("thread count " + std::to_string(req.n_threads) + " is out of range: 0 (all cores) or 1 to " +
-                    std::to_string(model::kMaxThreads), ErrorKind::kUsage);
+    throw Error("thread count " + std::to_string(req.n_threads) +
+                    " is out of range: 0 (all cores) or 1 to " + std::to_string(model::kMaxThreads),
+                ErrorKind::kUsage);
   const int n_ctx = model.config().n_ctx_train;
   if (req.max_len < 0 || req.max_len > n_ctx)
-    throw Error("validation context of " + std::to_string(req.max_len) + " positions (-c) is beyond the "
-                    "model's context of " + std::to_string(n_ctx) + " positions", ErrorKind::kUsage);
+    throw Error("validation context of " + std::to_string(req.max_len) +
+                    " positions (-c) is beyond the "
+                    "model's context of " +
+                    std::to_string(n_ctx) + " positions",
+                ErrorKind::kUsage);
   if (req.max_len > 0) check_memory(model, req.max_len, 2);
 }
 
@@ -139,7 +148,7 @@ std::optional<Record> earlier_record(const std::string& path) {
     return read_record(path);
   } catch (const Error& e) {
     throw Error(std::string("cannot keep the verdicts of the earlier record: ") + e.what() +
-                    "; it is left as it is (move it away or write another record)");
+                "; it is left as it is (move it away or write another record)");
   }
 }
 
@@ -154,7 +163,8 @@ void load_inputs(const model::Model& model, const ValidationRequest& req, Valida
   check_request(model, req);
   // The bundled data is looked up only when one of its files is used.
   auto bundled = [](const char* name) { return default_validation_dir() + "/" + name; };
-  v.thresholds = read_thresholds(req.thresholds_file.empty() ? bundled("thresholds.toml") : req.thresholds_file);
+  v.thresholds = read_thresholds(req.thresholds_file.empty() ? bundled("thresholds.toml")
+                                                             : req.thresholds_file);
   if (req.seed) v.thresholds.bootstrap.seed = *req.seed;
   std::vector<std::string> case_dirs;
   if (!req.only_cases) case_dirs.push_back(bundled("cases"));
@@ -164,16 +174,18 @@ void load_inputs(const model::Model& model, const ValidationRequest& req, Valida
   for (const CaseDef& c : v.case_set.cases) categories.insert(c.category);
   for (const TemplateDef& t : v.case_set.templates) categories.insert(t.category);
   check_categories(v.thresholds, categories);
-  v.settings = !req.settings.empty()
-                   ? req.settings
-                   : read_settings(req.settings_file.empty() ? bundled("settings.toml") : req.settings_file);
+  v.settings =
+      !req.settings.empty()
+          ? req.settings
+          : read_settings(req.settings_file.empty() ? bundled("settings.toml") : req.settings_file);
   const size_t n_lanes = 2 + v.settings.size();
   if (req.max_len > 0) {
     check_memory(model, req.max_len, n_lanes);
     v.report.max_len = req.max_len;
     v.report.context_source = "-c";
   } else {
-    v.report.max_len = default_context(model, v.thresholds.context_max, n_lanes, v.report.context_source);
+    v.report.max_len =
+        default_context(model, v.thresholds.context_max, n_lanes, v.report.context_source);
   }
   v.report.model_sha256 = sha256_file(req.model_path);
   v.report.isa = simd::isa_name();
@@ -185,7 +197,8 @@ int run_threads(const model::Model& model, int requested) {
 
 std::vector<Case> build_model_cases(const model::Model& model, Validation& v) {
   const std::optional<model::ChatTemplate> chat = model::ChatTemplate::of_model(model.file());
-  return build_cases(v.case_set, model.tokenizer(), chat ? &*chat : nullptr, v.report.max_len, &v.report.skipped);
+  return build_cases(v.case_set, model.tokenizer(), chat ? &*chat : nullptr, v.report.max_len,
+                     &v.report.skipped);
 }
 
 void run(const model::Model& model, const ValidationRequest& req, Validation& v) {
@@ -194,11 +207,13 @@ void run(const model::Model& model, const ValidationRequest& req, Validation& v)
   if (!req.case_ids.empty())
     v.cases.erase(std::remove_if(v.cases.begin(), v.cases.end(),
                                  [&](const Case& c) {
-                                   return std::find(req.case_ids.begin(), req.case_ids.end(), c.id) == req.case_ids.end();
+                                   return std::find(req.case_ids.begin(), req.case_ids.end(),
+                                                    c.id) == req.case_ids.end();
                                  }),
                   v.cases.end());
   if (v.cases.empty())
-    throw Error("no case fits in the usable context of " + std::to_string(rep.max_len) + " positions");
+    throw Error("no case fits in the usable context of " + std::to_string(rep.max_len) +
+                " positions");
   drop_inapplicable(model, rep.max_len, v.settings, rep.skipped_settings);
 
   RunOptions ro;
@@ -218,9 +233,11 @@ void run(const model::Model& model, const ValidationRequest& req, Validation& v)
   rep.cases = &v.cases;
   rep.run = &v.run;
   rep.thresholds = &v.thresholds;
-  // A setting stopped at an interim look keeps that look's verdict; the rest are judged on what ran.
+  // A setting stopped at an interim look keeps that look's verdict; the rest are judged on what
+  // ran.
   const auto verdict_of = [&](const SettingResult& s) {
-    return judge(s, v.cases, t, s.look >= 0 ? interim_look(t) : final_look(t, s.n_run < int(v.cases.size())));
+    return judge(s, v.cases, t,
+                 s.look >= 0 ? interim_look(t) : final_look(t, s.n_run < int(v.cases.size())));
   };
   for (const auto& s : v.run.settings) rep.verdicts.push_back(verdict_of(s));
   rep.noise_verdict = verdict_of(v.run.noise_floor);
@@ -236,14 +253,16 @@ void run(const model::Model& model, const ValidationRequest& req, Validation& v)
   for (int layer = 0; layer < c.n_layers; ++layer) rep.n_windowed_layers += c.window_of(layer) > 0;
   if (rep.n_windowed_layers > 0) rep.sliding_window = c.sliding_window;
   rep.noise_description = "prefill chunks of " + std::to_string(ro.noise_batch) + " instead of " +
-                          std::to_string(ro.n_batch) + " tokens (other GEMM shapes and summation order)";
+                          std::to_string(ro.n_batch) +
+                          " tokens (other GEMM shapes and summation order)";
   rep.speed_repeats = ro.speed.repeats;
   rep.n_threads = ro.n_threads > 0 ? ro.n_threads : int(sysconf(_SC_NPROCESSORS_ONLN));
   v.record = make_record(v);
 }
 
 std::string prepare_record(const Validation& v, const std::string& record_path) {
-  const std::string path = record_path.empty() ? default_record_path(v.report.model_sha256, v.report.isa) : record_path;
+  const std::string path =
+      record_path.empty() ? default_record_path(v.report.model_sha256, v.report.isa) : record_path;
   check_output_path(path, "validation record");
   // The lock file (a FIFO, directory or device there fails now, not after the run), and the earlier
   // record, read now (it is replaced atomically, so no lock is needed to read it), so that an

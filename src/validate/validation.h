@@ -19,19 +19,20 @@
 namespace kvrt::validate {
 
 struct ValidationRequest {
-  std::string model_path;              // the file `model` was opened from
-  std::vector<Setting> settings;       // empty: read settings_file
-  std::string settings_file;           // empty: <validation dir>/settings.toml
-  std::string thresholds_file;         // empty: <validation dir>/thresholds.toml
-  std::string cases_dir;               // more cases beside the bundled set
-  bool only_cases = false;             // use only cases_dir
-  std::vector<std::string> case_ids;   // non-empty: only the cases with these ids (kvrt tune's verdict slice)
-  int max_len = 0;                     // the context to validate at (-c); 0: the model's, capped by the
-                                       // thresholds file's [context] max and by available memory
-  std::optional<uint64_t> seed;        // bootstrap seed; default the thresholds file's
-  int n_threads = 0;                   // 0: all cores (one for models under 64 MiB); at most kMaxThreads
-  double budget_minutes = 0;           // > 0: run what fits; what it could not decide is INCONCLUSIVE
-  Prefer prefer = Prefer::kMemory;     // what the recommendation among the PASSing settings favours
+  std::string model_path;         // the file `model` was opened from
+  std::vector<Setting> settings;  // empty: read settings_file
+  std::string settings_file;      // empty: <validation dir>/settings.toml
+  std::string thresholds_file;    // empty: <validation dir>/thresholds.toml
+  std::string cases_dir;          // more cases beside the bundled set
+  bool only_cases = false;        // use only cases_dir
+  std::vector<std::string>
+      case_ids;     // non-empty: only the cases with these ids (kvrt tune's verdict slice)
+  int max_len = 0;  // the context to validate at (-c); 0: the model's, capped by the
+                    // thresholds file's [context] max and by available memory
+  std::optional<uint64_t> seed;  // bootstrap seed; default the thresholds file's
+  int n_threads = 0;             // 0: all cores (one for models under 64 MiB); at most kMaxThreads
+  double budget_minutes = 0;     // > 0: run what fits; what it could not decide is INCONCLUSIVE
+  Prefer prefer = Prefer::kMemory;  // what the recommendation among the PASSing settings favours
   std::function<void(const Progress&)> progress;
 };
 
@@ -76,7 +77,9 @@ std::string prepare_record(const Validation& v, const std::string& record_path);
 // for settings not re-run, each with the context it was validated at (validate/record_merge.h), all
 // under the record's lock, so that validate runs writing one record at once keep every verdict.
 // Returns one sentence per earlier verdict dropped or changed, for the user. An earlier record that
-// cannot be read, or that belongs to another model file, is an error, and the file is left as it is.
-std::vector<std::string> save_record(const std::string& path, Record r, const SecretKey* key = nullptr);
+// cannot be read, or that belongs to another model file, is an error, and the file is left as it
+// is.
+std::vector<std::string> save_record(const std::string& path, Record r,
+                                     const SecretKey* key = nullptr);
 
 }  // namespace kvrt::validate

@@ -19,9 +19,11 @@ std::vector<Scope> scopes_of(const Thresholds& t) {
   for (const auto& [m, lim] : t.limits) {
     if (lim.max) out.push_back({m, "all", *lim.max, [](const Case&) { return true; }});
     for (const auto& [cat, limit] : lim.by_category)
-      out.push_back({m, "category=" + cat, limit, [&cat = cat](const Case& c) { return c.category == cat; }});
+      out.push_back(
+          {m, "category=" + cat, limit, [&cat = cat](const Case& c) { return c.category == cat; }});
     for (const auto& [bucket, limit] : lim.by_bucket)
-      out.push_back({m, "bucket=" + bucket, limit, [&bucket = bucket](const Case& c) { return c.bucket == bucket; }});
+      out.push_back({m, "bucket=" + bucket, limit,
+                     [&bucket = bucket](const Case& c) { return c.bucket == bucket; }});
   }
   return out;
 }
@@ -44,7 +46,8 @@ Check paired_check(const Scope& s, const PairedCounts& p, double confidence, int
   const double z = z_for(confidence, 1);
   c.interval.n_cases = n;
   c.detectable = n > 0 ? wilson_resolution(n, z) : 1.0;
-  if (c.detectable > s.limit && s.limit > 0 && s.limit < 1) c.cases_needed = cases_needed(s.limit, z);
+  if (c.detectable > s.limit && s.limit > 0 && s.limit < 1)
+    c.cases_needed = cases_needed(s.limit, z);
   if (n == 0) {
     c.interval = {0, 0, 1, 0};
     return c;
@@ -56,7 +59,8 @@ Check paired_check(const Scope& s, const PairedCounts& p, double confidence, int
 }
 
 // Bootstrap options for a bound at two-sided `confidence`: at least 10 resamples beyond it, so the
-// small tails of interim looks and of the corrected FAIL side are not read off one or two resamples.
+// small tails of interim looks and of the corrected FAIL side are not read off one or two
+// resamples.
 BootstrapOptions bootstrap_at(const BootstrapOptions& base, double confidence) {
   BootstrapOptions o = base;
   o.confidence = confidence;
@@ -64,14 +68,16 @@ BootstrapOptions bootstrap_at(const BootstrapOptions& base, double confidence) {
   return o;
 }
 
-Check bootstrap_check(const Scope& s, const std::vector<double>& values, const Thresholds& t, double confidence,
-                      int n_checks) {
+Check bootstrap_check(const Scope& s, const std::vector<double>& values, const Thresholds& t,
+                      double confidence, int n_checks) {
   Check c = unmeasured(s);
   c.interval = bootstrap_mean(values, bootstrap_at(t.bootstrap, confidence));
   // The FAIL side's lower bound is below the mean: it is resampled only when it can decide.
-  c.fail_lower = c.interval.mean > s.limit
-                     ? bootstrap_mean(values, bootstrap_at(t.bootstrap, 1.0 - (1.0 - confidence) / n_checks)).lower
-                     : c.interval.lower;
+  c.fail_lower =
+      c.interval.mean > s.limit
+          ? bootstrap_mean(values, bootstrap_at(t.bootstrap, 1.0 - (1.0 - confidence) / n_checks))
+                .lower
+          : c.interval.lower;
   c.detectable = c.interval.upper - c.interval.mean;
   return c;
 }
@@ -118,7 +124,8 @@ std::vector<double> metric_values(const SettingResult& r, const std::vector<Case
   return out;
 }
 
-PairedCounts paired_counts(const SettingResult& r, const std::vector<Case>& cases, Metric m, const Keep& keep) {
+PairedCounts paired_counts(const SettingResult& r, const std::vector<Case>& cases, Metric m,
+                           const Keep& keep) {
   PairedCounts p;
   for (size_t i = 0; i < cases.size(); ++i) {
     if (!keep(cases[i])) continue;
@@ -139,7 +146,8 @@ Verdict decide(const Check& c, int min_cases) {
   return Verdict::kInconclusive;
 }
 
-SettingVerdict judge(const SettingResult& r, const std::vector<Case>& cases, const Thresholds& t, const Look& look) {
+SettingVerdict judge(const SettingResult& r, const std::vector<Case>& cases, const Thresholds& t,
+                     const Look& look) {
   // Scopes nothing in the set measures make no check (on part of the set, every scope makes one);
   // the checks share the FAIL side's error.
   struct Measured {
@@ -152,7 +160,8 @@ SettingVerdict judge(const SettingResult& r, const std::vector<Case>& cases, con
     if (metric_is_paired(s.metric)) {
       const PairedCounts p = paired_counts(r, cases, s.metric, s.keep);
       if (p.n() > 0 || look.partial) measured.push_back({s, {}, p});
-    } else if (std::vector<double> v = metric_values(r, cases, s.metric, s.keep); !v.empty() || look.partial) {
+    } else if (std::vector<double> v = metric_values(r, cases, s.metric, s.keep);
+               !v.empty() || look.partial) {
       measured.push_back({s, std::move(v), std::nullopt});
     }
   }

@@ -43,14 +43,14 @@ struct Check {
   Metric metric;
   std::string scope;  // "all", "category=recall", "bucket=long"
   double limit = 0;
-  Interval interval;       // mean and bounds at the configured confidence; n_cases behind it
-  double fail_lower = 0;   // lower bound at the corrected confidence (the FAIL side); where the mean is
-                           // within the limit, so it cannot FAIL, the interval's lower bound
+  Interval interval;      // mean and bounds at the configured confidence; n_cases behind it
+  double fail_lower = 0;  // lower bound at the corrected confidence (the FAIL side); where the mean
+                          // is within the limit, so it cannot FAIL, the interval's lower bound
   // The smallest effect the set resolves at the configured confidence: for pass/fail metrics the
   // upper bound with no loss at all (a limit below it cannot PASS); for the others the distance
   // from the mean to the upper bound (the margin below the limit a PASS needs).
   double detectable = 0;
-  int cases_needed = 0;    // pass/fail metrics whose limit is below `detectable`: cases that would do
+  int cases_needed = 0;  // pass/fail metrics whose limit is below `detectable`: cases that would do
   std::optional<PairedCounts> paired;  // pass/fail metrics: the 2x2 table
   double mcnemar_p = 1;                // pass/fail metrics: exact McNemar p of lost vs gained
   Verdict verdict = Verdict::kInconclusive;
@@ -69,7 +69,7 @@ std::vector<int> look_points(int n_cases, const Thresholds& t);
 struct SettingVerdict {
   Verdict verdict = Verdict::kInconclusive;
   double confidence = 0;  // per check, at the look that gave the verdict
-  int n_checks = 0;  // the Bonferroni divisor of the FAIL side
+  int n_checks = 0;       // the Bonferroni divisor of the FAIL side
   std::vector<Check> checks;
 };
 
@@ -83,7 +83,8 @@ PairedCounts paired_counts(const SettingResult& r, const std::vector<Case>& case
 
 Verdict decide(const Check& c, int min_cases);
 
-SettingVerdict judge(const SettingResult& r, const std::vector<Case>& cases, const Thresholds& t, const Look& look);
+SettingVerdict judge(const SettingResult& r, const std::vector<Case>& cases, const Thresholds& t,
+                     const Look& look);
 // The final look of a run of the whole set.
 SettingVerdict judge(const SettingResult& r, const std::vector<Case>& cases, const Thresholds& t);
 

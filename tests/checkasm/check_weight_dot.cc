@@ -1,6 +1,6 @@
-// The decode products on packed weight blocks of every quantized weight type (simd/weights/decode.h):
-// equal to the scalar twin on blocks from kvrt's encoders and on random bytes (every code,
-// including the extremes an encoder never writes), for 1 to 4 activation rows.
+// The decode products on packed weight blocks of every quantized weight type
+// (simd/weights/decode.h): equal to the scalar twin on blocks from kvrt's encoders and on random
+// bytes (every code, including the extremes an encoder never writes), for 1 to 4 activation rows.
 #include <doctest/doctest.h>
 
 #include <cmath>

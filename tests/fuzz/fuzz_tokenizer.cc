@@ -1,4 +1,5 @@
-// libFuzzer entry point of the tokenizer target (body in targets.h). Built and run by tools/fuzz.sh.
+// libFuzzer entry point of the tokenizer target (body in targets.h). Built and run by
+// tools/fuzz.sh.
 #include "targets.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

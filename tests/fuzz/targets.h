@@ -1,8 +1,8 @@
 // Bodies of the fuzz targets (gguf, tokenizer, toml, manifest, weights, signed, state), shared by
 // the libFuzzer entry points (fuzz_*.cc, built by tools/fuzz.sh) and by
-// tests/test_fuzz_regressions.cc, which replays the seed corpus and every input that once crashed. A target returns normally or throws
-// kvrt::Error for bad input; anything else (a crash, a sanitizer report, another exception, an
-// abort) is a bug.
+// tests/test_fuzz_regressions.cc, which replays the seed corpus and every input that once crashed.
+// A target returns normally or throws kvrt::Error for bad input; anything else (a crash, a
+// sanitizer report, another exception, an abort) is a bug.
 #pragma once
 
 #include <sys/mman.h>
@@ -44,7 +44,9 @@ namespace kvrt::fuzz {
 inline std::string memory_file(std::string_view bytes) {
   static const int fd = memfd_create("kvrt-fuzz", 0);
   if (fd < 0 || ftruncate(fd, 0) != 0) std::abort();
-  if (!bytes.empty() && pwrite(fd, bytes.data(), bytes.size(), 0) != static_cast<ssize_t>(bytes.size())) std::abort();
+  if (!bytes.empty() &&
+      pwrite(fd, bytes.data(), bytes.size(), 0) != static_cast<ssize_t>(bytes.size()))
+    std::abort();
   return "/proc/self/fd/" + std::to_string(fd);
 }
 
@@ -89,12 +91,11 @@ inline void encode_checked(const model::Tokenizer& tok, std::string_view text, b
 // Bytes as text through SentencePiece vocabularies (stories260K, Phi-3 with its special tokens)
 // and byte-level BPE ones (GPT-2's pre-tokenizer, Llama 3's and Qwen2's).
 inline void tokenizer_one(const uint8_t* data, size_t size) {
-  static const Vocab vocabs[] = {
-      load_vocab("models/stories260K.gguf"),
-      load_vocab("tests/data/vocab/ggml-vocab-phi-3.gguf"),
-      load_vocab("tests/data/vocab/ggml-vocab-gpt-2.gguf"),
-      load_vocab("tests/data/vocab/ggml-vocab-gpt-2-pre-llama-bpe.gguf"),
-      load_vocab("tests/data/vocab/ggml-vocab-gpt-2-pre-qwen2.gguf")};
+  static const Vocab vocabs[] = {load_vocab("models/stories260K.gguf"),
+                                 load_vocab("tests/data/vocab/ggml-vocab-phi-3.gguf"),
+                                 load_vocab("tests/data/vocab/ggml-vocab-gpt-2.gguf"),
+                                 load_vocab("tests/data/vocab/ggml-vocab-gpt-2-pre-llama-bpe.gguf"),
+                                 load_vocab("tests/data/vocab/ggml-vocab-gpt-2-pre-qwen2.gguf")};
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   const bool add_bos = size > 0 && (data[0] & 1);
   const bool parse_special = size > 0 && (data[0] & 2);
@@ -102,7 +103,8 @@ inline void tokenizer_one(const uint8_t* data, size_t size) {
 }
 
 // Bytes as each TOML file kvrt reads: thresholds, candidate settings, and a validation record
-// (given a valid content hash line first, so the bytes reach the record parser, not only the hash check).
+// (given a valid content hash line first, so the bytes reach the record parser, not only the hash
+// check).
 inline void toml_one(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   const auto attempt = [](auto&& read) {
@@ -114,7 +116,8 @@ inline void toml_one(const uint8_t* data, size_t size) {
   attempt([&] { (void)validate::read_thresholds(memory_file(text)); });
   attempt([&] { (void)validate::read_settings(memory_file(text)); });
   const std::string body = "#\n" + std::string(text);
-  const std::string record = "#\ncontent_sha256 = " + validate::toml_quote(sha256_hex(body)) + "\n" + std::string(text);
+  const std::string record =
+      "#\ncontent_sha256 = " + validate::toml_quote(sha256_hex(body)) + "\n" + std::string(text);
   attempt([&] { (void)validate::read_record(memory_file(record)); });
 }
 
@@ -129,7 +132,8 @@ inline std::string with_valid_hash(std::string text) {
   const size_t prev = text.rfind('\n', at - 1);
   const size_t line = prev == std::string::npos ? 0 : prev + 1;
   const bool sig = at > 0 && text.compare(line, 12, "signature = ") == 0;
-  const std::string rest = text.substr(0, sig ? line : at + 1) + text.substr(std::min(end + 1, text.size()));
+  const std::string rest =
+      text.substr(0, sig ? line : at + 1) + text.substr(std::min(end + 1, text.size()));
   return text.substr(0, at + 1) + key + validate::toml_quote(sha256_hex(rest)) + text.substr(end);
 }
 
@@ -158,7 +162,8 @@ struct CaseDir {
     std::string tmpl = (std::filesystem::temp_directory_path() / "kvrt-fuzz-cases-XXXXXX").string();
     if (mkdtemp(tmpl.data()) == nullptr) std::abort();
     path = tmpl;
-    std::ofstream(path + "/filler.txt") << "The sun was warm.\nA bird sang in the tree.\nThe dog ran home.\n";
+    std::ofstream(path + "/filler.txt")
+        << "The sun was warm.\nA bird sang in the tree.\nThe dog ran home.\n";
     std::ofstream(path + "/text.txt") << "Once upon a time, there was a little girl named Lily.\n";
   }
   ~CaseDir() { std::filesystem::remove_all(path); }
@@ -187,7 +192,8 @@ inline void manifest_one(const uint8_t* data, size_t size) {
 // the loader refuses blocks with non-finite scales before any product reads them.
 inline bool same_floats(const std::vector<float>& a, const std::vector<float>& b) {
   for (size_t i = 0; i < a.size(); ++i)
-    if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0 && !(a[i] != a[i] && b[i] != b[i])) return false;
+    if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0 && !(a[i] != a[i] && b[i] != b[i]))
+      return false;
   return a.size() == b.size();
 }
 
@@ -204,13 +210,16 @@ inline void weights_one(const uint8_t* data, size_t size) {
   const int64_t n_blocks = std::min<int64_t>(int64_t(size - 1) / t.block_bytes, 65536 / t.block);
   if (n_blocks == 0) return;  // empty vectors have null data(), which memcmp must not see
   const int64_t n = n_blocks * t.block;
-  std::vector<uint8_t> blocks(data + 1, data + 1 + n_blocks * t.block_bytes);  // 2-byte aligned, as the loader's
+  std::vector<uint8_t> blocks(
+      data + 1, data + 1 + n_blocks * t.block_bytes);  // 2-byte aligned, as the loader's
   std::vector<float> ref(static_cast<size_t>(n)), got(static_cast<size_t>(n));
   t.to_float_ref(blocks.data(), n, ref.data());
   for (simd::Isa isa : simd::runnable_isas()) {
-    simd::kernels_for(isa).weight[simd::weight_index(t.type)].to_float(blocks.data(), n, got.data());
+    simd::kernels_for(isa).weight[simd::weight_index(t.type)].to_float(blocks.data(), n,
+                                                                       got.data());
     if (!same_floats(ref, got)) {
-      std::fprintf(stderr, "%s to_float on %s differs from the reference\n", t.name, simd::isa_to_string(isa));
+      std::fprintf(stderr, "%s to_float on %s differs from the reference\n", t.name,
+                   simd::isa_to_string(isa));
       std::abort();
     }
   }

@@ -23,7 +23,8 @@ static int print_piece(const char* piece, size_t len, int32_t token, void* user_
 
 static int check(kvrt_status status, const char* what) {
   if (status == KVRT_OK) return 1;
-  fprintf(stderr, "generate: %s failed: %s: %s\n", what, kvrt_status_name(status), kvrt_last_error());
+  fprintf(stderr, "generate: %s failed: %s: %s\n", what, kvrt_status_name(status),
+          kvrt_last_error());
   return 0;
 }
 
@@ -50,7 +51,9 @@ int main(int argc, char** argv) {
   tokens = malloc(n_tokens * sizeof *tokens);
   kvrt_sampler_options sampling;
   kvrt_sampler_options_default(&sampling);
-  if (tokens && check(kvrt_tokenize(model, prompt, strlen(prompt), 1, tokens, n_tokens, &n_tokens), "tokenize") &&
+  if (tokens &&
+      check(kvrt_tokenize(model, prompt, strlen(prompt), 1, tokens, n_tokens, &n_tokens),
+            "tokenize") &&
       check(kvrt_session_create(model, &options, &session), "creating the session") &&
       check(kvrt_session_eval(session, tokens, n_tokens), "prefill") &&
       check(kvrt_sampler_create(model, &sampling, &sampler), "creating the sampler")) {

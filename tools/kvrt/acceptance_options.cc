@@ -5,13 +5,16 @@
 namespace kvrt::cli {
 
 void AcceptanceOptions::add_to(CommandLine& cl) {
-  cl.add("--cases", "DIR", "more cases: DIR/manifest.toml in the acceptance-set format", &cases_dir);
+  cl.add("--cases", "DIR", "more cases: DIR/manifest.toml in the acceptance-set format",
+         &cases_dir);
   cl.add_flag("--only-cases", "use only the --cases directory, not the bundled set", &only_cases);
-  cl.add("--config", "FILE", "thresholds (default validation/thresholds.toml in kvrt's data dir)", &config);
+  cl.add("--config", "FILE", "thresholds (default validation/thresholds.toml in kvrt's data dir)",
+         &config);
 }
 
 void AcceptanceOptions::apply(const ModelOptions& model, validate::ValidationRequest& req) const {
-  if (only_cases && cases_dir.empty()) throw Error("--only-cases needs --cases DIR", ErrorKind::kUsage);
+  if (only_cases && cases_dir.empty())
+    throw Error("--only-cases needs --cases DIR", ErrorKind::kUsage);
   req.thresholds_file = config;
   req.cases_dir = cases_dir;
   req.only_cases = only_cases;

@@ -16,8 +16,8 @@ namespace kvrt::cli {
 struct AcceptanceOptions {
   std::string cases_dir, config, record;
   bool only_cases = false;
-  int max_len = 0;            // 0: validate's default context
-  float budget_minutes = 0;   // 0: no budget
+  int max_len = 0;               // 0: validate's default context
+  float budget_minutes = 0;      // 0: no budget
   std::optional<uint64_t> seed;  // none: the thresholds file's
 
   void add_to(CommandLine& cl);  // --cases, --only-cases, --config

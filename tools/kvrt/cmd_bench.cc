@@ -62,8 +62,9 @@ int session_context(const BenchOptions& o, const std::vector<int>& contexts) {
   const int64_t n = int64_t(std::max(contexts.back(), o.prefill_tokens)) +
                     int64_t(contexts.size()) * int64_t(o.decode_tokens);
   if (n > kMaxContext)
-    throw Error("--ctx " + o.contexts + " with --decode-tokens " + std::to_string(o.decode_tokens) + " needs " +
-                    std::to_string(n) + " positions, more than the most of " + std::to_string(kMaxContext),
+    throw Error("--ctx " + o.contexts + " with --decode-tokens " + std::to_string(o.decode_tokens) +
+                    " needs " + std::to_string(n) + " positions, more than the most of " +
+                    std::to_string(kMaxContext),
                 ErrorKind::kUsage);
   return int(n);
 }
@@ -84,19 +85,24 @@ std::vector<BenchSetting> settings_of(const BenchOptions& o) {
     precisions.push_back(ops::parse_matmul_precision(item));
     ops::require_matmul_precision(precisions.back());
   }
-  if (precisions.empty()) throw Error("--matmul needs a precision (f32 or bf16)", ErrorKind::kUsage);
+  if (precisions.empty())
+    throw Error("--matmul needs a precision (f32 or bf16)", ErrorKind::kUsage);
   std::vector<BenchSetting> out;
   for (kv::SettingText& s : kv::parse_setting_list(o.settings)) {
     if (o.group > 0) kv::apply_setting_field(s.config, "g", std::to_string(o.group));
     for (ops::MatmulPrecision p : precisions) {
-      const std::string suffix = p == ops::MatmulPrecision::kF32 ? "" : std::string(" mm=") + ops::matmul_precision_name(p);
+      const std::string suffix = p == ops::MatmulPrecision::kF32
+                                     ? ""
+                                     : std::string(" mm=") + ops::matmul_precision_name(p);
       out.push_back({s.text + suffix, s.config, p});
     }
   }
   return out;
 }
 
-double elapsed(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double elapsed(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // Advances the session to `target` positions with prefill chunks of random tokens.
 void fill_to(model::Session& s, int target, std::mt19937& rng) {
@@ -158,9 +164,12 @@ void print_table(const std::vector<Row>& rows, const std::vector<int>& contexts)
   for (const Row& r : rows) {
     std::printf("%-*s %10.0f %14.1f", width, r.setting.c_str(), r.bytes_per_token, r.prefill_tok_s);
     for (int c : contexts) {
-      auto it = std::find_if(r.decode.begin(), r.decode.end(), [&](auto& d) { return d.first == c; });
+      auto it =
+          std::find_if(r.decode.begin(), r.decode.end(), [&](auto& d) { return d.first == c; });
       if (it == r.decode.end()) std::printf("  %16s", "-");
-      else std::printf("  %8.2f (%4.2fx)", it->second, it->second / rows[0].decode[size_t(it - r.decode.begin())].second);
+      else
+        std::printf("  %8.2f (%4.2fx)", it->second,
+                    it->second / rows[0].decode[size_t(it - r.decode.begin())].second);
     }
     std::printf("\n");
   }
@@ -169,16 +178,19 @@ void print_table(const std::vector<Row>& rows, const std::vector<int>& contexts)
 void write_json(const std::string& path, const std::vector<Row>& rows, const model::Model& m,
                 int n_threads) {
   std::ostringstream js;
-  js << "{\n  \"model\": " << validate::json_quote(m.file().path()) << ",\n  \"isa\": "
-     << validate::json_quote(simd::isa_name()) << ",\n  \"matmul\": " << validate::json_quote(ops::matmul_backends())
+  js << "{\n  \"model\": " << validate::json_quote(m.file().path())
+     << ",\n  \"isa\": " << validate::json_quote(simd::isa_name())
+     << ",\n  \"matmul\": " << validate::json_quote(ops::matmul_backends())
      << ",\n  \"threads\": " << n_threads << ",\n  \"results\": [\n";
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
-    js << "    {\"setting\": " << validate::json_quote(r.setting) << ", \"kv_bytes_per_token\": " << r.bytes_per_token
+    js << "    {\"setting\": " << validate::json_quote(r.setting)
+       << ", \"kv_bytes_per_token\": " << r.bytes_per_token
        << ", \"prefill_tokens\": " << r.prefill_tokens << ", \"prefill_tok_s\": " << r.prefill_tok_s
        << ", \"decode\": [";
     for (size_t j = 0; j < r.decode.size(); ++j)
-      js << (j ? ", " : "") << "{\"ctx\": " << r.decode[j].first << ", \"tok_s\": " << r.decode[j].second << "}";
+      js << (j ? ", " : "") << "{\"ctx\": " << r.decode[j].first
+         << ", \"tok_s\": " << r.decode[j].second << "}";
     js << "]}" << (i + 1 < rows.size() ? "," : "") << "\n";
   }
   js << "  ]\n}\n";
@@ -189,35 +201,43 @@ void write_json(const std::string& path, const std::vector<Row>& rows, const mod
 
 int cmd_bench(int argc, char** argv) {
   BenchOptions o;
-  CommandLine cl("kvrt bench [-m MODEL] [--ctx LIST] [--settings LIST] [--json FILE]",
-                 "Measures prefill and decode tokens/s of the real forward pass for each KV setting\n"
-                 "at each context length. Ratios in the table are against the first setting.");
+  CommandLine cl(
+      "kvrt bench [-m MODEL] [--ctx LIST] [--settings LIST] [--json FILE]",
+      "Measures prefill and decode tokens/s of the real forward pass for each KV setting\n"
+      "at each context length. Ratios in the table are against the first setting.");
   o.model.add_to(cl, false);
-  cl.add("--ctx", "LIST", "context lengths for decode, comma-separated (default 1024,4096,8192,16384)",
-         &o.contexts);
+  cl.add("--ctx", "LIST",
+         "context lengths for decode, comma-separated (default 1024,4096,8192,16384)", &o.contexts);
   cl.add("--settings", "LIST",
          "KV settings as --kv takes them, separated by ';' (default f32;q8;q4;k=q8,v=q4; the older "
          "form f32,q8,k=q8:v=q4 is read too)",
          &o.settings);
   cl.add("--matmul", "LIST",
-         "precisions of the prefill products, comma-separated: f32 (default), bf16; each KV setting runs with each",
+         "precisions of the prefill products, comma-separated: f32 (default), bf16; each KV "
+         "setting runs with each",
          &o.matmul);
-  cl.add("--decode-tokens", "N", "decode steps timed at each context (default 16)", &o.decode_tokens, 1, 4096);
-  cl.add("--prefill-tokens", "N", "tokens of the timed prefill (default 8192)", &o.prefill_tokens, 1, 1 << 20);
-  cl.add("--group", "G", "quantization group size for every setting (default: each setting's)", &o.group, 0, 128);
+  cl.add("--decode-tokens", "N", "decode steps timed at each context (default 16)",
+         &o.decode_tokens, 1, 4096);
+  cl.add("--prefill-tokens", "N", "tokens of the timed prefill (default 8192)", &o.prefill_tokens,
+         1, 1 << 20);
+  cl.add("--group", "G", "quantization group size for every setting (default: each setting's)",
+         &o.group, 0, 128);
   cl.add("--json", "FILE", "also write the results as JSON", &o.json);
   if (!cl.parse(argc, argv)) return kExitOk;
-  if (!o.json.empty()) validate::check_output_path(o.json, "JSON results");  // before minutes of work
+  if (!o.json.empty())
+    validate::check_output_path(o.json, "JSON results");  // before minutes of work
 
   const std::vector<int> contexts = parse_contexts(o.contexts);
-  (void)session_context(o, contexts);  // before the model loads
+  (void)session_context(o, contexts);                         // before the model loads
   const std::vector<BenchSetting> settings = settings_of(o);  // bad settings fail before any work
   auto model = o.model.load();
   const int n_threads = o.model.n_threads > 0 ? o.model.n_threads : omp_get_num_procs();
-  std::fprintf(stderr, "kvrt bench: %s, ISA %s, %d threads, matmul %s\n", model->file().path().c_str(),
-               simd::isa_name(), n_threads, ops::matmul_backends().c_str());
+  std::fprintf(stderr, "kvrt bench: %s, ISA %s, %d threads, matmul %s\n",
+               model->file().path().c_str(), simd::isa_name(), n_threads,
+               ops::matmul_backends().c_str());
   std::vector<Row> rows;
-  for (const BenchSetting& setting : settings) rows.push_back(bench_setting(*model, o, setting, contexts));
+  for (const BenchSetting& setting : settings)
+    rows.push_back(bench_setting(*model, o, setting, contexts));
   print_table(rows, contexts);
   if (!o.json.empty()) write_json(o.json, rows, *model, n_threads);
   return kExitOk;

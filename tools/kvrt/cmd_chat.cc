@@ -57,7 +57,8 @@ bool read_message(bool tty, size_t max_bytes, std::string& line) {
   while ((c = std::getc(stdin)) != EOF && c != '\n') {
     if (line.size() == max_bytes)
       throw Error("a message on standard input is longer than " + std::to_string(max_bytes) +
-                      " bytes, more than the context can hold (raise -c)", ErrorKind::kResource);
+                      " bytes, more than the context can hold (raise -c)",
+                  ErrorKind::kResource);
     line += char(c);
   }
   if (c == EOF && std::ferror(stdin))
@@ -74,13 +75,17 @@ const char* end_reason(const model::TurnResult& r) {
 }
 
 void report_turn(int turn, const model::TurnResult& r, const model::Session& s) {
-  std::fprintf(stderr, "kvrt: turn %d: %d tokens evaluated for the message%s, %d generated (%s), %d/%d positions\n",
-               turn, int(r.prompt_tokens.size()), r.reread ? " (the whole conversation, read again)" : "",
-               int(r.reply_tokens.size()), end_reason(r), s.n_past(), s.n_ctx());
+  std::fprintf(
+      stderr,
+      "kvrt: turn %d: %d tokens evaluated for the message%s, %d generated (%s), %d/%d positions\n",
+      turn, int(r.prompt_tokens.size()), r.reread ? " (the whole conversation, read again)" : "",
+      int(r.reply_tokens.size()), end_reason(r), s.n_past(), s.n_ctx());
 }
 
-void report_end(int n_turns, double seconds, const model::Conversation& chat, const model::Session& s) {
-  std::fprintf(stderr, "kvrt: %d turn%s in %.2f s; %d tokens evaluated, %d positions in the cache\n",
+void report_end(int n_turns, double seconds, const model::Conversation& chat,
+                const model::Session& s) {
+  std::fprintf(stderr,
+               "kvrt: %d turn%s in %.2f s; %d tokens evaluated, %d positions in the cache\n",
                n_turns, n_turns == 1 ? "" : "s", seconds, chat.n_evaluated(), s.n_past());
   std::fprintf(stderr, "kvrt: ISA %s, %d threads, matmul %s; kernels run: %s\n", simd::isa_name(),
                s.n_threads(), ops::matmul_backends().c_str(), s.matmul_implementation());
@@ -90,15 +95,22 @@ void report_end(int n_turns, double seconds, const model::Conversation& chat, co
 void add_options(CommandLine& cl, ChatOptions& o) {
   o.model.add_to(cl);
   cl.add("--system", "TEXT", "system message at the start of the conversation", &o.system);
-  cl.add("--chat-format", "NAME", "chat format instead of the model's tokenizer.chat_template "
-         "(chatml, qwen3, smollm3, llama3, mistral-v7-tekken, phi3, phi4-mini, gemma, granite, ...)",
-         &o.chat_format);
-  cl.add_flag("--parse-special", "control tokens written in messages (<|im_end|>, <start_of_turn>, "
-              "...) become those tokens; by default messages are plain text", &o.parse_special);
+  cl.add(
+      "--chat-format", "NAME",
+      "chat format instead of the model's tokenizer.chat_template "
+      "(chatml, qwen3, smollm3, llama3, mistral-v7-tekken, phi3, phi4-mini, gemma, granite, ...)",
+      &o.chat_format);
+  cl.add_flag("--parse-special",
+              "control tokens written in messages (<|im_end|>, <start_of_turn>, "
+              "...) become those tokens; by default messages are plain text",
+              &o.parse_special);
   cl.add("-n,--n-predict", "N", "most tokens per reply (default 256)", &o.n_predict, 1, 1 << 24);
-  cl.add("--on-full", "POLICY", "when the context is full: stop (default) or drop-oldest (drop the "
-         "oldest turns and read the rest of the conversation again)", &o.on_full);
-  cl.add_flag("-v,--verbose", "print the tokens evaluated and generated for every turn", &o.verbose);
+  cl.add("--on-full", "POLICY",
+         "when the context is full: stop (default) or drop-oldest (drop the "
+         "oldest turns and read the rest of the conversation again)",
+         &o.on_full);
+  cl.add_flag("-v,--verbose", "print the tokens evaluated and generated for every turn",
+              &o.verbose);
   o.sampling.add_to(cl);
   o.kv.add_to(cl);
   o.gate.add_to(cl);
@@ -116,7 +128,8 @@ int chat_loop(const ChatOptions& o, model::Conversation& chat, model::Sampler& s
   const bool stop = model::parse_on_context_full(o.on_full) == model::OnContextFull::kStop;
   const std::string advice = stop ? "(raise -c, or use --on-full drop-oldest)" : "(raise -c)";
   int n_turns = 0;
-  const size_t max_bytes = std::min(kMaxTextFileBytes, session.model().tokenizer().max_text_bytes(size_t(session.n_ctx())));
+  const size_t max_bytes = std::min(
+      kMaxTextFileBytes, session.model().tokenizer().max_text_bytes(size_t(session.n_ctx())));
   for (std::string line; read_message(tty, max_bytes, line);) {
     if (line.empty()) continue;
     model::TurnResult r;
@@ -130,16 +143,19 @@ int chat_loop(const ChatOptions& o, model::Conversation& chat, model::Sampler& s
     ++n_turns;
     after_turn();
     if (r.n_dropped > 0)
-      std::fprintf(stderr, "kvrt: context full: dropped the %d oldest messages and read the remaining "
-                   "conversation again (%d tokens; the first %d were still in the cache)\n", r.n_dropped,
-                   r.n_reused + int(r.prompt_tokens.size()), r.n_reused);
+      std::fprintf(stderr,
+                   "kvrt: context full: dropped the %d oldest messages and read the remaining "
+                   "conversation again (%d tokens; the first %d were still in the cache)\n",
+                   r.n_dropped, r.n_reused + int(r.prompt_tokens.size()), r.n_reused);
     if (o.verbose) report_turn(n_turns, r, session);
     if (r.context_full && stop)
       throw Error("context full: the reply used the last of " + std::to_string(session.n_ctx()) +
                       " positions; the chat stops here " + advice,
                   ErrorKind::kResource);
     if (r.context_full)
-      std::fprintf(stderr, "kvrt: context full: the reply was cut; the next message drops the oldest turns\n");
+      std::fprintf(
+          stderr,
+          "kvrt: context full: the reply was cut; the next message drops the oldest turns\n");
   }
   return n_turns;
 }
@@ -148,9 +164,10 @@ int chat_loop(const ChatOptions& o, model::Conversation& chat, model::Sampler& s
 
 int cmd_chat(int argc, char** argv) {
   ChatOptions o;
-  CommandLine cl("kvrt chat [-m MODEL] [--system TEXT] [options] < MESSAGES",
-                 "Chats with an instruct model: each line of stdin is a user message; replies stream to "
-                 "stdout and end at the model's end-of-turn token. The conversation stays in the KV cache.");
+  CommandLine cl(
+      "kvrt chat [-m MODEL] [--system TEXT] [options] < MESSAGES",
+      "Chats with an instruct model: each line of stdin is a user message; replies stream to "
+      "stdout and end at the model's end-of-turn token. The conversation stays in the KV cache.");
   add_options(cl, o);
   if (!cl.parse(argc, argv)) return kExitOk;
 
@@ -168,15 +185,15 @@ int cmd_chat(int argc, char** argv) {
   so.kv = kv_config;
   so.matmul = matmul;
   model::Session session(*model, so);
-  o.gate.check(o.model.resolved_path(), session.kv_cache().config(), session.matmul_precision(), session.n_ctx(),
-               session.model().config().n_ctx_train);
+  o.gate.check(o.model.resolved_path(), session.kv_cache().config(), session.matmul_precision(),
+               session.n_ctx(), session.model().config().n_ctx_train);
   model::Sampler sampler(o.sampling.sampler, model->config().n_vocab);
   model::Conversation chat(session, format, o.system, on_full, o.parse_special);
   if (file) resume_chat(*file, session, chat, sampler);
   const auto t0 = std::chrono::steady_clock::now();
   const bool tty = isatty(STDIN_FILENO) != 0;
-  std::fprintf(stderr, "kvrt: chat format %s, context %d positions%s\n", std::string(format.name()).c_str(),
-               session.n_ctx(), tty ? "; end with Ctrl-D" : "");
+  std::fprintf(stderr, "kvrt: chat format %s, context %d positions%s\n",
+               std::string(format.name()).c_str(), session.n_ctx(), tty ? "; end with Ctrl-D" : "");
 
   const int n_turns = chat_loop(o, chat, sampler, tty, [&] {
     if (file) save_chat(*file, session, chat, sampler);

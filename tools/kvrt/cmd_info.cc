@@ -31,7 +31,8 @@ void print_tensors(const io::GgufFile& f, bool all) {
   if (!all) return;
   for (const auto& t : f.tensors()) {
     std::printf("  %-28s %-5s [", t.name.c_str(), simd::weight_type_name(t.type));
-    for (size_t d = 0; d < t.dims.size(); ++d) std::printf("%s%lld", d ? ", " : "", (long long)t.dims[d]);
+    for (size_t d = 0; d < t.dims.size(); ++d)
+      std::printf("%s%lld", d ? ", " : "", (long long)t.dims[d]);
     std::printf("]\n");
   }
 }
@@ -48,8 +49,10 @@ std::string data_dir_or_reason() {
 // The dispatch decision: the rung, what the CPU offers, and which rung filled each kernel slot.
 void print_dispatch() {
   std::string rungs;
-  for (simd::Isa isa : simd::runnable_isas()) rungs += (rungs.empty() ? "" : ", ") + std::string(simd::isa_to_string(isa));
-  std::printf("ISA:            %s (this CPU runs %s; KVRT_ISA chooses)\n", simd::isa_name(), rungs.c_str());
+  for (simd::Isa isa : simd::runnable_isas())
+    rungs += (rungs.empty() ? "" : ", ") + std::string(simd::isa_to_string(isa));
+  std::printf("ISA:            %s (this CPU runs %s; KVRT_ISA chooses)\n", simd::isa_name(),
+              rungs.c_str());
   std::printf("CPU features:   %s\n", simd::cpu_features_string(simd::cpu_features()).c_str());
   const char* label = "kernels:        ";
   for (const std::string& line : simd::describe_slots(simd::process_isa())) {
@@ -91,12 +94,17 @@ std::string features(const model::Model& m) {
   }
   if (l.bq) add("Q/K/V biases");
   if (m.weights().rope_freqs) add("RoPE frequency factors");
-  if (m.weights().rope_factors_short) add("LongRoPE factors (long past " + std::to_string(c.rope.orig_ctx) + " positions)");
-  if (c.rope.scaling == ops::RopeScaling::kLinear) add("linear RoPE scaling x" + num(c.rope.factor));
+  if (m.weights().rope_factors_short)
+    add("LongRoPE factors (long past " + std::to_string(c.rope.orig_ctx) + " positions)");
+  if (c.rope.scaling == ops::RopeScaling::kLinear)
+    add("linear RoPE scaling x" + num(c.rope.factor));
   if (c.rope.scaling == ops::RopeScaling::kYarn)
-    add("YaRN RoPE scaling x" + num(c.rope.factor) + " from " + std::to_string(c.rope.orig_ctx) + " positions");
+    add("YaRN RoPE scaling x" + num(c.rope.factor) + " from " + std::to_string(c.rope.orig_ctx) +
+        " positions");
   if (c.rope.attn_factor != 1.0f) add("RoPE attention factor " + num(c.rope.attn_factor));
-  if (c.rope_dim < c.head_dim) add("partial rotary (" + std::to_string(c.rope_dim) + " of " + std::to_string(c.head_dim) + " dims)");
+  if (c.rope_dim < c.head_dim)
+    add("partial rotary (" + std::to_string(c.rope_dim) + " of " + std::to_string(c.head_dim) +
+        " dims)");
   if (a.nope_period > 0) add("no RoPE on every " + std::to_string(a.nope_period) + "th layer");
   if (a.qk_norm == model::QkNorm::kPerHead) add("per-head Q/K norms");
   if (a.qk_norm == model::QkNorm::kFullWidth) add("full-width Q/K norms");
@@ -105,7 +113,8 @@ std::string features(const model::Model& m) {
   if (c.residual_scale != 1.0f) add("residual scale " + num(c.residual_scale));
   if (c.logit_scale != 1.0f) add("logits / " + num(c.logit_scale));
   if (c.attn_temp_scale > 0.0f)
-    add("attention temperature " + num(c.attn_temp_scale) + " per " + std::to_string(c.attn_temp_floor) + " positions");
+    add("attention temperature " + num(c.attn_temp_scale) + " per " +
+        std::to_string(c.attn_temp_floor) + " positions");
   if (c.embedding_scale != 1.0f) add("embeddings x " + num(c.embedding_scale));
   if (c.attn_softcap > 0.0f) add("attention soft-cap " + num(c.attn_softcap));
   if (c.final_softcap > 0.0f) add("final soft-cap " + num(c.final_softcap));
@@ -113,11 +122,12 @@ std::string features(const model::Model& m) {
   if (c.sliding_window > 0)
     add("sliding window " + std::to_string(c.sliding_window) +
         (a.window_layers == model::WindowLayers::kAll ? " on every layer"
-         : c.window_period == 2                      ? " on even layers"
-                                                     : " on " + std::to_string(c.window_period - 1) + " of every " +
-                                                           std::to_string(c.window_period) + " layers"));
+         : c.window_period == 2                       ? " on even layers"
+                                : " on " + std::to_string(c.window_period - 1) + " of every " +
+                                      std::to_string(c.window_period) + " layers"));
   if (c.has_window_rope) add("windowed layers' RoPE base " + num(c.rope_window.base));
-  if (c.head_dim * c.n_heads != c.d_model) add("attention width " + std::to_string(c.head_dim * c.n_heads) + " != d_model");
+  if (c.head_dim * c.n_heads != c.d_model)
+    add("attention width " + std::to_string(c.head_dim * c.n_heads) + " != d_model");
   return f;
 }
 
@@ -126,10 +136,11 @@ std::string features(const model::Model& m) {
 int cmd_info(int argc, char** argv) {
   ModelOptions mo;
   bool list_tensors = false;
-  CommandLine cl("kvrt info [-m MODEL] [--tensors]",
-                 "Prints the model's architecture, shapes, tensor types, tokenizer and context\n"
-                 "length, the SIMD instruction set kvrt selected on this machine, the matrix-product\n"
-                 "backends and kvrt's data directory.");
+  CommandLine cl(
+      "kvrt info [-m MODEL] [--tensors]",
+      "Prints the model's architecture, shapes, tensor types, tokenizer and context\n"
+      "length, the SIMD instruction set kvrt selected on this machine, the matrix-product\n"
+      "backends and kvrt's data directory.");
   mo.add_to(cl, false);
   cl.add_flag("--tensors", "list every tensor with its type and shape", &list_tensors);
   if (!cl.parse(argc, argv)) return kExitOk;
@@ -143,7 +154,8 @@ int cmd_info(int argc, char** argv) {
   std::printf("architecture:   %s\n", c.arch.c_str());
   std::printf("layers:         %d\n", c.n_layers);
   std::printf("d_model:        %d\n", c.d_model);
-  std::printf("heads:          %d query, %d key/value (head_dim %d)\n", c.n_heads, c.n_kv_heads, c.head_dim);
+  std::printf("heads:          %d query, %d key/value (head_dim %d)\n", c.n_heads, c.n_kv_heads,
+              c.head_dim);
   std::printf("d_ff:           %d\n", c.d_ff);
   std::printf("vocabulary:     %d\n", c.n_vocab);
   std::printf("context length: %d\n", c.n_ctx_train);
@@ -159,16 +171,21 @@ int cmd_info(int argc, char** argv) {
   if (!shape.windows.empty()) {
     kv::CacheShape every_position = shape;
     every_position.windows.clear();
-    std::printf("KV memory:      %.1f MiB at %d positions; a cache keeping every position on every layer: %.1f MiB\n",
-                double(layout.bytes()) / (1 << 20), shape.n_ctx,
-                double(kv::plan_cache(defaults.kv, every_position).bytes()) / (1 << 20));
+    std::printf(
+        "KV memory:      %.1f MiB at %d positions; a cache keeping every position on every layer: "
+        "%.1f MiB\n",
+        double(layout.bytes()) / (1 << 20), shape.n_ctx,
+        double(kv::plan_cache(defaults.kv, every_position).bytes()) / (1 << 20));
   }
   print_tensors(model->file(), list_tensors);
-  std::printf("weights:        %zu bytes mapped in place, %zu bytes converted to FP32 or copied aligned\n",
-              model->weights().bytes_mapped(), model->weights().bytes_converted());
+  std::printf(
+      "weights:        %zu bytes mapped in place, %zu bytes converted to FP32 or copied aligned\n",
+      model->weights().bytes_mapped(), model->weights().bytes_converted());
   if (const auto rss = resident_bytes())
-    std::printf("resident:       %.1f MiB after loading (file %.1f MiB; a session adds its KV cache and scratch)\n",
-                double(*rss) / (1024.0 * 1024.0), double(model->file().file_size()) / (1024.0 * 1024.0));
+    std::printf(
+        "resident:       %.1f MiB after loading (file %.1f MiB; a session adds its KV cache and "
+        "scratch)\n",
+        double(*rss) / (1024.0 * 1024.0), double(model->file().file_size()) / (1024.0 * 1024.0));
   std::printf("tokenizer:      %s (pre-tokenizer %s%s), BOS %d, EOS %d\n",
               std::string(tok.model_name()).c_str(), std::string(tok.pre_name()).c_str(),
               tok.pre_tokenizer_supported() ? "" : ", NOT SUPPORTED", tok.bos_id(), tok.eos_id());

@@ -48,31 +48,37 @@ std::string read_prompt(const RunOptions& o) {
 }
 
 // n_decoded: single-token forward passes timed in t_decode.
-void report(const model::Session& s, int n_prompt, double t_prefill, int n_decoded, double t_decode) {
-  std::fprintf(stderr, "kvrt: ISA %s, %d threads, matmul %s, %s prefill products; kernels run: %s\n",
+void report(const model::Session& s, int n_prompt, double t_prefill, int n_decoded,
+            double t_decode) {
+  std::fprintf(stderr,
+               "kvrt: ISA %s, %d threads, matmul %s, %s prefill products; kernels run: %s\n",
                simd::isa_name(), s.n_threads(), ops::matmul_backends().c_str(),
                ops::matmul_precision_name(s.matmul_precision()), s.matmul_implementation());
   if (n_prompt > 0)
     std::fprintf(stderr, "kvrt: prefill %d tokens in %.1f ms (%.1f tok/s)\n", n_prompt,
                  t_prefill * 1e3, n_prompt / t_prefill);
   if (n_prompt == 0)
-    std::fprintf(stderr, "kvrt: prefill 0 tokens: the prompt cache held the prompt (loaded in %.1f ms)\n",
+    std::fprintf(stderr,
+                 "kvrt: prefill 0 tokens: the prompt cache held the prompt (loaded in %.1f ms)\n",
                  t_prefill * 1e3);
   if (n_decoded > 0)
     std::fprintf(stderr, "kvrt: decode %d tokens in %.1f ms (%.1f tok/s)\n", n_decoded,
                  t_decode * 1e3, n_decoded / t_decode);
   report_kv_cache(s);
   if (const auto rss = resident_bytes())
-    std::fprintf(stderr, "kvrt: resident memory %.1f MiB (model file %.1f MiB, session buffers %.1f MiB)\n",
-                 double(*rss) / kMiB, double(s.model().file().file_size()) / kMiB, double(s.bytes_allocated()) / kMiB);
+    std::fprintf(stderr,
+                 "kvrt: resident memory %.1f MiB (model file %.1f MiB, session buffers %.1f MiB)\n",
+                 double(*rss) / kMiB, double(s.model().file().file_size()) / kMiB,
+                 double(s.bytes_allocated()) / kMiB);
 }
 
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
   RunOptions o;
-  CommandLine cl("kvrt run [-m MODEL] -p PROMPT [-n N] [options]",
-                 "Generates text from a prompt and streams it to stdout. Greedy unless --temp is set.");
+  CommandLine cl(
+      "kvrt run [-m MODEL] -p PROMPT [-n N] [options]",
+      "Generates text from a prompt and streams it to stdout. Greedy unless --temp is set.");
   o.model.add_to(cl);
   cl.add("-p,--prompt", "TEXT", "prompt text (BOS is added; empty = BOS alone)", &o.prompt, true);
   cl.add("-f,--file", "FILE", "read the prompt from a file", &o.prompt_file);
@@ -98,8 +104,9 @@ int cmd_run(int argc, char** argv) {
   so.n_ctx = o.model.ctx_for(*model);
   // Refused before tokenizing: a prompt too long for the context would take seconds per MiB.
   if (const size_t most = tok.max_text_bytes(size_t(so.n_ctx - 1)); prompt.size() > most)
-    throw Error("the prompt has " + std::to_string(prompt.size()) + " bytes, more than the context of " +
-                    std::to_string(so.n_ctx) + " positions can hold (at most " + std::to_string(most) +
+    throw Error("the prompt has " + std::to_string(prompt.size()) +
+                    " bytes, more than the context of " + std::to_string(so.n_ctx) +
+                    " positions can hold (at most " + std::to_string(most) +
                     " bytes with this vocabulary; raise -c)",
                 ErrorKind::kResource);
   std::vector<int32_t> tokens = tok.encode(prompt, true);
@@ -111,8 +118,8 @@ int cmd_run(int argc, char** argv) {
                     " tokens, more than the context of " + std::to_string(so.n_ctx) + " (raise -c)",
                 ErrorKind::kResource);
   model::Session session(*model, so);
-  o.gate.check(o.model.resolved_path(), session.kv_cache().config(), session.matmul_precision(), session.n_ctx(),
-               session.model().config().n_ctx_train);
+  o.gate.check(o.model.resolved_path(), session.kv_cache().config(), session.matmul_precision(),
+               session.n_ctx(), session.model().config().n_ctx_train);
   model::Sampler sampler(o.sampling.sampler, model->config().n_vocab);
 
   auto t0 = Clock::now();

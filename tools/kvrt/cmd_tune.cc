@@ -31,37 +31,54 @@ struct TuneOptions {
 
 int cmd_tune(int argc, char** argv) {
   TuneOptions o;
-  CommandLine cl("kvrt tune [-m MODEL] -c N [options]",
-                 "Searches per-layer K and V formats for the smallest-memory KV setting that PASSes the gate at a\n"
-                 "context of N positions. It starts with every layer at the most aggressive format, ranks layers\n"
-                 "(K and V apart) by their KL on a calibration slice of the acceptance set, falls back the worst\n"
-                 "one format at a time (or adds FP32 sinks when they remove more KL per byte), and checks the\n"
-                 "steps with validate's statistics on the other cases only.\n"
-                 "The setting found is written into the record with its verdict under a name (--name, default\n"
-                 "tuned): `kvrt run --kv tuned` uses it. Exit 0: found; 1: no setting below FP32 passed;\n"
-                 "2: usage or input error.");
+  CommandLine cl(
+      "kvrt tune [-m MODEL] -c N [options]",
+      "Searches per-layer K and V formats for the smallest-memory KV setting that PASSes the gate "
+      "at a\n"
+      "context of N positions. It starts with every layer at the most aggressive format, ranks "
+      "layers\n"
+      "(K and V apart) by their KL on a calibration slice of the acceptance set, falls back the "
+      "worst\n"
+      "one format at a time (or adds FP32 sinks when they remove more KL per byte), and checks "
+      "the\n"
+      "steps with validate's statistics on the other cases only.\n"
+      "The setting found is written into the record with its verdict under a name (--name, "
+      "default\n"
+      "tuned): `kvrt run --kv tuned` uses it. Exit 0: found; 1: no setting below FP32 passed;\n"
+      "2: usage or input error.");
   o.model.add_to(cl, false);
   o.kv.add_to(cl);
-  cl.add("--formats", "LIST", "formats to choose from per layer and side, most aggressive first (default q2,q4,q8,f32)",
+  cl.add("--formats", "LIST",
+         "formats to choose from per layer and side, most aggressive first (default q2,q4,q8,f32)",
          &o.formats);
   cl.add("--name", "NAME", "the name the record gives the setting found (default tuned)", &o.name);
-  cl.add("--sinks", "N", "FP32 positions (attention sinks) one step of the search may add to every layer "
-         "(default 4; 0: none; a --kv base with sinks= keeps its own)", &o.sinks, 0, 1 << 20);
-  cl.add("--calibration", "SHARE", "share of each category's cases the search measures on (default 0.25); "
-         "the rest decide the verdicts", &o.calibration, 0.01f, 0.99f);
+  cl.add("--sinks", "N",
+         "FP32 positions (attention sinks) one step of the search may add to every layer "
+         "(default 4; 0: none; a --kv base with sinks= keeps its own)",
+         &o.sinks, 0, 1 << 20);
+  cl.add("--calibration", "SHARE",
+         "share of each category's cases the search measures on (default 0.25); "
+         "the rest decide the verdicts",
+         &o.calibration, 0.01f, 0.99f);
   o.set.add_to(cl);
-  cl.add("-c,--max-len,--ctx", "N", "the deployment context: cases stretch to it and the record binds it "
-         "(default: as validate's)", &o.set.max_len, 16, 1 << 20);
-  cl.add("--budget", "MINUTES", "stop the search after this many minutes, keeping the smallest PASS found so far",
+  cl.add("-c,--max-len,--ctx", "N",
+         "the deployment context: cases stretch to it and the record binds it "
+         "(default: as validate's)",
+         &o.set.max_len, 16, 1 << 20);
+  cl.add("--budget", "MINUTES",
+         "stop the search after this many minutes, keeping the smallest PASS found so far",
          &o.set.budget_minutes, 0.001f, 1e6f);
-  cl.add("--seed", "S", "bootstrap and case-split seed (default: the thresholds file's)", &o.set.seed);
-  cl.add("--record", "PATH", "validation record to write (default: in $KVRT_STATE_DIR or ~/.local/state/kvrt)",
+  cl.add("--seed", "S", "bootstrap and case-split seed (default: the thresholds file's)",
+         &o.set.seed);
+  cl.add("--record", "PATH",
+         "validation record to write (default: in $KVRT_STATE_DIR or ~/.local/state/kvrt)",
          &o.set.record);
   // Tests only: damages the stored scales of layer L in every candidate by the relative NOISE, so
   // the search has a known answer; the record is not written.
   cl.add_hidden("--debug-damage-layer", [&o](std::string_view v) {
     const size_t colon = v.find(':');
-    if (colon == std::string_view::npos) throw Error("--debug-damage-layer needs LAYER:NOISE", ErrorKind::kUsage);
+    if (colon == std::string_view::npos)
+      throw Error("--debug-damage-layer needs LAYER:NOISE", ErrorKind::kUsage);
     o.damage_layer = int(parse_flag_int("--debug-damage-layer", v.substr(0, colon), 0, 1 << 20));
     o.damage_noise = parse_flag_float("--debug-damage-layer", v.substr(colon + 1), 1e-6f, 1e6f);
   });

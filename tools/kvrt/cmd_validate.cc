@@ -30,7 +30,7 @@ struct ValidateOptions {
   KvOptions kv;
   AcceptanceOptions set;
   std::string settings_file, json, html;
-  std::string sign;  // secret key file: sign the record (docs/signed-records.md)
+  std::string sign;            // secret key file: sign the record (docs/signed-records.md)
   float negative_control = 0;  // relative noise on stored scales; 0 = no negative control
   std::string prefer = "memory";
 };
@@ -51,14 +51,15 @@ void progress(const validate::Progress& p) {
   static double last_line = 0;
   const int done = p.done, total = std::max(p.total, 1);
   const int width = 30, filled = width * done / total;
-  const std::string times = duration(p.seconds) + " elapsed, ETA " + duration(p.eta_seconds) + ", " +
-                            std::to_string(p.n_running) + " settings running";
+  const std::string times = duration(p.seconds) + " elapsed, ETA " + duration(p.eta_seconds) +
+                            ", " + std::to_string(p.n_running) + " settings running";
   if (tty) {
-    std::fprintf(stderr, "\rvalidating [%s%s] %d/%d cases, %s  ", std::string(size_t(filled), '#').c_str(),
+    std::fprintf(stderr, "\rvalidating [%s%s] %d/%d cases, %s  ",
+                 std::string(size_t(filled), '#').c_str(),
                  std::string(size_t(width - filled), '.').c_str(), done, p.total, times.c_str());
     if (done == p.total || p.n_running == 0) std::fputc('\n', stderr);
-  } else if (done == p.total || p.n_running == 0 || (done * 4 / total) != ((done - 1) * 4 / total) ||
-             p.seconds - last_line >= 30) {
+  } else if (done == p.total || p.n_running == 0 ||
+             (done * 4 / total) != ((done - 1) * 4 / total) || p.seconds - last_line >= 30) {
     std::fprintf(stderr, "validating: %d/%d cases, %s\n", done, p.total, times.c_str());
     last_line = p.seconds;
   }
@@ -79,37 +80,45 @@ std::vector<validate::Setting> requested_settings(const ValidateOptions& o) {
 
 int cmd_validate(int argc, char** argv) {
   ValidateOptions o;
-  CommandLine cl("kvrt validate [-m MODEL] [options]",
-                 "Replays the acceptance set (validation/) on the FP32 baseline and on each candidate setting\n"
-                 "(KV cache format and matmul precision),\n"
-                 "decides PASS / FAIL / INCONCLUSIVE on bootstrap intervals, and writes the record that\n"
-                 "`kvrt run` requires before it enables a compressed setting at a context up to the one\n"
-                 "validated (-c). Exit 0: all settings passed;\n"
-                 "1: at least one refused; 2: usage or input error.");
+  CommandLine cl(
+      "kvrt validate [-m MODEL] [options]",
+      "Replays the acceptance set (validation/) on the FP32 baseline and on each candidate "
+      "setting\n"
+      "(KV cache format and matmul precision),\n"
+      "decides PASS / FAIL / INCONCLUSIVE on bootstrap intervals, and writes the record that\n"
+      "`kvrt run` requires before it enables a compressed setting at a context up to the one\n"
+      "validated (-c). Exit 0: all settings passed;\n"
+      "1: at least one refused; 2: usage or input error.");
   o.model.add_to(cl, false);
   o.kv.add_to(cl);
   cl.add("--settings", "FILE",
-         "candidate settings (default validation/settings.toml in kvrt's data dir; KV or --matmul flags validate one)",
+         "candidate settings (default validation/settings.toml in kvrt's data dir; KV or --matmul "
+         "flags validate one)",
          &o.settings_file);
   o.set.add_to(cl);
   cl.add("-c,--max-len,--ctx", "N",
-         "context to validate at: case lengths follow it and the record binds it (default: the model's, at most "
+         "context to validate at: case lengths follow it and the record binds it (default: the "
+         "model's, at most "
          "[context] max of the thresholds file and what memory holds)",
          &o.set.max_len, 16, 1 << 20);
   cl.add("--budget", "MINUTES",
-         "run what fits in this many minutes; settings it could not decide are INCONCLUSIVE (default: no limit)",
+         "run what fits in this many minutes; settings it could not decide are INCONCLUSIVE "
+         "(default: no limit)",
          &o.set.budget_minutes, 0.001f, 1e6f);
   cl.add("--prefer", "memory|speed",
-         "the recommendation among the PASSing settings: the least KV memory at full context (default) or the "
+         "the recommendation among the PASSing settings: the least KV memory at full context "
+         "(default) or the "
          "fastest decode at the validated context",
          &o.prefer);
   cl.add("--seed", "S", "bootstrap seed (default: the thresholds file's)", &o.set.seed);
   cl.add("--json", "FILE", "write the full results as JSON", &o.json);
   cl.add("--html", "FILE", "write a self-contained HTML report with plots", &o.html);
-  cl.add("--record", "PATH", "validation record to write (default: in $KVRT_STATE_DIR or ~/.local/state/kvrt)",
+  cl.add("--record", "PATH",
+         "validation record to write (default: in $KVRT_STATE_DIR or ~/.local/state/kvrt)",
          &o.set.record);
   cl.add("--sign", "KEYFILE",
-         "sign the record with this secret key (made by kvrt keygen), for kvrt run --trust on other machines",
+         "sign the record with this secret key (made by kvrt keygen), for kvrt run --trust on "
+         "other machines",
          &o.sign);
   // Tests only: adds q4/q4 with its stored scales perturbed by this relative amount; it must FAIL.
   cl.add_hidden("--debug-negative-control", [&o](std::string_view v) {
@@ -117,7 +126,8 @@ int cmd_validate(int argc, char** argv) {
   });
   if (!cl.parse(argc, argv)) return kExitOk;
   const std::optional<validate::Prefer> prefer = validate::parse_prefer(o.prefer);
-  if (!prefer) throw Error("--prefer takes memory or speed, not '" + o.prefer + "'", ErrorKind::kUsage);
+  if (!prefer)
+    throw Error("--prefer takes memory or speed, not '" + o.prefer + "'", ErrorKind::kUsage);
 
   // Inputs and outputs are checked first, so a bad path fails now rather than after the run.
   std::optional<validate::SecretKey> key;
@@ -139,14 +149,21 @@ int cmd_validate(int argc, char** argv) {
 
   std::fputs(validate::report_text(v.report).c_str(), stdout);
   if (v.report.noise_verdict.verdict != validate::Verdict::kPass)
-    std::fprintf(stderr, "kvrt validate: warning: the noise floor did not PASS; the thresholds are below what "
-                         "FP32 itself reproduces\n");
-  if (!o.json.empty()) validate::write_file_atomic(o.json, validate::report_json(v.report), "JSON report");
-  if (!o.html.empty()) validate::write_file_atomic(o.html, validate::report_html(v.report), "HTML report");
+    std::fprintf(
+        stderr,
+        "kvrt validate: warning: the noise floor did not PASS; the thresholds are below what "
+        "FP32 itself reproduces\n");
+  if (!o.json.empty())
+    validate::write_file_atomic(o.json, validate::report_json(v.report), "JSON report");
+  if (!o.html.empty())
+    validate::write_file_atomic(o.html, validate::report_html(v.report), "HTML report");
 
-  for (const std::string& note : validate::save_record(record_path, v.record, key ? &*key : nullptr))
+  for (const std::string& note :
+       validate::save_record(record_path, v.record, key ? &*key : nullptr))
     std::fprintf(stderr, "kvrt validate: note: %s\n", note.c_str());
-  if (key) std::printf("record: %s (signed by key %s)\n", record_path.c_str(), key->public_key().id().c_str());
+  if (key)
+    std::printf("record: %s (signed by key %s)\n", record_path.c_str(),
+                key->public_key().id().c_str());
   else std::printf("record: %s\n", record_path.c_str());
   return v.all_pass() ? kExitOk : kExitRefused;
 }

@@ -24,8 +24,8 @@ std::vector<std::string> split_names(const std::string& names) {
 CommandLine::CommandLine(std::string usage, std::string description)
     : usage_(std::move(usage)), description_(std::move(description)) {}
 
-void CommandLine::add(const std::string& names, const std::string& metavar,
-                      const std::string& help, std::string* out, bool allow_empty) {
+void CommandLine::add(const std::string& names, const std::string& metavar, const std::string& help,
+                      std::string* out, bool allow_empty) {
   std::string flag = split_names(names).back();
   options_.push_back({split_names(names), metavar, help, false, [=](std::string_view v) {
                         if (v.empty() && !allow_empty) bad_value(flag, v, "must not be empty");
@@ -33,38 +33,37 @@ void CommandLine::add(const std::string& names, const std::string& metavar,
                       }});
 }
 
-void CommandLine::add(const std::string& names, const std::string& metavar,
-                      const std::string& help, int* out, int min, int max) {
+void CommandLine::add(const std::string& names, const std::string& metavar, const std::string& help,
+                      int* out, int min, int max) {
   std::string flag = split_names(names).back();
-  options_.push_back({split_names(names), metavar, help, false, [=](std::string_view v) {
-                        *out = int(parse_flag_int(flag, v, min, max));
-                      }});
+  options_.push_back({split_names(names), metavar, help, false,
+                      [=](std::string_view v) { *out = int(parse_flag_int(flag, v, min, max)); }});
 }
 
-void CommandLine::add(const std::string& names, const std::string& metavar,
-                      const std::string& help, float* out, float min, float max) {
+void CommandLine::add(const std::string& names, const std::string& metavar, const std::string& help,
+                      float* out, float min, float max) {
   std::string flag = split_names(names).back();
-  options_.push_back({split_names(names), metavar, help, false, [=](std::string_view v) {
-                        *out = parse_flag_float(flag, v, min, max);
-                      }});
+  options_.push_back({split_names(names), metavar, help, false,
+                      [=](std::string_view v) { *out = parse_flag_float(flag, v, min, max); }});
 }
 
-void CommandLine::add(const std::string& names, const std::string& metavar,
-                      const std::string& help, uint64_t* out) {
+void CommandLine::add(const std::string& names, const std::string& metavar, const std::string& help,
+                      uint64_t* out) {
   std::string flag = split_names(names).back();
   options_.push_back({split_names(names), metavar, help, false,
                       [=](std::string_view v) { *out = parse_flag_u64(flag, v); }});
 }
 
-void CommandLine::add(const std::string& names, const std::string& metavar,
-                      const std::string& help, std::optional<uint64_t>* out) {
+void CommandLine::add(const std::string& names, const std::string& metavar, const std::string& help,
+                      std::optional<uint64_t>* out) {
   std::string flag = split_names(names).back();
   options_.push_back({split_names(names), metavar, help, false,
                       [=](std::string_view v) { *out = parse_flag_u64(flag, v); }});
 }
 
 void CommandLine::add_flag(const std::string& names, const std::string& help, bool* out) {
-  options_.push_back({split_names(names), "", help, false, [out](std::string_view) { *out = true; }});
+  options_.push_back(
+      {split_names(names), "", help, false, [out](std::string_view) { *out = true; }});
 }
 
 void CommandLine::add_hidden(const std::string& names, std::function<void(std::string_view)> set) {
@@ -96,9 +95,11 @@ bool CommandLine::parse(int argc, char** argv) {
     if (!o)
       throw Error("unknown option '" + std::string(arg) + "' (see --help)", ErrorKind::kUsage);
     if (o->metavar.empty()) {
-      if (inline_value) throw Error("option " + std::string(arg) + " takes no value", ErrorKind::kUsage);
+      if (inline_value)
+        throw Error("option " + std::string(arg) + " takes no value", ErrorKind::kUsage);
     } else if (!inline_value) {
-      if (i + 1 >= argc) throw Error("option " + std::string(arg) + " needs a value", ErrorKind::kUsage);
+      if (i + 1 >= argc)
+        throw Error("option " + std::string(arg) + " needs a value", ErrorKind::kUsage);
       value = argv[++i];
     }
     o->set(value);

@@ -18,8 +18,8 @@ class CommandLine {
   // A string value; an empty one is a usage error unless allow_empty (e.g. an empty prompt).
   void add(const std::string& names, const std::string& metavar, const std::string& help,
            std::string* out, bool allow_empty = false);
-  void add(const std::string& names, const std::string& metavar, const std::string& help,
-           int* out, int min, int max);
+  void add(const std::string& names, const std::string& metavar, const std::string& help, int* out,
+           int min, int max);
   void add(const std::string& names, const std::string& metavar, const std::string& help,
            float* out, float min, float max);
   // Any integer from 0 to 2^64 - 1.

@@ -6,11 +6,11 @@ namespace kvrt::cli {
 
 // Exit codes shared by every subcommand.
 constexpr int kExitOk = 0;
-constexpr int kExitRefused = 1;        // validate: at least one setting refused; tune: none found
-constexpr int kExitUsage = 2;          // bad flag, bad value, bad or missing input file
-constexpr int kExitNotValidated = 3;   // run: compressed setting without a matching PASS record
-constexpr int kExitResource = 4;       // context too small for the prompt, memory cap exceeded
-constexpr int kExitInternal = 5;       // a library failed
+constexpr int kExitRefused = 1;       // validate: at least one setting refused; tune: none found
+constexpr int kExitUsage = 2;         // bad flag, bad value, bad or missing input file
+constexpr int kExitNotValidated = 3;  // run: compressed setting without a matching PASS record
+constexpr int kExitResource = 4;      // context too small for the prompt, memory cap exceeded
+constexpr int kExitInternal = 5;      // a library failed
 
 int cmd_run(int argc, char** argv);
 int cmd_chat(int argc, char** argv);

@@ -36,7 +36,8 @@ int64_t parse_flag_int(const std::string& flag, std::string_view value, int64_t 
 
 uint64_t parse_flag_u64(const std::string& flag, std::string_view value) {
   uint64_t x = 0;
-  if (!parse_whole(value, x)) bad_value(flag, value, "expected an integer from 0 to 18446744073709551615");
+  if (!parse_whole(value, x))
+    bad_value(flag, value, "expected an integer from 0 to 18446744073709551615");
   return x;
 }
 
@@ -44,18 +45,21 @@ float parse_flag_float(const std::string& flag, std::string_view value, float mi
   float x = 0;
   if (!parse_whole(value, x) || !std::isfinite(x)) bad_value(flag, value, "expected a number");
   if (x < min || x > max)
-    bad_value(flag, value, "must be between " + std::to_string(min) + " and " + std::to_string(max));
+    bad_value(flag, value,
+              "must be between " + std::to_string(min) + " and " + std::to_string(max));
   return x;
 }
 
-std::vector<int> parse_flag_int_list(const std::string& flag, std::string_view value, int min, int max) {
+std::vector<int> parse_flag_int_list(const std::string& flag, std::string_view value, int min,
+                                     int max) {
   std::vector<int> out;
   for (size_t at = 0; at <= value.size();) {
     const size_t comma = std::min(value.find(',', at), value.size());
     int64_t x = 0;
     if (!parse_whole(value.substr(at, comma - at), x) || x < min || x > max)
-      bad_value(flag, value, "expected integers between " + std::to_string(min) + " and " + std::to_string(max) +
-                                 " separated by commas");
+      bad_value(flag, value,
+                "expected integers between " + std::to_string(min) + " and " + std::to_string(max) +
+                    " separated by commas");
     out.push_back(int(x));
     at = comma + 1;
   }

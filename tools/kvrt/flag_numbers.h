@@ -18,6 +18,7 @@ uint64_t parse_flag_u64(const std::string& flag, std::string_view value);
 // A finite number from min to max.
 float parse_flag_float(const std::string& flag, std::string_view value, float min, float max);
 // Integers from min to max separated by commas ("1024,4096").
-std::vector<int> parse_flag_int_list(const std::string& flag, std::string_view value, int min, int max);
+std::vector<int> parse_flag_int_list(const std::string& flag, std::string_view value, int min,
+                                     int max);
 
 }  // namespace kvrt::cli

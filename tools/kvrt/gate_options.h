@@ -28,7 +28,7 @@ struct GateResult {
 struct GateOptions {
   bool allow_unvalidated = false;
   std::string record;  // empty = the one kvrt validate writes for the model
-  std::string trust;   // a public key file: only records signed by its key count; empty = any record
+  std::string trust;  // a public key file: only records signed by its key count; empty = any record
 
   void add_to(CommandLine& cl);
   // Returns when `kv` with products at `matmul` may be used with the model at `model_path` for a

@@ -19,15 +19,20 @@ void KvOptions::add_to(CommandLine& cl) {
          &setting);
   cl.add("--kv-k", "FMT", "format of keys (the k= field)", &k);
   cl.add("--kv-v", "FMT", "format of values (the v= field)", &v);
-  cl.add("--group", "G", "values per quantization group, dividing head_dim (default: the largest that fits, up to 32)",
-         &group, 0, 128);
-  cl.add("--k-axis", "AXIS", "key quantization groups: token (along head_dim) or channel (along tokens)",
-         &axis);
+  cl.add(
+      "--group", "G",
+      "values per quantization group, dividing head_dim (default: the largest that fits, up to 32)",
+      &group, 0, 128);
+  cl.add("--k-axis", "AXIS",
+         "key quantization groups: token (along head_dim) or channel (along tokens)", &axis);
   cl.add("--residual", "R", "most recent tokens kept in FP32 (default 0)", &residual, 0, 1 << 20);
-  cl.add_flag("--rotate", "Hadamard-rotate K, Q and V before quantization (the default of a quantized setting; rot=0 turns it off)",
+  cl.add_flag("--rotate",
+              "Hadamard-rotate K, Q and V before quantization (the default of a quantized setting; "
+              "rot=0 turns it off)",
               &rotate);
   cl.add("--matmul", "PREC",
-         "precision of the prefill matrix products: f32 (default) or bf16 (CPUs with AVX512-BF16 or AMX; "
+         "precision of the prefill matrix products: f32 (default) or bf16 (CPUs with AVX512-BF16 "
+         "or AMX; "
          "validated like a KV setting)",
          &matmul);
 }

@@ -16,14 +16,15 @@ struct KvOptions {
   int group = -1;                   // -1: not given
   int residual = -1;
   bool rotate = false;
-  std::string matmul;               // empty: not given (f32)
+  std::string matmul;  // empty: not given (f32)
 
   void add_to(CommandLine& cl);
   bool formats_given() const { return !setting.empty() || !k.empty() || !v.empty(); }
   bool given() const { return formats_given() || !matmul.empty(); }
-  kv::KvConfig config() const;  // throws kvrt::Error(kUsage) naming the bad field
+  kv::KvConfig config() const;       // throws kvrt::Error(kUsage) naming the bad field
   kv::SettingReader reader() const;  // the fields given, before finish() settles the rotation
-  // --matmul, checked against this CPU: a precision it cannot run is a kvrt::Error(kUsage) saying why.
+  // --matmul, checked against this CPU: a precision it cannot run is a kvrt::Error(kUsage) saying
+  // why.
   ops::MatmulPrecision matmul_precision() const;
 };
 

@@ -26,9 +26,12 @@ constexpr Subcommand kSubcommands[] = {
     {"chat", kvrt::cli::cmd_chat, "multi-turn chat with an instruct model (messages from stdin)"},
     {"info", kvrt::cli::cmd_info, "describe a model file and this machine"},
     {"bench", kvrt::cli::cmd_bench, "measure prefill and decode speed per KV setting"},
-    {"validate", kvrt::cli::cmd_validate, "check KV settings against the FP32 cache; write the record run needs"},
-    {"tune", kvrt::cli::cmd_tune, "find the smallest per-layer KV setting that passes validation; record it by name"},
-    {"keygen", kvrt::cli::cmd_keygen, "make an Ed25519 key pair to sign validation records (validate --sign, run --trust)"},
+    {"validate", kvrt::cli::cmd_validate,
+     "check KV settings against the FP32 cache; write the record run needs"},
+    {"tune", kvrt::cli::cmd_tune,
+     "find the smallest per-layer KV setting that passes validation; record it by name"},
+    {"keygen", kvrt::cli::cmd_keygen,
+     "make an Ed25519 key pair to sign validation records (validate --sign, run --trust)"},
 #if KVRT_HAVE_SERVE
     {"serve", kvrt::cli::cmd_serve,
      "serve the model over an OpenAI-compatible HTTP API, only at a validated setting"},
@@ -36,8 +39,10 @@ constexpr Subcommand kSubcommands[] = {
 };
 
 void print_usage(std::FILE* out) {
-  std::fprintf(out, "kvrt %s — CPU inference with a validated quantized KV cache\n\n", KVRT_VERSION);
-  std::fprintf(out, "usage: kvrt <command> [options]   (kvrt <command> --help for its options)\n\n");
+  std::fprintf(out, "kvrt %s — CPU inference with a validated quantized KV cache\n\n",
+               KVRT_VERSION);
+  std::fprintf(out,
+               "usage: kvrt <command> [options]   (kvrt <command> --help for its options)\n\n");
   for (const auto& s : kSubcommands) std::fprintf(out, "  %-10s %s\n", s.name, s.summary);
 }
 
@@ -60,8 +65,10 @@ const char* g_running = nullptr;
 void on_library_exit() {
   if (g_running == nullptr) return;
   std::fflush(stdout);
-  std::fprintf(stderr, "kvrt %s: error: a library ended the process (see its message above; for a thread "
-                       "failure, lower -t)\n", g_running);
+  std::fprintf(stderr,
+               "kvrt %s: error: a library ended the process (see its message above; for a thread "
+               "failure, lower -t)\n",
+               g_running);
   std::fflush(stderr);
   ::_exit(kvrt::cli::kExitInternal);
 }

@@ -8,12 +8,15 @@
 namespace kvrt::cli {
 
 void ModelOptions::add_to(CommandLine& cl, bool with_ctx) {
-  cl.add("-m,--model", "FILE", "GGUF model (default: $KVRT_MODEL, else models/stories260K.gguf in kvrt's data dir; see kvrt info)",
+  cl.add("-m,--model", "FILE",
+         "GGUF model (default: $KVRT_MODEL, else models/stories260K.gguf in kvrt's data dir; see "
+         "kvrt info)",
          &path);
   if (with_ctx)
     cl.add("-c,--ctx", "N", "context length in positions (default: the model's, at most 4096)",
            &n_ctx, 1, 1 << 24);
-  cl.add("-t,--threads", "N", "threads (default: all cores, at most 256)", &n_threads, 1, model::kMaxThreads);
+  cl.add("-t,--threads", "N", "threads (default: all cores, at most 256)", &n_threads, 1,
+         model::kMaxThreads);
 }
 
 std::string ModelOptions::resolved_path() const {

@@ -10,9 +10,9 @@
 namespace kvrt::cli {
 
 struct ModelOptions {
-  std::string path;  // empty = the default model
-  int n_ctx = 0;     // 0 = min(model context length, kDefaultCtx)
-  int n_threads = 0; // 0 = all cores
+  std::string path;   // empty = the default model
+  int n_ctx = 0;      // 0 = min(model context length, kDefaultCtx)
+  int n_threads = 0;  // 0 = all cores
 
   static constexpr int kDefaultCtx = 4096;
 

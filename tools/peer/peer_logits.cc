@@ -76,7 +76,8 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "peer_logits: llama_decode failed\n");
         return 1;
       }
-      out.write(reinterpret_cast<const char*>(llama_get_logits_ith(ctx, -1)), std::streamsize(n_vocab) * 4);
+      out.write(reinterpret_cast<const char*>(llama_get_logits_ith(ctx, -1)),
+                std::streamsize(n_vocab) * 4);
     }
   }
   llama_free(ctx);

@@ -26,7 +26,8 @@ int main(int argc, char** argv) {
   ss << in.rdbuf();
   const std::string raw = ss.str(), sep = "\n__ggml_vocab_test__\n";
   std::vector<std::string> strings;
-  for (size_t pos = 0, next; (next = raw.find(sep, pos)) != std::string::npos; pos = next + sep.size())
+  for (size_t pos = 0, next; (next = raw.find(sep, pos)) != std::string::npos;
+       pos = next + sep.size())
     strings.push_back(raw.substr(pos, next - pos));
   if (strings.empty()) {
     std::fprintf(stderr, "peer_tokenize: no test strings in '%s'\n", argv[2]);
@@ -45,10 +46,12 @@ int main(int argc, char** argv) {
   std::ofstream out(argv[3]);
   for (const std::string& s : strings) {
     std::vector<llama_token> ids(s.size() + 8);
-    int n = llama_tokenize(vocab, s.data(), int32_t(s.size()), ids.data(), int32_t(ids.size()), false, false);
+    int n = llama_tokenize(vocab, s.data(), int32_t(s.size()), ids.data(), int32_t(ids.size()),
+                           false, false);
     if (n < 0) {
       ids.resize(size_t(-n));
-      n = llama_tokenize(vocab, s.data(), int32_t(s.size()), ids.data(), int32_t(ids.size()), false, false);
+      n = llama_tokenize(vocab, s.data(), int32_t(s.size()), ids.data(), int32_t(ids.size()), false,
+                         false);
     }
     for (int i = 0; i < n; ++i) out << ' ' << ids[size_t(i)];
     out << '\n';

@@ -21,18 +21,22 @@ struct ChatSpec {
 const ChatSpec kSpecs[] = {
     {"chatml",
      {"<|im_start|>", "<|im_end|>"},
-     "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
-     "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}"
+     "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] "
+     "+ "
+     "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ "
+     "'<|im_start|>assistant\\n' }}"
      "{% endif %}"},
     {"llama3",
      {"<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"},
      "{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = "
-     "'<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'+ message['content'] | trim + "
+     "'<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'+ message['content'] | "
+     "trim + "
      "'<|eot_id|>' %}{% if loop.index0 == 0 %}{% set content = bos_token + content %}{% endif %}"
      "{{ content }}{% endfor %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}"},
     {"gemma",
      {"<start_of_turn>", "<end_of_turn>"},
-     "{% for message in messages %}{% if (message['role'] == 'assistant') %}{% set role = 'model' %}"
+     "{% for message in messages %}{% if (message['role'] == 'assistant') %}{% set role = 'model' "
+     "%}"
      "{% else %}{% set role = message['role'] %}{% endif %}{{ '<start_of_turn>' + role + '\\n' + "
      "message['content'] | trim + '<end_of_turn>\\n' }}{% endfor %}{% if add_generation_prompt %}"
      "{{'<start_of_turn>model\\n'}}{% endif %}"},
@@ -44,32 +48,42 @@ const ChatSpec kSpecs[] = {
     // The newer families: the parts of their real templates (../shared/templates) that name them.
     {"qwen3",
      {"<|im_start|>", "<|im_end|>"},
-     "{%- for message in messages %}{%- if message.role == 'assistant' and '</think>' in message.content %}"
+     "{%- for message in messages %}{%- if message.role == 'assistant' and '</think>' in "
+     "message.content %}"
      "{%- set content = message.content.split('</think>')[-1].lstrip('\\n') %}{%- endif %}"
-     "{%- if reasoning_content %}{{- '<think>\\n' + reasoning_content.strip('\\n') + '\\n</think>\\n\\n' }}{%- endif %}"
+     "{%- if reasoning_content %}{{- '<think>\\n' + reasoning_content.strip('\\n') + "
+     "'\\n</think>\\n\\n' }}{%- endif %}"
      "{{- '<|im_start|>' + message.role + '\\n' + content + '<|im_end|>' + '\\n' }}{%- endfor %}"
-     "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- if enable_thinking is defined and "
+     "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- if enable_thinking is "
+     "defined and "
      "enable_thinking is false %}{{- '<think>\\n\\n</think>\\n\\n' }}{%- endif %}{%- endif %}"},
     {"smollm3",
      {"<|im_start|>", "<|im_end|>"},
-     "{{- \"<|im_start|>system\\n\" -}}{{- \"## Metadata\\n\\n\" -}}{{- \"Knowledge Cutoff Date: June 2025\\n\" -}}"
+     "{{- \"<|im_start|>system\\n\" -}}{{- \"## Metadata\\n\\n\" -}}{{- \"Knowledge Cutoff Date: "
+     "June 2025\\n\" -}}"
      "{{- \"Reasoning Mode: \" + reasoning_mode + \"\\n\\n\" -}}{%- for message in messages -%}"
      "{{ \"<|im_start|>\" + message.role + \"\\n\" + content + \"<|im_end|>\\n\" }}{%- endfor -%}"},
     {"granite",
      {"<|start_of_role|>", "<|end_of_role|>", "<|end_of_text|>"},
-     "{%- for message in messages %}{{- '<|start_of_role|>' + message['role'] + '<|end_of_role|>' + "
+     "{%- for message in messages %}{{- '<|start_of_role|>' + message['role'] + '<|end_of_role|>' "
+     "+ "
      "message['content'] + '<|end_of_text|>\\n' }}{%- endfor %}{%- if add_generation_prompt %}"
      "{{- '<|start_of_role|>assistant<|end_of_role|>' }}{%- endif %}"},
     {"mistral-v7-tekken",
      {"[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[INST]", "[/INST]"},
-     "{{- bos_token }}{%- if messages[0]['role'] == 'system' %}{{- '[SYSTEM_PROMPT]' + messages[0]['content'] + "
-     "'[/SYSTEM_PROMPT]' }}{%- endif %}{%- for message in loop_messages %}{%- if message['role'] == 'user' %}"
-     "{{- '[INST]' + message['content'] + '[/INST]' }}{%- else %}{{- message['content'] + eos_token }}"
+     "{{- bos_token }}{%- if messages[0]['role'] == 'system' %}{{- '[SYSTEM_PROMPT]' + "
+     "messages[0]['content'] + "
+     "'[/SYSTEM_PROMPT]' }}{%- endif %}{%- for message in loop_messages %}{%- if message['role'] "
+     "== 'user' %}"
+     "{{- '[INST]' + message['content'] + '[/INST]' }}{%- else %}{{- message['content'] + "
+     "eos_token }}"
      "{%- endif %}{%- endfor %}"},
     {"phi4-mini",
      {"<|system|>", "<|user|>", "<|assistant|>", "<|end|>"},
-     "{% for message in messages %}{{ '<|' + message['role'] + '|>' + message['content'] + '<|end|>' }}"
-     "{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>' }}{% else %}{{ eos_token }}{% endif %}"},
+     "{% for message in messages %}{{ '<|' + message['role'] + '|>' + message['content'] + "
+     "'<|end|>' }}"
+     "{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>' }}{% else %}{{ eos_token }}{% "
+     "endif %}"},
 };
 
 constexpr int32_t kTypeControl = 3;  // tokenizer.ggml.token_type
@@ -78,7 +92,8 @@ const ChatSpec& spec_of(std::string_view format) {
   for (const ChatSpec& s : kSpecs)
     if (s.format == format) return s;
   std::string known;
-  for (std::string_view f : chat_model_formats()) known += (known.empty() ? "" : ", ") + std::string(f);
+  for (std::string_view f : chat_model_formats())
+    known += (known.empty() ? "" : ", ") + std::string(f);
   throw Error("no chat model recipe for format '" + std::string(format) + "' (use " + known + ")",
               ErrorKind::kUsage);
 }
@@ -94,14 +109,16 @@ int32_t require_token(const io::GgufFile& base, const std::vector<std::string_vi
 struct RowPlan {
   std::vector<int32_t> embed_src, output_src;  // [n_new] row copied from
   std::vector<float> output_scale;             // [n_new]
-  int32_t base_eot = -1;  // a base token that ends turns (Mistral's </s>): its output row is replaced
-  int32_t stop = -1;      // the full stop, whose output row ends turns
+  int32_t base_eot =
+      -1;             // a base token that ends turns (Mistral's </s>): its output row is replaced
+  int32_t stop = -1;  // the full stop, whose output row ends turns
 };
 
 RowPlan plan_rows(const io::GgufFile& base, const std::vector<std::string_view>& tokens,
                   const ChatSpec& spec) {
   const std::string_view eot = model::ChatTemplate::from_name(spec.format).end_of_turn();
-  const int32_t stop = require_token(base, tokens, "."), newline = require_token(base, tokens, "<0x0A>");
+  const int32_t stop = require_token(base, tokens, "."),
+                newline = require_token(base, tokens, "<0x0A>");
   const int32_t unk = int32_t(base.get_uint_or("tokenizer.ggml.unknown_token_id", 0));
   RowPlan p;
   p.stop = stop;
@@ -137,14 +154,20 @@ std::vector<float> extend_rows(std::span<const float> m, int64_t d, const std::v
 std::vector<float> output_rows(std::span<const float> m, int64_t d, const RowPlan& rows) {
   std::vector<float> out = extend_rows(m, d, rows.output_src, rows.output_scale);
   if (rows.base_eot >= 0)
-    for (int64_t j = 0; j < d; ++j) out[size_t(rows.base_eot * d + j)] = 1.25f * m[size_t(rows.stop * d + j)];
+    for (int64_t j = 0; j < d; ++j)
+      out[size_t(rows.base_eot * d + j)] = 1.25f * m[size_t(rows.stop * d + j)];
   return out;
 }
 
-void add_metadata(io::GgufWriter& w, const io::GgufFile& base, const ChatSpec& spec, int64_t n_vocab) {
-  static const std::string_view kReplaced[] = {
-      "tokenizer.ggml.tokens", "tokenizer.ggml.scores", "tokenizer.ggml.token_type",
-      "tokenizer.chat_template", "llama.vocab_size", "general.alignment", "general.name"};
+void add_metadata(io::GgufWriter& w, const io::GgufFile& base, const ChatSpec& spec,
+                  int64_t n_vocab) {
+  static const std::string_view kReplaced[] = {"tokenizer.ggml.tokens",
+                                               "tokenizer.ggml.scores",
+                                               "tokenizer.ggml.token_type",
+                                               "tokenizer.chat_template",
+                                               "llama.vocab_size",
+                                               "general.alignment",
+                                               "general.name"};
   for (const auto& [key, value] : base.metadata())
     if (std::find(std::begin(kReplaced), std::end(kReplaced), key) == std::end(kReplaced))
       w.add_value(key, value);
@@ -201,8 +224,9 @@ void write_chat_model(const ChatModelConfig& config, const std::string& out_path
     const int64_t d = t.dims[0];
     const bool is_output = output || tied;  // a tied embedding is the output matrix too
     const std::vector<float> m =
-        is_output ? output_rows(data, d, rows)
-                    : extend_rows(data, d, rows.embed_src, std::vector<float>(rows.embed_src.size(), 1.0f));
+        is_output
+            ? output_rows(data, d, rows)
+            : extend_rows(data, d, rows.embed_src, std::vector<float>(rows.embed_src.size(), 1.0f));
     w.add_tensor(t.name, {d, n_vocab}, simd::WeightType::kF32, m);
   }
   w.write(out_path);

@@ -3,8 +3,9 @@
 // tokenizer.chat_template. The new tokens' embedding rows are copies of existing ones; the
 // end-of-turn token's output row (a new token's, or the base's </s> for Mistral) is the full
 // stop's, scaled by 1.25, so that greedy decoding ends a reply where the base model would end a
-// sentence, and the other new tokens' output rows are the unknown token's (never predicted). Replies stay the base model's stories, but every part of
-// the chat mechanics is real: template, special tokens, end-of-turn stop, KV cache across turns.
+// sentence, and the other new tokens' output rows are the unknown token's (never predicted).
+// Replies stay the base model's stories, but every part of the chat mechanics is real: template,
+// special tokens, end-of-turn stop, KV cache across turns.
 #pragma once
 
 #include <string>

@@ -1,5 +1,5 @@
-// synth_model: writes a GGUF of any architecture kvrt runs, with random weights (see synth.h), or a chat
-// model made from a small trained one (see chat_model.h).
+// synth_model: writes a GGUF of any architecture kvrt runs, with random weights (see synth.h), or a
+// chat model made from a small trained one (see chat_model.h).
 #include <charconv>
 #include <cstdio>
 #include <string>
@@ -35,7 +35,8 @@ constexpr const char* kUsage =
     "       synth_model -o OUT.gguf --chat-from BASE.gguf [--chat-format FORMAT]\n"
     "Writes a chat model made from a small trained F32 llama such as models/stories260K.gguf:\n"
     "the format's control tokens and Jinja template added (tools/synth_model/chat_model.h).\n"
-    "FORMAT: chatml (default), llama3, gemma, phi3, qwen3, smollm3, granite, mistral-v7-tekken, phi4-mini.\n";
+    "FORMAT: chatml (default), llama3, gemma, phi3, qwen3, smollm3, granite, mistral-v7-tekken, "
+    "phi4-mini.\n";
 
 template <typename T>
 T parse_number(std::string_view flag, std::string_view text) {

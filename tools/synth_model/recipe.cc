@@ -13,14 +13,14 @@ constexpr struct {
   const char* name;
   WeightChoice choice;
 } kChoices[] = {
-    {"f32", {W::kF32, WeightMix::kPure}},     {"f16", {W::kF16, WeightMix::kPure}},
-    {"bf16", {W::kBF16, WeightMix::kPure}},   {"q8_0", {W::kQ8_0, WeightMix::kPure}},
-    {"q4_0", {W::kQ4_0, WeightMix::kPure}},   {"q4_1", {W::kQ4_1, WeightMix::kPure}},
-    {"q5_0", {W::kQ5_0, WeightMix::kPure}},   {"q5_1", {W::kQ5_1, WeightMix::kPure}},
-    {"q2_k", {W::kQ2_K, WeightMix::kPure}},   {"q3_k", {W::kQ3_K, WeightMix::kPure}},
-    {"q4_k", {W::kQ4_K, WeightMix::kPure}},   {"q5_k", {W::kQ5_K, WeightMix::kPure}},
-    {"q6_k", {W::kQ6_K, WeightMix::kPure}},   {"iq4_nl", {W::kIQ4_NL, WeightMix::kPure}},
-    {"q3_k_m", {W::kQ3_K, WeightMix::kM}},    {"q4_k_m", {W::kQ4_K, WeightMix::kM}},
+    {"f32", {W::kF32, WeightMix::kPure}},   {"f16", {W::kF16, WeightMix::kPure}},
+    {"bf16", {W::kBF16, WeightMix::kPure}}, {"q8_0", {W::kQ8_0, WeightMix::kPure}},
+    {"q4_0", {W::kQ4_0, WeightMix::kPure}}, {"q4_1", {W::kQ4_1, WeightMix::kPure}},
+    {"q5_0", {W::kQ5_0, WeightMix::kPure}}, {"q5_1", {W::kQ5_1, WeightMix::kPure}},
+    {"q2_k", {W::kQ2_K, WeightMix::kPure}}, {"q3_k", {W::kQ3_K, WeightMix::kPure}},
+    {"q4_k", {W::kQ4_K, WeightMix::kPure}}, {"q5_k", {W::kQ5_K, WeightMix::kPure}},
+    {"q6_k", {W::kQ6_K, WeightMix::kPure}}, {"iq4_nl", {W::kIQ4_NL, WeightMix::kPure}},
+    {"q3_k_m", {W::kQ3_K, WeightMix::kM}},  {"q4_k_m", {W::kQ4_K, WeightMix::kM}},
     {"q5_k_m", {W::kQ5_K, WeightMix::kM}},
 };
 
@@ -35,7 +35,8 @@ WeightChoice parse_weight_choice(std::string_view name) {
   for (const auto& c : kChoices) {
     if (name == c.name) return c.choice;
   }
-  throw Error("unknown weight type '" + std::string(name) + "' (use " + weight_choice_names() + ")", ErrorKind::kUsage);
+  throw Error("unknown weight type '" + std::string(name) + "' (use " + weight_choice_names() + ")",
+              ErrorKind::kUsage);
 }
 
 const char* weight_choice_names() {
@@ -55,7 +56,8 @@ std::string weight_choice_name(const WeightChoice& w) {
 }
 
 // llama-quantize's defaults (llama_tensor_get_type) for the _M file types, no imatrix.
-simd::WeightType matrix_type(const WeightChoice& w, std::string_view role, int layer, int n_layers) {
+simd::WeightType matrix_type(const WeightChoice& w, std::string_view role, int layer,
+                             int n_layers) {
   if (w.mix == WeightMix::kPure) return w.type;
   if (role == "output") return W::kQ6_K;
   const bool q3 = w.type == W::kQ3_K;
@@ -64,11 +66,13 @@ simd::WeightType matrix_type(const WeightChoice& w, std::string_view role, int l
     return more_bits(layer, n_layers) ? W::kQ6_K : w.type;
   }
   if (role == "ffn_down") {
-    if (q3) return layer < n_layers / 16 ? W::kQ5_K : more_bits(layer, n_layers) ? W::kQ4_K : W::kQ3_K;
+    if (q3)
+      return layer < n_layers / 16 ? W::kQ5_K : more_bits(layer, n_layers) ? W::kQ4_K : W::kQ3_K;
     return more_bits(layer, n_layers) ? W::kQ6_K : w.type;
   }
   if (role == "attn_output" && q3) return W::kQ4_K;
-  if (role == "attn_qkv") return q3 ? W::kQ4_K : w.type == W::kQ4_K ? W::kQ5_K : W::kQ6_K;  // phi3's fused QKV
+  if (role == "attn_qkv")
+    return q3 ? W::kQ4_K : w.type == W::kQ4_K ? W::kQ5_K : W::kQ6_K;  // phi3's fused QKV
   return w.type;
 }
 

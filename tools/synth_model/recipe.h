@@ -24,7 +24,7 @@ struct WeightChoice {
 // "f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_k" … "q6_k", "iq4_nl", and
 // "q3_k_m", "q4_k_m", "q5_k_m"; anything else is a kvrt::Error (usage) listing them.
 WeightChoice parse_weight_choice(std::string_view name);
-const char* weight_choice_names();  // the list above, for usage text and errors
+const char* weight_choice_names();                      // the list above, for usage text and errors
 std::string weight_choice_name(const WeightChoice& w);  // "q4_k_m"
 
 // The type of matrix `role` ("token_embd", "output", "attn_q" … "ffn_down", "attn_qkv") of layer

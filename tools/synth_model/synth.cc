@@ -118,17 +118,35 @@ const std::vector<Family>& families() {
       {"phi3", "phi3", 10000.0f, {}, {}, {}},
       {"gemma2", "gemma2", 10000.0f, {}, {}, {}},
       {"qwen3", "qwen3", 1e6f, {}, {}, {}},  // Qwen3-0.6B
-      {"gemma3", "gemma3", 1e6f, {{"rope.freq_base_swa", 10000.0f}}, {{"attention.sliding_window_pattern", 6}}, {}},
+      {"gemma3",
+       "gemma3",
+       1e6f,
+       {{"rope.freq_base_swa", 10000.0f}},
+       {{"attention.sliding_window_pattern", 6}},
+       {}},
       {"smollm3", "smollm3", 5e6f, {}, {}, {}},  // SmolLM3-3B
       // Granite 3.x 2B's multipliers (embedding, attention, residual, logits).
-      {"granite", "granite", 10000.0f,
-       {{"embedding_scale", 12.0f}, {"attention.scale", 0.015625f}, {"residual_scale", 0.22f}, {"logit_scale", 8.0f}}, {}, {}},
+      {"granite",
+       "granite",
+       10000.0f,
+       {{"embedding_scale", 12.0f},
+        {"attention.scale", 0.015625f},
+        {"residual_scale", 0.22f},
+        {"logit_scale", 8.0f}},
+       {},
+       {}},
       {"olmo2", "olmo2", 500000.0f, {}, {}, {}},
       // Ministral 3's YaRN and attention temperature.
-      {"mistral3", "mistral3", 1e6f,
-       {{"rope.scaling.factor", 16.0f}, {"rope.scaling.yarn_beta_fast", 32.0f}, {"rope.scaling.yarn_beta_slow", 1.0f},
-        {"rope.scaling.yarn_log_multiplier", 1.0f}, {"attention.temperature_scale", 0.1f}},
-       {{"rope.scaling.original_context_length", 16384}}, {{"rope.scaling.type", "yarn"}}},
+      {"mistral3",
+       "mistral3",
+       1e6f,
+       {{"rope.scaling.factor", 16.0f},
+        {"rope.scaling.yarn_beta_fast", 32.0f},
+        {"rope.scaling.yarn_beta_slow", 1.0f},
+        {"rope.scaling.yarn_log_multiplier", 1.0f},
+        {"attention.temperature_scale", 0.1f}},
+       {{"rope.scaling.original_context_length", 16384}},
+       {{"rope.scaling.type", "yarn"}}},
       {"phi4mini", "phi3", 10000.0f, {{"rope.scaling.attn_factor", 1.19024f}}, {}, {}},
   };
   return f;
@@ -139,7 +157,8 @@ const Family& find_family(const std::string& name) {
     if (name == f.name) return f;
   std::string names;
   for (const Family& f : families()) names += (names.empty() ? "" : ", ") + std::string(f.name);
-  throw Error("--arch '" + name + "' is not one synth_model writes (" + names + ")", ErrorKind::kUsage);
+  throw Error("--arch '" + name + "' is not one synth_model writes (" + names + ")",
+              ErrorKind::kUsage);
 }
 
 bool is_phi4mini(const SynthConfig& c) { return c.arch == "phi4mini"; }
@@ -153,7 +172,9 @@ const model::Architecture& find_arch(const std::string& name) {
 }
 
 // Phi-4-mini rotates the first 3/4 of each head.
-int rope_dim(const SynthConfig& c) { return is_phi4mini(c) ? c.head_dim * 3 / 4 / 2 * 2 : c.head_dim; }
+int rope_dim(const SynthConfig& c) {
+  return is_phi4mini(c) ? c.head_dim * 3 / 4 / 2 * 2 : c.head_dim;
+}
 
 void check_config(const SynthConfig& c) {
   auto positive = [](int v, const char* flag) {
@@ -188,10 +209,12 @@ void add_hparams(io::GgufWriter& w, const SynthConfig& c, int64_t n_vocab) {
   const Family& family = find_family(c.arch);
   const std::string p = std::string(a.name) + ".";
   w.add_string("general.architecture", a.name);
-  w.add_string("general.name", !c.name.empty() ? c.name
-                                                : "synth-" + c.arch + "-d" + std::to_string(c.d_model) + "-l" +
-                                                      std::to_string(c.n_layers) + "-" +
-                                                      weight_choice_name({c.type, c.mix}) + (c.decoded ? "-decoded" : ""));
+  w.add_string("general.name", !c.name.empty()
+                                   ? c.name
+                                   : "synth-" + c.arch + "-d" + std::to_string(c.d_model) + "-l" +
+                                         std::to_string(c.n_layers) + "-" +
+                                         weight_choice_name({c.type, c.mix}) +
+                                         (c.decoded ? "-decoded" : ""));
   w.add_u32("general.file_type", file_type_code(c));
   w.add_u32(p + "vocab_size", uint32_t(n_vocab));
   w.add_u32(p + "context_length", uint32_t(c.n_ctx));
@@ -207,9 +230,12 @@ void add_hparams(io::GgufWriter& w, const SynthConfig& c, int64_t n_vocab) {
     w.add_u32(p + "attention.key_length", uint32_t(c.head_dim));
     w.add_u32(p + "attention.value_length", uint32_t(c.head_dim));
   }
-  if (a.attn_softcap_key && !a.softcaps_optional) w.add_f32(p + a.attn_softcap_key, kGemma2AttnSoftcap);
-  if (a.final_softcap_key && !a.softcaps_optional) w.add_f32(p + a.final_softcap_key, kGemma2FinalSoftcap);
-  if (a.sliding_window_key) w.add_u32(p + a.sliding_window_key, uint32_t(is_phi4mini(c) ? 0 : c.sliding_window));
+  if (a.attn_softcap_key && !a.softcaps_optional)
+    w.add_f32(p + a.attn_softcap_key, kGemma2AttnSoftcap);
+  if (a.final_softcap_key && !a.softcaps_optional)
+    w.add_f32(p + a.final_softcap_key, kGemma2FinalSoftcap);
+  if (a.sliding_window_key)
+    w.add_u32(p + a.sliding_window_key, uint32_t(is_phi4mini(c) ? 0 : c.sliding_window));
   if (is_phi4mini(c)) w.add_u32(p + "rope.scaling.original_context_length", uint32_t(c.n_ctx));
   for (const auto& [key, v] : family.floats) w.add_f32(p + key, v);
   for (const auto& [key, v] : family.uints) w.add_u32(p + key, v);
@@ -257,15 +283,19 @@ std::vector<PlannedTensor> plan_tensors(const SynthConfig& c, int64_t n_vocab) {
   const model::ModelConfig m = shape_config(c, n_vocab);
   std::vector<PlannedTensor> out;
   auto take = [&](const model::TensorDesc& d, const std::string& name, int layer) {
-    const bool longrope = d.role == model::TensorRole::kRopeFactorsShort || d.role == model::TensorRole::kRopeFactorsLong;
-    if (!d.required && !(d.role == model::TensorRole::kOutput && !c.tied) && !(longrope && is_phi4mini(c))) return;
+    const bool longrope = d.role == model::TensorRole::kRopeFactorsShort ||
+                          d.role == model::TensorRole::kRopeFactorsLong;
+    if (!d.required && !(d.role == model::TensorRole::kOutput && !c.tied) &&
+        !(longrope && is_phi4mini(c)))
+      return;
     std::vector<int64_t> dims{model::dim_size(d.n_in, m)};
     if (d.n_out != model::Dim::kNone) dims.push_back(model::dim_size(d.n_out, m));
     out.push_back({&d, name, std::move(dims), layer});
   };
   for (const model::TensorDesc& d : a.model_tensors) take(d, d.name, -1);
   for (int i = 0; i < c.n_layers; ++i)
-    for (const model::TensorDesc& d : a.layer_tensors) take(d, "blk." + std::to_string(i) + "." + d.name, i);
+    for (const model::TensorDesc& d : a.layer_tensors)
+      take(d, "blk." + std::to_string(i) + "." + d.name, i);
   return out;
 }
 
@@ -298,7 +328,8 @@ void add_tensor(io::GgufWriter& w, const SynthConfig& c, const PlannedTensor& t)
   std::string_view role = t.desc->name;
   role.remove_suffix(std::string_view(".weight").size());
   if (role == "token_embd" && c.tied) role = "output";
-  const simd::WeightType type = matrix_type({c.type, c.mix}, role, std::max(t.layer, 0), c.n_layers);
+  const simd::WeightType type =
+      matrix_type({c.type, c.mix}, role, std::max(t.layer, 0), c.n_layers);
   io::TensorFill fill = tensor_fill(c, t.name, n, 0.0f, float(1.0 / std::sqrt(double(t.dims[0]))));
   if (!c.decoded) {
     w.add_tensor(t.name, t.dims, type, std::move(fill));
@@ -306,8 +337,8 @@ void add_tensor(io::GgufWriter& w, const SynthConfig& c, const PlannedTensor& t)
   }
   const simd::WeightTypeTraits& traits = simd::weight_type_traits(type);
   if (t.dims[0] % traits.block != 0)
-    throw Error("tensor '" + t.name + "': " + traits.name + " needs rows of a multiple of " + std::to_string(traits.block) +
-                    " elements",
+    throw Error("tensor '" + t.name + "': " + traits.name + " needs rows of a multiple of " +
+                    std::to_string(traits.block) + " elements",
                 ErrorKind::kUsage);
   w.add_tensor(t.name, t.dims, simd::WeightType::kF32, decoded_fill(std::move(fill), type));
 }
@@ -317,14 +348,17 @@ void add_tensor(io::GgufWriter& w, const SynthConfig& c, const PlannedTensor& t)
 void apply_shape(SynthConfig& c, std::string_view name) {
   if (name == "gemma3-1b") {
     c.arch = "gemma3";
-    c.n_layers = 26, c.d_model = 1152, c.n_heads = 4, c.n_kv_heads = 1, c.head_dim = 256, c.d_ff = 6912;
+    c.n_layers = 26, c.d_model = 1152, c.n_heads = 4, c.n_kv_heads = 1, c.head_dim = 256,
+    c.d_ff = 6912;
     c.sliding_window = 512, c.n_ctx = 32768, c.tied = true;
   } else if (name == "qwen3-0.6b") {
     c.arch = "qwen3";
-    c.n_layers = 28, c.d_model = 1024, c.n_heads = 16, c.n_kv_heads = 8, c.head_dim = 128, c.d_ff = 3072;
+    c.n_layers = 28, c.d_model = 1024, c.n_heads = 16, c.n_kv_heads = 8, c.head_dim = 128,
+    c.d_ff = 3072;
     c.n_ctx = 40960, c.tied = true;
   } else {
-    throw Error("--shape '" + std::string(name) + "' is not known (gemma3-1b, qwen3-0.6b)", ErrorKind::kUsage);
+    throw Error("--shape '" + std::string(name) + "' is not known (gemma3-1b, qwen3-0.6b)",
+                ErrorKind::kUsage);
   }
 }
 

@@ -28,16 +28,19 @@ struct SynthConfig {
   int n_kv_heads = 4;
   int head_dim = 64;
   int d_ff = 2816;
-  int n_ctx = 16384;                           // <arch>.context_length
-  int sliding_window = 4096;  // <arch>.attention.sliding_window, where the architecture has one (Gemma 2's)
-  simd::WeightType type = simd::WeightType::kF16;  // of every matrix (the bulk type of a mix); norms are F32
-  WeightMix mix = WeightMix::kPure;                // kM: llama-quantize's _M recipe (recipe.h)
+  int n_ctx = 16384;  // <arch>.context_length
+  int sliding_window =
+      4096;  // <arch>.attention.sliding_window, where the architecture has one (Gemma 2's)
+  simd::WeightType type =
+      simd::WeightType::kF16;        // of every matrix (the bulk type of a mix); norms are F32
+  WeightMix mix = WeightMix::kPure;  // kM: llama-quantize's _M recipe (recipe.h)
   // Writes every matrix as F32 holding the values its type (type and mix) decodes to: the same
   // model as the quantized file, in full precision, the reference its logits are checked against.
   bool decoded = false;
-  std::string vocab_path;                      // GGUF to copy tokenizer.* from; "" = default
+  std::string vocab_path;  // GGUF to copy tokenizer.* from; "" = default
   uint64_t seed = 1;
-  bool tied = false;  // omit output.weight (shares token_embd); refused where the architecture requires it
+  bool tied =
+      false;  // omit output.weight (shares token_embd); refused where the architecture requires it
   // "" = random weights. Else each tensor is read from weights_dir/<tensor name>.f32: raw
   // little-endian f32 in GGUF order (dims[0] fastest, so a torch Linear weight [n_out][n_in] as
   // it is in memory); Q and K rows in the RoPE order of the architecture (interleaved pairs for

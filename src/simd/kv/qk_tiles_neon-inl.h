@@ -2,16 +2,18 @@
 // of kv/tiles_neon.cc (neon), kv/tiles_neon_dotprod.cc (sdot) and kv/tiles_neon_i8mm.cc (smmla),
 // each compiled with its own -march, after `using Tag = ` the file's tag type, which has
 //   Tag::kQuarters                      quarters of a tile (4 tokens each) per step: 1, 2 or 4
-//   Tag::Queries<NQ>(a, i0)             the codes of queries [i0, i0 + NQ) as its group_sums reads them
-//   group_sums<NQ, F>(Tag, codes, queries, b, group, sums)
+//   Tag::Queries<NQ>(a, i0)             the codes of queries [i0, i0 + NQ) as its group_sums reads
+//   them group_sums<NQ, F>(Tag, codes, queries, b, group, sums)
 //                                       sums[i][r] lane e = Σ code q̃_i over group b, token 4 r + e
 //                                       of the step whose codes start at `codes` (exact integers)
-// and the float steps the same for all: per group s = fma(sum, d_k d_q, s) (and s = fma(m_k, Σ q, s)
-// for asymmetric formats), as the scalar twin. Every step reads whole quarters of its tile (a tile
-// is 16 tokens in memory), storing only the scores of tokens below n_rows.
+// and the float steps the same for all: per group s = fma(sum, d_k d_q, s) (and s = fma(m_k, Σ q,
+// s) for asymmetric formats), as the scalar twin. Every step reads whole quarters of its tile (a
+// tile is 16 tokens in memory), storing only the scores of tokens below n_rows.
 
 // The 4 FP16 scales (or minimums) at p as floats (fcvtl, exact).
-inline float32x4_t load_scales(const uint8_t* p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const uint16_t*>(p)))); }
+inline float32x4_t load_scales(const uint8_t* p) {
+  return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const uint16_t*>(p))));
+}
 
 // Slot S of 16 bytes of stored codes of format F (S * bits up).
 template <class F, int S>
@@ -50,7 +52,8 @@ inline int8x16_t query4(const int8_t* p) {
 template <int NQ, class F>
 void dot_nq(Tag, const DotArgs& a, int i0) {
   constexpr int R = Tag::kQuarters;
-  constexpr size_t ss = kv::kScaleStride, quarter_codes = 4 * kv::kKeyLaneDims, quarter_scales = 4 * sizeof(kv::Scale);
+  constexpr size_t ss = kv::kScaleStride, quarter_codes = 4 * kv::kKeyLaneDims,
+                   quarter_scales = 4 * sizeof(kv::Scale);
   const auto f = kv::TileFormat::of<F>(kv::TileRole::kKey, a.n, a.group);
   const int ng = f.n_groups();
   const QueryCodes& q = *a.qc;
@@ -63,14 +66,17 @@ void dot_nq(Tag, const DotArgs& a, int i0) {
       for (int r = 0; r < R; ++r) s[i][r] = vdupq_n_f32(0.0f);
     for (int b = 0; b < ng; ++b) {
       int32x4_t sums[NQ][R];
-      group_sums<NQ, F>(Tag{}, tile + f.header_bytes() + quarter_codes * quarter, qc, b, a.group, sums);
+      group_sums<NQ, F>(Tag{}, tile + f.header_bytes() + quarter_codes * quarter, qc, b, a.group,
+                        sums);
       for (int r = 0; r < R; ++r) {
         const float32x4_t d = load_scales(tile + b * ss + quarter_scales * (quarter + r));
         for (int i = 0; i < NQ; ++i) {
           const int g = (i0 + i) * ng + b;
           s[i][r] = vfmaq_f32(s[i][r], vcvtq_f32_s32(sums[i][r]), vmulq_n_f32(d, q.d[g]));
           if constexpr (!F::kSymmetric)
-            s[i][r] = vfmaq_f32(s[i][r], load_scales(tile + (ng + b) * ss + quarter_scales * (quarter + r)), vdupq_n_f32(q.sum[g]));
+            s[i][r] = vfmaq_f32(s[i][r],
+                                load_scales(tile + (ng + b) * ss + quarter_scales * (quarter + r)),
+                                vdupq_n_f32(q.sum[g]));
         }
       }
     }

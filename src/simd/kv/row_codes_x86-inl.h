@@ -1,11 +1,14 @@
-// x86 primitives of kv/row_kernels-inl.h: L int8 codes, L narrower codes or L FP16 scales to L floats, for 16, 8 and 4 lanes.
+// x86 primitives of kv/row_kernels-inl.h: L int8 codes, L narrower codes or L FP16 scales to L
+// floats, for 16, 8 and 4 lanes.
 
 template <class A>
 inline Vec<A> cvt_i8(const uint8_t* p) {
   if constexpr (kLanes<A> == 16) {
-    return Vec<A>(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))));
+    return Vec<A>(_mm512_cvtepi32_ps(
+        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))));
   } else if constexpr (kLanes<A> == 8) {
-    return Vec<A>(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)))));
+    return Vec<A>(_mm256_cvtepi32_ps(
+        _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)))));
   } else {
     int32_t w;
     std::memcpy(&w, p, sizeof w);
@@ -20,10 +23,12 @@ inline Vec<A> cvt_codes(const uint8_t* p, int shift) {
   const __m128i count = _mm_cvtsi32_si128(shift);
   if constexpr (kLanes<A> == 16) {
     const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    return Vec<A>(_mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srl_epi32(b, count), _mm512_set1_epi32(mask))));
+    return Vec<A>(
+        _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srl_epi32(b, count), _mm512_set1_epi32(mask))));
   } else if constexpr (kLanes<A> == 8) {
     const __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
-    return Vec<A>(_mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(b, count), _mm256_set1_epi32(mask))));
+    return Vec<A>(
+        _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(b, count), _mm256_set1_epi32(mask))));
   } else {
     int32_t w;
     std::memcpy(&w, p, sizeof w);

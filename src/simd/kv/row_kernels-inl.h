@@ -27,7 +27,8 @@ inline bool fits(int n) {
   else return (n / C::kPerByte) % kLanes<A> == 0;
 }
 
-// Whether lanes of A can quantize groups of `group` values of format F (one run of codes per vector).
+// Whether lanes of A can quantize groups of `group` values of format F (one run of codes per
+// vector).
 template <class A, class F>
 inline bool fits_quantize(int group) {
   return (group / F::kPerByte) % kLanes<A> == 0;
@@ -38,13 +39,14 @@ inline bool fits_quantize(int group) {
 template <class A, class C, int NQ>
 void dot_nq(const DotArgs& a) {
   constexpr int l = kLanes<A>;
-  Vec<A> pend[l];       // pending per-(row, query) vector sums, entry e = (t - t_first) * NQ + i
+  Vec<A> pend[l];  // pending per-(row, query) vector sums, entry e = (t - t_first) * NQ + i
   alignas(64) float sums[l];
   int n_pend = 0, t_first = 0;
   const auto flush = [&] {
     for (int e = n_pend; e < l; ++e) pend[e] = Vec<A>(0.0f);
     lane_sums<A>(pend, sums);
-    for (int e = 0; e < n_pend; ++e) a.scores[(e % NQ) * a.scores_stride + t_first + e / NQ] = sums[e];
+    for (int e = 0; e < n_pend; ++e)
+      a.scores[(e % NQ) * a.scores_stride + t_first + e / NQ] = sums[e];
     n_pend = 0;
   };
   for (int t = 0; t < a.n_rows; ++t) {
@@ -53,7 +55,8 @@ void dot_nq(const DotArgs& a) {
     for (int i = 0; i < NQ; ++i) s[i] = Vec<A>(0.0f);
     for (int off = 0; off < a.n; off += l) {
       const Vec<A> x = decode_chunk<A, C>(row, off, a.n);
-      for (int i = 0; i < NQ; ++i) s[i] = xsimd::fma(Vec<A>::load_unaligned(a.q + i * a.q_stride + off), x, s[i]);
+      for (int i = 0; i < NQ; ++i)
+        s[i] = xsimd::fma(Vec<A>::load_unaligned(a.q + i * a.q_stride + off), x, s[i]);
     }
     if (n_pend + NQ > l) flush();
     if (n_pend == 0) t_first = t;
@@ -82,11 +85,13 @@ void dot_channel_nq(const DotArgs& a) {
       for (int i = 0; i < NQ; ++i) {
         const Vec<A> q = Vec<A>::load_unaligned(a.q + i * a.q_stride + c);
         (q * d).store_aligned(qd[i] + c);
-        if constexpr (!F::kSymmetric) bias[i] = xsimd::fma(q, cvt_f16<A>(tile + (a.n + c) * sizeof(kv::Scale)), bias[i]);
+        if constexpr (!F::kSymmetric)
+          bias[i] = xsimd::fma(q, cvt_f16<A>(tile + (a.n + c) * sizeof(kv::Scale)), bias[i]);
       }
     }
     const uint8_t* codes = tile + kv::channel_codes_offset<F>(a.n) + tt * row;
-    dot_nq<A, F, NQ>({qd[0], NQ, scalar::kMaxRow, codes, row, n, a.n, 0, a.scores + t, a.scores_stride});
+    dot_nq<A, F, NQ>(
+        {qd[0], NQ, scalar::kMaxRow, codes, row, n, a.n, 0, a.scores + t, a.scores_stride});
     if constexpr (!F::kSymmetric) {
       for (int i = 0; i < NQ; ++i) {
         const float b = xsimd::hadd(bias[i]);
@@ -138,7 +143,8 @@ void dot_rows(const DotArgs& a) {
 
 template <class A, class F>
 void dot_channel_rows(const DotArgs& a) {
-  by_queries(a, dot_channel_nq<A, F, 1>, dot_channel_nq<A, F, 2>, dot_channel_nq<A, F, 3>, dot_channel_nq<A, F, 4>);
+  by_queries(a, dot_channel_nq<A, F, 1>, dot_channel_nq<A, F, 2>, dot_channel_nq<A, F, 3>,
+             dot_channel_nq<A, F, 4>);
 }
 
 template <class A, class C>
@@ -146,7 +152,8 @@ void acc_rows(const AccArgs& a) {
   by_queries(a, acc_nq<A, C, 1>, acc_nq<A, C, 2>, acc_nq<A, C, 3>, acc_nq<A, C, 4>);
 }
 
-// Codes of one group: round((x - m) * id) clamped against the stored FP16 scales, as kv::quantize_group.
+// Codes of one group: round((x - m) * id) clamped against the stored FP16 scales, as
+// kv::quantize_group.
 template <class A, class F>
 void quantize_row(const float* x, int n, int group, uint8_t* row) {
   constexpr int l = kLanes<A>, k = F::kPerByte;
@@ -158,7 +165,8 @@ void quantize_row(const float* x, int n, int group, uint8_t* row) {
     kv::GroupScales sc;
     if constexpr (F::kAbsScale) {
       Vec<A> amax(0.0f);
-      for (int i = 0; i < group; i += l) amax = xsimd::max(amax, xsimd::abs(Vec<A>::load_unaligned(xg + i)));
+      for (int i = 0; i < group; i += l)
+        amax = xsimd::max(amax, xsimd::abs(Vec<A>::load_unaligned(xg + i)));
       sc = kv::store_group_scales<F>(0.0f, lane_max(amax), block);
     } else {
       Vec<A> vmin = Vec<A>::load_unaligned(xg), vmax = vmin;
@@ -172,15 +180,21 @@ void quantize_row(const float* x, int n, int group, uint8_t* row) {
     const float id = sc.d != 0 ? 1.0f / sc.d : 0.0f, mn = sc.m;
     const auto code = [&](const float* p) {
       const Vec<A> v = Vec<A>::load_unaligned(p);
-      if constexpr (F::kSymmetric) return xsimd::to_int(xsimd::clip(xsimd::nearbyint(v * Vec<A>(id)), Vec<A>(static_cast<float>(F::kMinCode)), lim));
-      else return xsimd::to_int(xsimd::clip(xsimd::nearbyint((v - Vec<A>(mn)) * Vec<A>(id)), Vec<A>(0.0f), lim));
+      if constexpr (F::kSymmetric)
+        return xsimd::to_int(xsimd::clip(xsimd::nearbyint(v * Vec<A>(id)),
+                                         Vec<A>(static_cast<float>(F::kMinCode)), lim));
+      else
+        return xsimd::to_int(
+            xsimd::clip(xsimd::nearbyint((v - Vec<A>(mn)) * Vec<A>(id)), Vec<A>(0.0f), lim));
     };
     alignas(64) int32_t c[k][l];
     for (int i = 0; i < run; i += l) {
       for (int s = 0; s < k; ++s) code(xg + i + s * run).store_aligned(c[s]);
       for (int j = 0; j < l; ++j) {
         int byte = 0;
-        for (int s = 0; s < k; ++s) byte |= ((c[s][j] + F::kCodeBias) & (F::kBits == 8 ? 0xff : F::kCodeMask)) << (s * F::kBits);
+        for (int s = 0; s < k; ++s)
+          byte |= ((c[s][j] + F::kCodeBias) & (F::kBits == 8 ? 0xff : F::kCodeMask))
+                  << (s * F::kBits);
         block[F::kHeaderBytes + i + j] = static_cast<uint8_t>(byte);
       }
     }
@@ -193,7 +207,8 @@ void swiglu_impl(float* gate, const float* up, int64_t n) {
   int64_t i = 0;
   for (; i + l <= n; i += l) {
     const Vec<A> g = Vec<A>::load_unaligned(gate + i);
-    (g / (Vec<A>(1.0f) + xsimd::exp(-g)) * Vec<A>::load_unaligned(up + i)).store_unaligned(gate + i);
+    (g / (Vec<A>(1.0f) + xsimd::exp(-g)) * Vec<A>::load_unaligned(up + i))
+        .store_unaligned(gate + i);
   }
   scalar::swiglu(gate + i, up + i, n - i);
 }

@@ -31,8 +31,9 @@ void quantize_pick(const float* x, int n, int group, uint8_t* row) {
 }
 
 // The row kernels (FP32 rows, and the channel-axis key tiles of every format, whose code rows
-// are rows) and quantizers of this ISA's rung. The tile kernels of each format (dot, acc, dequantize_tile) are not among them:
-// they come from the ISA's integer-kernel file, or stay as the rung below left them.
+// are rows) and quantizers of this ISA's rung. The tile kernels of each format (dot, acc,
+// dequantize_tile) are not among them: they come from the ISA's integer-kernel file, or stay as the
+// rung below left them.
 template <class First, class... Rest>
 void install_rows(Kernels& t) {
   t.dot = dot_pick<F32Rows, First, Rest...>;

@@ -26,8 +26,10 @@ void dot_tiles(const kv::TileFormat& f, const DotArgs& a) {
       float s = 0;
       for (int b = 0; b < ng; ++b) {
         int32_t dot = 0;
-        for (int k = b * a.group; k < (b + 1) * a.group; ++k) dot += kv::tile_code(f, tile, tt, k) * a.qc->c[i * a.n + k];
-        s = std::fma(static_cast<float>(dot), kv::tile_scale(f, tile, b, tt) * a.qc->d[i * ng + b], s);
+        for (int k = b * a.group; k < (b + 1) * a.group; ++k)
+          dot += kv::tile_code(f, tile, tt, k) * a.qc->c[i * a.n + k];
+        s = std::fma(static_cast<float>(dot), kv::tile_scale(f, tile, b, tt) * a.qc->d[i * ng + b],
+                     s);
         if (f.planes == 2) s = std::fma(kv::tile_min(f, tile, b, tt), a.qc->sum[i * ng + b], s);
       }
       a.scores[i * a.scores_stride + t] = s;
@@ -43,21 +45,26 @@ void acc_tiles_run(const kv::TileFormat& f, const AccArgs& a, int t0, int t1) {
   const auto tile_of = [&](int t) { return a.rows + (t / kv::kTileTokens) * a.row_stride; };
   for (int b = 0; b < ng; ++b) {
     float dmax = 0;
-    for (int t = t0; t < t1; ++t) dmax = std::max(dmax, std::fabs(kv::tile_scale(f, tile_of(t), b, t % kv::kTileTokens)));
+    for (int t = t0; t < t1; ++t)
+      dmax = std::max(dmax, std::fabs(kv::tile_scale(f, tile_of(t), b, t % kv::kTileTokens)));
     for (int i = 0; i < a.n_q; ++i) {
       const float* p = a.p + i * a.p_stride;
       float pmax = 0, msum = 0;
       for (int t = t0; t < t1; ++t) pmax = std::max(pmax, std::fabs(p[t]));
-      const float range = pmax * dmax, sw = range / 32767.0f, inv = range > 0 ? 32767.0f / range : 0.0f;
+      const float range = pmax * dmax, sw = range / 32767.0f,
+                  inv = range > 0 ? 32767.0f / range : 0.0f;
       int32_t dot[kv::kMaxGroup] = {};  // this group's sums
       for (int t = t0; t < t1; ++t) {
         const int tt = t % kv::kTileTokens;
-        const auto w = static_cast<int32_t>(std::nearbyint(p[t] * kv::tile_scale(f, tile_of(t), b, tt) * inv));
-        for (int k = 0; k < a.group; ++k) dot[k] += w * kv::tile_code(f, tile_of(t), tt, b * a.group + k);
+        const auto w =
+            static_cast<int32_t>(std::nearbyint(p[t] * kv::tile_scale(f, tile_of(t), b, tt) * inv));
+        for (int k = 0; k < a.group; ++k)
+          dot[k] += w * kv::tile_code(f, tile_of(t), tt, b * a.group + k);
         if (f.planes == 2) msum += p[t] * kv::tile_min(f, tile_of(t), b, tt);
       }
       float* o = a.acc + i * a.acc_stride;
-      for (int k = 0; k < a.group; ++k) o[b * a.group + k] = std::fma(static_cast<float>(dot[k]), sw, o[b * a.group + k]) + msum;
+      for (int k = 0; k < a.group; ++k)
+        o[b * a.group + k] = std::fma(static_cast<float>(dot[k]), sw, o[b * a.group + k]) + msum;
     }
   }
 }
@@ -65,12 +72,14 @@ void acc_tiles_run(const kv::TileFormat& f, const AccArgs& a, int t0, int t1) {
 }  // namespace
 
 void acc_tiles(const kv::TileFormat& f, const AccArgs& a) {
-  for (int t0 = 0; t0 < a.n_rows; t0 += kAccChunk) acc_tiles_run(f, a, t0, std::min(a.n_rows, t0 + kAccChunk));
+  for (int t0 = 0; t0 < a.n_rows; t0 += kAccChunk)
+    acc_tiles_run(f, a, t0, std::min(a.n_rows, t0 + kAccChunk));
 }
 
 // The q8 code of kv/blocks.h against an FP32 scale: queries are not stored, so their scale keeps
 // full precision.
-void quantize_queries(const float* q, int n_q, size_t q_stride, int n, int group, const QueryBuffers& out) {
+void quantize_queries(const float* q, int n_q, size_t q_stride, int n, int group,
+                      const QueryBuffers& out) {
   const int ng = n / group;
   for (int i = 0; i < n_q; ++i) {
     for (int b = 0; b < ng; ++b) {
@@ -110,7 +119,8 @@ void swiglu(float* gate, const float* up, int64_t n) {
 void geglu(float* gate, const float* up, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const float x = gate[i];
-    gate[i] = 0.5f * x * (1.0f + std::tanh(kGeluSqrt2OverPi * x * (1.0f + kGeluCoef * x * x))) * up[i];
+    gate[i] =
+        0.5f * x * (1.0f + std::tanh(kGeluSqrt2OverPi * x * (1.0f + kGeluCoef * x * x))) * up[i];
   }
 }
 
@@ -139,7 +149,8 @@ void gemm(const GemmArgs& g) {
     for (int r = 0; r < g.n_r; ++r) {
       float& c = g.c[static_cast<size_t>(i) * g.n_r + r];
       float sum = g.accumulate ? c : 0.0f;
-      for (int k = 0; k < g.n_k; ++k) sum += g.b[i * g.b_i + k * g.b_k] * g.a[static_cast<size_t>(k) * g.n_r + r];
+      for (int k = 0; k < g.n_k; ++k)
+        sum += g.b[i * g.b_i + k * g.b_k] * g.a[static_cast<size_t>(k) * g.n_r + r];
       c = sum;
     }
   }
@@ -180,14 +191,17 @@ void gemm_bf16(const GemmBf16Args& g) {
 }
 
 void bf16_pairs(const float* x0, const float* x1, int step, int n, uint32_t* dst) {
-  for (int i = 0; i < n; ++i) dst[i] = f32_to_bf16(x0[i * step]) | uint32_t(x1 ? f32_to_bf16(x1[i * step]) : 0) << 16;
+  for (int i = 0; i < n; ++i)
+    dst[i] = f32_to_bf16(x0[i * step]) | uint32_t(x1 ? f32_to_bf16(x1[i * step]) : 0) << 16;
 }
 
 void install(Kernels& k) {
   k.dot = dot<F32Rows>;
   k.acc = acc;
   k.quantize_queries = quantize_queries;
-  kv::for_each_quant_format([&](auto f) { k.format[static_cast<int>(decltype(f)::kFormat)] = format_kernels<decltype(f)>(); });
+  kv::for_each_quant_format([&](auto f) {
+    k.format[static_cast<int>(decltype(f)::kFormat)] = format_kernels<decltype(f)>();
+  });
   k.exp_sum = exp_sum;
   k.swiglu = swiglu;
   k.geglu = geglu;

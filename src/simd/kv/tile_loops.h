@@ -61,7 +61,8 @@ struct QueryRows {
 struct TileRun {
   const uint8_t* tiles;  // the tile holding t0
   int n_tiles;
-  TileRun(const AccArgs& a, int t0, int t1) : tiles(a.rows + (t0 / kT) * a.row_stride), n_tiles((t1 - t0 + kT - 1) / kT) {}
+  TileRun(const AccArgs& a, int t0, int t1)
+      : tiles(a.rows + (t0 / kT) * a.row_stride), n_tiles((t1 - t0 + kT - 1) / kT) {}
 };
 
 // Weights of one kAccChunk run (as scalar::acc_tiles_run): w[i][b][t] = round(p d / sw) as int16,
@@ -72,7 +73,9 @@ struct RunWeights {
   alignas(64) int16_t w[NQ][scalar::kMaxRow / MinGroup][kAccChunk];
   float sw[NQ][scalar::kMaxRow / MinGroup];
   float msum[NQ][scalar::kMaxRow / MinGroup];
-  const int16_t* tile(int i, int b, int k) const { return w[i][b] + k * kT; }  // the weights of tile k of the run
+  const int16_t* tile(int i, int b, int k) const {
+    return w[i][b] + k * kT;
+  }  // the weights of tile k of the run
 };
 
 // fn(NQ constant, i0, t0, t1) for each kAccChunk run [t0, t1) of the value tokens and query group.
@@ -87,7 +90,8 @@ inline void for_acc_runs(const AccArgs& a, Fn&& fn) {
 // set(format descriptor, its slot) for every quantized format of kv/blocks.h.
 template <class Set>
 inline void for_each_format_slot(Kernels& t, Set&& set) {
-  kv::for_each_quant_format([&](auto f) { set(f, t.format[static_cast<int>(decltype(f)::kFormat)]); });
+  kv::for_each_quant_format(
+      [&](auto f) { set(f, t.format[static_cast<int>(decltype(f)::kFormat)]); });
 }
 
 // The tag type of an ISA's tile kernels derives from this: W value dims per column of acc.
@@ -99,9 +103,11 @@ struct ColumnDims {
 // The kernels of format F from an ISA's inner kernels. Each kernels_<isa>_int.cc defines, for its
 // tag type Isa (a ColumnDims), found by argument-dependent lookup:
 //   template <int NQ, class F> void dot_nq(Isa, const DotArgs&, int i0);  queries [i0, i0 + NQ)
-//   template <int NQ, class F> void run_weights(Isa, const AccArgs&, int i0, int t0, int t1, const TileRun&, RunWeights<NQ, Isa::kColumnDims>&);
-//   template <int NQ, class F> void acc_column(Isa, const AccArgs&, int i0, const TileRun&, const RunWeights<...>&, int col);
-//   template <class F, kv::TileRole R> void dequantize_column(Isa, const kv::TileFormat&, const uint8_t* tile, int t, int col, float* x);
+//   template <int NQ, class F> void run_weights(Isa, const AccArgs&, int i0, int t0, int t1, const
+//   TileRun&, RunWeights<NQ, Isa::kColumnDims>&); template <int NQ, class F> void acc_column(Isa,
+//   const AccArgs&, int i0, const TileRun&, const RunWeights<...>&, int col); template <class F,
+//   kv::TileRole R> void dequantize_column(Isa, const kv::TileFormat&, const uint8_t* tile, int t,
+//   int col, float* x);
 //     (optional: prefill) x [8] = dims [8 col, 8 col + 8) of token t
 template <class Isa, class F>
 void dot_tiles(const DotArgs& a) {
@@ -115,7 +121,8 @@ void acc_tiles(const AccArgs& a) {
     const TileRun run(a, t0, t1);
     RunWeights<nq(), Isa::kColumnDims> r;
     run_weights<nq(), F>(Isa{}, a, i0, t0, t1, run, r);
-    for (int col = 0; col < a.n / Isa::kColumnDims; ++col) acc_column<nq(), F>(Isa{}, a, i0, run, r, col);
+    for (int col = 0; col < a.n / Isa::kColumnDims; ++col)
+      acc_column<nq(), F>(Isa{}, a, i0, run, r, col);
   });
 }
 
@@ -124,7 +131,8 @@ template <class Isa, class F, kv::TileRole R>
 void dequantize_tile_of(const uint8_t* tile, int n, int group, float* x) {
   const auto f = kv::TileFormat::of<F>(R, n, group);
   for (int t = 0; t < kT; ++t) {
-    for (int col = 0; col < n / kAccColumnDims; ++col) dequantize_column<F, R>(Isa{}, f, tile, t, col, x + t * n + col * kAccColumnDims);
+    for (int col = 0; col < n / kAccColumnDims; ++col)
+      dequantize_column<F, R>(Isa{}, f, tile, t, col, x + t * n + col * kAccColumnDims);
   }
 }
 
@@ -135,8 +143,10 @@ void install_tiles(Kernels& t) {
     using F = decltype(f);
     k.dot = dot_tiles<Isa, F>;
     k.acc = acc_tiles<Isa, F>;
-    k.dequantize_tile[static_cast<int>(kv::TileRole::kKey)] = dequantize_tile_of<Isa, F, kv::TileRole::kKey>;
-    k.dequantize_tile[static_cast<int>(kv::TileRole::kValue)] = dequantize_tile_of<Isa, F, kv::TileRole::kValue>;
+    k.dequantize_tile[static_cast<int>(kv::TileRole::kKey)] =
+        dequantize_tile_of<Isa, F, kv::TileRole::kKey>;
+    k.dequantize_tile[static_cast<int>(kv::TileRole::kValue)] =
+        dequantize_tile_of<Isa, F, kv::TileRole::kValue>;
   });
 }
 

@@ -24,12 +24,15 @@ namespace kvrt::simd::avx2::tiles {
 
 namespace {
 
-struct Avx2 : ColumnDims<kAccColumnDims> {};  // this file's tag (kv/tile_loops.h): 8 tokens (dot) or 8 dims (acc) per vector
+struct Avx2 : ColumnDims<kAccColumnDims> {
+};  // this file's tag (kv/tile_loops.h): 8 tokens (dot) or 8 dims (acc) per vector
 
 inline __m256i bcast32(const void* p) { return _mm256_set1_epi32(load32(p)); }
 
 // Lanes [0, n) set (n clamped to 0..8).
-inline __m256i first_lanes(int n) { return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)); }
+inline __m256i first_lanes(int n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
 
 inline __m256 load_first(const void* p, int n) {
   return _mm256_maskload_ps(static_cast<const float*>(p), first_lanes(n));
@@ -37,7 +40,8 @@ inline __m256 load_first(const void* p, int n) {
 
 // The 8 FP16 scales (or minimums) at p as floats (F16C vcvtph2ps, exact), lanes [n, 8) zero.
 inline __m256 load_scales(const uint8_t* p, int n = 8) {
-  return _mm256_and_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), _mm256_castsi256_ps(first_lanes(n)));
+  return _mm256_and_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
+                       _mm256_castsi256_ps(first_lanes(n)));
 }
 
 inline __m256 abs_ps(__m256 x) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x); }
@@ -56,7 +60,8 @@ inline float hsum(__m256 x) {
 
 // Integer sums of group b over 8 tokens (32 code bytes per run of 4k dims) for NQ queries.
 template <int NQ, class F>
-inline void group_sums(const uint8_t* codes, const int8_t* const* qc, int b, int group, __m256i* acc) {
+inline void group_sums(const uint8_t* codes, const int8_t* const* qc, int b, int group,
+                       __m256i* acc) {
   constexpr int dims = kv::kKeyLaneDims * F::kPerByte;  // dims per run
   const __m256i ones = _mm256_set1_epi16(1);
   for (int i = 0; i < NQ; ++i) acc[i] = _mm256_setzero_si256();
@@ -65,16 +70,20 @@ inline void group_sums(const uint8_t* codes, const int8_t* const* qc, int b, int
     if constexpr (F::kBits == 8) {
       const __m256i av = _mm256_abs_epi8(v);
       for (int i = 0; i < NQ; ++i) {
-        const __m256i s16 = _mm256_maddubs_epi16(av, _mm256_sign_epi8(bcast32(qc[i] + dims * j), v));
+        const __m256i s16 =
+            _mm256_maddubs_epi16(av, _mm256_sign_epi8(bcast32(qc[i] + dims * j), v));
         acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(s16, ones));
       }
     } else {
       const __m256i mask = _mm256_set1_epi8(F::kCodeMask);
       __m256i c[F::kPerByte];
-      for (int s = 0; s < F::kPerByte; ++s) c[s] = _mm256_and_si256(_mm256_srli_epi16(v, s * F::kBits), mask);
+      for (int s = 0; s < F::kPerByte; ++s)
+        c[s] = _mm256_and_si256(_mm256_srli_epi16(v, s * F::kBits), mask);
       for (int i = 0; i < NQ; ++i) {
         __m256i s16 = _mm256_maddubs_epi16(c[0], bcast32(qc[i] + dims * j));
-        for (int s = 1; s < F::kPerByte; ++s) s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(c[s], bcast32(qc[i] + dims * j + kv::kKeyLaneDims * s)));
+        for (int s = 1; s < F::kPerByte; ++s)
+          s16 = _mm256_add_epi16(
+              s16, _mm256_maddubs_epi16(c[s], bcast32(qc[i] + dims * j + kv::kKeyLaneDims * s)));
         acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(s16, ones));
       }
     }
@@ -85,7 +94,8 @@ template <int NQ, class F>
 void dot_nq(Avx2, const DotArgs& a, int i0) {
   const auto f = kv::TileFormat::of<F>(kv::TileRole::kKey, a.n, a.group);
   constexpr size_t ss = kv::kScaleStride;
-  constexpr size_t half_codes = 8 * kv::kKeyLaneDims, half_scales = 8 * sizeof(kv::Scale);  // tokens 8..15
+  constexpr size_t half_codes = 8 * kv::kKeyLaneDims,
+                   half_scales = 8 * sizeof(kv::Scale);  // tokens 8..15
   const int ng = f.n_groups();
   const QueryCodes& q = *a.qc;
   const QueryRows<NQ> qc(a, i0);
@@ -99,8 +109,12 @@ void dot_nq(Avx2, const DotArgs& a, int i0) {
         const __m256 d = load_scales(tile + b * ss + half_scales * h);
         for (int i = 0; i < NQ; ++i) {
           const int g = (i0 + i) * ng + b;
-          const __m256i sum = F::kCodeBias != 0 ? _mm256_sub_epi32(acc[i], _mm256_set1_epi32(F::kCodeBias * q.csum[g])) : acc[i];
-          s[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(d, _mm256_set1_ps(q.d[g])), s[i]);
+          const __m256i sum =
+              F::kCodeBias != 0
+                  ? _mm256_sub_epi32(acc[i], _mm256_set1_epi32(F::kCodeBias * q.csum[g]))
+                  : acc[i];
+          s[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(d, _mm256_set1_ps(q.d[g])),
+                                 s[i]);
           if constexpr (!F::kSymmetric) {
             const __m256 m = load_scales(tile + (ng + b) * ss + half_scales * h);
             s[i] = _mm256_fmadd_ps(m, _mm256_set1_ps(q.sum[g]), s[i]);
@@ -108,7 +122,8 @@ void dot_nq(Avx2, const DotArgs& a, int i0) {
         }
       }
       const __m256i m = first_lanes(a.n_rows - t0 - 8 * h);
-      for (int i = 0; i < NQ; ++i) _mm256_maskstore_ps(a.scores + (i0 + i) * a.scores_stride + t0 + 8 * h, m, s[i]);
+      for (int i = 0; i < NQ; ++i)
+        _mm256_maskstore_ps(a.scores + (i0 + i) * a.scores_stride + t0 + 8 * h, m, s[i]);
     }
   });
 }
@@ -116,7 +131,8 @@ void dot_nq(Avx2, const DotArgs& a, int i0) {
 // Weights of one kAccChunk run (as scalar::acc_tiles_run): w[i][b][t] = round(p d / sw). The run's
 // p and, per group, its scales (and minimums) are loaded and converted once, not once per query.
 template <int NQ, class F>
-void run_weights(Avx2, const AccArgs& a, int i0, int t0, int t1, const TileRun& run, RunWeights<NQ, Avx2::kColumnDims>& r) {
+void run_weights(Avx2, const AccArgs& a, int i0, int t0, int t1, const TileRun& run,
+                 RunWeights<NQ, Avx2::kColumnDims>& r) {
   constexpr size_t ss = kv::kScaleStride;
   constexpr int kVecs = kAccChunk / 8;  // 8 tokens per vector
   const int ng = a.n / a.group, nv = run.n_tiles * kT / 8;
@@ -134,7 +150,8 @@ void run_weights(Avx2, const AccArgs& a, int i0, int t0, int t1, const TileRun& 
     __m256 d[kVecs], mins[kVecs];
     __m256 dmax = _mm256_setzero_ps();
     for (int v = 0; v < nv; ++v) {
-      const uint8_t* scales = run.tiles + 8 * v / kT * a.row_stride + 8 * v % kT * sizeof(kv::Scale);
+      const uint8_t* scales =
+          run.tiles + 8 * v / kT * a.row_stride + 8 * v % kT * sizeof(kv::Scale);
       d[v] = load_scales(scales + b * ss, t1 - t0 - 8 * v);
       if constexpr (!F::kSymmetric) mins[v] = load_scales(scales + (ng + b) * ss, t1 - t0 - 8 * v);
       dmax = _mm256_max_ps(dmax, abs_ps(d[v]));
@@ -147,7 +164,9 @@ void run_weights(Avx2, const AccArgs& a, int i0, int t0, int t1, const TileRun& 
       __m256 ms = _mm256_setzero_ps();
       for (int v = 0; v < nv; ++v) {
         const __m256i w32 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_mul_ps(p[i][v], d[v]), inv));
-        _mm_store_si128(reinterpret_cast<__m128i*>(&r.w[i][b][8 * v]), _mm_packs_epi32(_mm256_castsi256_si128(w32), _mm256_extracti128_si256(w32, 1)));
+        _mm_store_si128(
+            reinterpret_cast<__m128i*>(&r.w[i][b][8 * v]),
+            _mm_packs_epi32(_mm256_castsi256_si128(w32), _mm256_extracti128_si256(w32, 1)));
         if constexpr (!F::kSymmetric) ms = _mm256_fmadd_ps(p[i][v], mins[v], ms);
       }
       r.msum[i][b] = F::kSymmetric ? 0.0f : hsum(ms);
@@ -158,21 +177,31 @@ void run_weights(Avx2, const AccArgs& a, int i0, int t0, int t1, const TileRun& 
 // Adds the value codes of 8 dims (column col) of one tile to acc, a pair of tokens at a time:
 // vpmaddwd of the codes of 2 tokens (int16 lanes) with their 2 weights.
 template <int NQ, class F>
-inline void acc_tile(const uint8_t* codes, int n, int col, const RunWeights<NQ, Avx2::kColumnDims>& r, int b, int k_tile, __m256i* acc) {
+inline void acc_tile(const uint8_t* codes, int n, int col,
+                     const RunWeights<NQ, Avx2::kColumnDims>& r, int b, int k_tile, __m256i* acc) {
   if constexpr (F::kBits == 8) {  // dims interleaved with the other token of the pair
     for (int pair = 0; pair < kT / 2; ++pair) {
-      const __m256i v = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + pair * 2 * n + col * 16)));
-      for (int i = 0; i < NQ; ++i) acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(v, bcast32(r.tile(i, b, k_tile) + 2 * pair)));
+      const __m256i v = _mm256_cvtepi8_epi16(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + pair * 2 * n + col * 16)));
+      for (int i = 0; i < NQ; ++i)
+        acc[i] = _mm256_add_epi32(acc[i],
+                                  _mm256_madd_epi16(v, bcast32(r.tile(i, b, k_tile) + 2 * pair)));
     }
-  } else {  // byte u of dim i holds tokens k u + s in slot s: token pairs (2p, 2p + 1) of the byte to int16
+  } else {  // byte u of dim i holds tokens k u + s in slot s: token pairs (2p, 2p + 1) of the byte
+            // to int16
     constexpr int k = F::kPerByte, bits = F::kBits;
     const __m256i mask = _mm256_set1_epi32(F::kCodeMask | F::kCodeMask << 16);
     for (int u = 0; u < kT / k; ++u) {
-      const __m256i x = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + u * n + col * 8)));
+      const __m256i x = _mm256_cvtepu8_epi32(
+          _mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + u * n + col * 8)));
       for (int p = 0; p < k / 2; ++p) {
-        __m256i v = _mm256_and_si256(_mm256_or_si256(_mm256_srli_epi32(x, 2 * p * bits), _mm256_slli_epi32(x, 16 - (2 * p + 1) * bits)), mask);
+        __m256i v = _mm256_and_si256(_mm256_or_si256(_mm256_srli_epi32(x, 2 * p * bits),
+                                                     _mm256_slli_epi32(x, 16 - (2 * p + 1) * bits)),
+                                     mask);
         if constexpr (F::kCodeBias != 0) v = _mm256_sub_epi16(v, _mm256_set1_epi16(F::kCodeBias));
-        for (int i = 0; i < NQ; ++i) acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(v, bcast32(r.tile(i, b, k_tile) + k * u + 2 * p)));
+        for (int i = 0; i < NQ; ++i)
+          acc[i] = _mm256_add_epi32(
+              acc[i], _mm256_madd_epi16(v, bcast32(r.tile(i, b, k_tile) + k * u + 2 * p)));
       }
     }
   }
@@ -181,15 +210,18 @@ inline void acc_tile(const uint8_t* codes, int n, int col, const RunWeights<NQ, 
 // Column col (8 dims) of a kAccChunk run: the int32 sums over its tiles, then
 // o = fma(sum, sw, o) (+ Σ p m for asymmetric formats).
 template <int NQ, class F>
-void acc_column(Avx2, const AccArgs& a, int i0, const TileRun& run, const RunWeights<NQ, Avx2::kColumnDims>& r, int col) {
+void acc_column(Avx2, const AccArgs& a, int i0, const TileRun& run,
+                const RunWeights<NQ, Avx2::kColumnDims>& r, int col) {
   const size_t header = kv::TileFormat::of<F>(kv::TileRole::kValue, a.n, a.group).header_bytes();
   const int b = col * 8 / a.group;
   __m256i acc[NQ];
   for (int i = 0; i < NQ; ++i) acc[i] = _mm256_setzero_si256();
-  for (int k = 0; k < run.n_tiles; ++k) acc_tile<NQ, F>(run.tiles + k * a.row_stride + header, a.n, col, r, b, k, acc);
+  for (int k = 0; k < run.n_tiles; ++k)
+    acc_tile<NQ, F>(run.tiles + k * a.row_stride + header, a.n, col, r, b, k, acc);
   for (int i = 0; i < NQ; ++i) {
     float* o = a.acc + (i0 + i) * a.acc_stride + col * 8;
-    const __m256 res = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[i]), _mm256_set1_ps(r.sw[i][b]), _mm256_loadu_ps(o));
+    const __m256 res =
+        _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[i]), _mm256_set1_ps(r.sw[i][b]), _mm256_loadu_ps(o));
     _mm256_storeu_ps(o, F::kSymmetric ? res : _mm256_add_ps(res, _mm256_set1_ps(r.msum[i][b])));
   }
 }
@@ -203,19 +235,26 @@ inline __m256i token_codes(const uint8_t* codes, int n, int t, int col) {
     std::memcpy(&w0, codes + 2 * col * kRun + t * 4, sizeof w0);
     std::memcpy(&w1, codes + (2 * col + 1) * kRun + t * 4, sizeof w1);
     return _mm256_cvtepi8_epi32(_mm_setr_epi32(w0, w1, 0, 0));
-  } else if constexpr (R == kv::TileRole::kKey) {  // dim 8 col + e in slot (8 col + e) % 4k / 4 of run 8 col / 4k
+  } else if constexpr (R == kv::TileRole::kKey) {  // dim 8 col + e in slot (8 col + e) % 4k / 4 of
+                                                   // run 8 col / 4k
     constexpr int dims = kv::kKeyLaneDims * k;
     std::memcpy(&w0, codes + 8 * col / dims * kRun + t * 4, sizeof w0);
     const int s0 = 8 * col % dims / 4 * bits;
     const __m256i x = _mm256_cvtepu8_epi32(_mm_set1_epi32(w0));
-    return _mm256_and_si256(_mm256_srlv_epi32(x, _mm256_setr_epi32(s0, s0, s0, s0, s0 + bits, s0 + bits, s0 + bits, s0 + bits)), _mm256_set1_epi32(F::kCodeMask));
+    return _mm256_and_si256(
+        _mm256_srlv_epi32(
+            x, _mm256_setr_epi32(s0, s0, s0, s0, s0 + bits, s0 + bits, s0 + bits, s0 + bits)),
+        _mm256_set1_epi32(F::kCodeMask));
   } else if constexpr (k > 1) {  // token k u + s in slot s of the bytes of row u
-    const __m256i x = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + t / k * n + col * 8)));
+    const __m256i x = _mm256_cvtepu8_epi32(
+        _mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + t / k * n + col * 8)));
     return _mm256_and_si256(_mm256_srli_epi32(x, bits * (t % k)), _mm256_set1_epi32(F::kCodeMask));
   } else {  // dims interleaved with the other token of the pair
-    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + t / 2 * 2 * n + col * 16));
+    const __m128i x =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + t / 2 * 2 * n + col * 16));
     const __m128i even = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, -1, -1, -1, -1, -1, -1, -1, -1);
-    return _mm256_cvtepi8_epi32(_mm_shuffle_epi8(x, _mm_add_epi8(even, _mm_set1_epi8(static_cast<char>(t % 2)))));
+    return _mm256_cvtepi8_epi32(
+        _mm_shuffle_epi8(x, _mm_add_epi8(even, _mm_set1_epi8(static_cast<char>(t % 2)))));
   }
 }
 
@@ -229,11 +268,14 @@ inline __m256 rounded(__m256 v) {
 // Token t, dims [8 col, 8 col + 8) of a tile: d * code (symmetric) or m + d * code, as
 // kv::tile_load_row (no fused multiply-add).
 template <class F, kv::TileRole R>
-void dequantize_column(Avx2, const kv::TileFormat& f, const uint8_t* tile, int t, int col, float* x) {
+void dequantize_column(Avx2, const kv::TileFormat& f, const uint8_t* tile, int t, int col,
+                       float* x) {
   const int b = col * 8 / f.group;
-  const __m256 c = _mm256_cvtepi32_ps(_mm256_sub_epi32(token_codes<R, F>(tile + f.header_bytes(), f.n, t, col), _mm256_set1_epi32(F::kCodeBias)));
+  const __m256 c = _mm256_cvtepi32_ps(_mm256_sub_epi32(
+      token_codes<R, F>(tile + f.header_bytes(), f.n, t, col), _mm256_set1_epi32(F::kCodeBias)));
   __m256 v = _mm256_mul_ps(_mm256_set1_ps(kv::tile_scale(f, tile, b, t)), c);
-  if constexpr (!F::kSymmetric) v = _mm256_add_ps(_mm256_set1_ps(kv::tile_min(f, tile, b, t)), rounded(v));
+  if constexpr (!F::kSymmetric)
+    v = _mm256_add_ps(_mm256_set1_ps(kv::tile_min(f, tile, b, t)), rounded(v));
   _mm256_storeu_ps(x, v);
 }
 

@@ -1,7 +1,8 @@
 // Tile kernels of every quantized format for aarch64 NEON (kv/tiles.h layouts), templates over the
 // format descriptor F of kv/blocks.h, the same integer arithmetic as the scalar twins in
 // kv/scalar.cc (exact integer sums, then the same float steps per lane).
-//   dot (q·k, kv/qk_tiles_neon-inl.h): lanes are 4 tokens of a key tile (a quarter); vmull_s8 multiplies 2 tokens x 4 dims
+//   dot (q·k, kv/qk_tiles_neon-inl.h): lanes are 4 tokens of a key tile (a quarter); vmull_s8
+//   multiplies 2 tokens x 4 dims
 //              by the query's 4 codes (|products| <= 128 * 128, no int16 overflow), vpadalq_s16
 //              adds pairs into int32 and vpaddq_s32 folds them to one lane per token.
 //   acc (p·V): lanes are dims; p folded into the value scales as int16 weights (AccArgs), vmlal
@@ -44,7 +45,8 @@ inline void mul_add(int8x16_t v, int8x16_t q, int32x4_t* acc) {
 // Integer sums of group b over 4 tokens (16 code bytes per run of 4k dims) for NQ queries:
 // lane t of sums[i][0] is Σ code(t) * q̃_i.
 template <int NQ, class F>
-inline void group_sums(Neon, const uint8_t* codes, const QueryRows<NQ>& qc, int b, int group, int32x4_t (*sums)[1]) {
+inline void group_sums(Neon, const uint8_t* codes, const QueryRows<NQ>& qc, int b, int group,
+                       int32x4_t (*sums)[1]) {
   constexpr int dims = kv::kKeyLaneDims * F::kPerByte;  // dims per run
   int32x4_t acc[NQ][2];
   for (int i = 0; i < NQ; ++i) acc[i][0] = acc[i][1] = vdupq_n_s32(0);
@@ -52,7 +54,8 @@ inline void group_sums(Neon, const uint8_t* codes, const QueryRows<NQ>& qc, int 
     const uint8x16_t v = vld1q_u8(codes + j * kRun);
     for_slots<F::kPerByte>([&](auto s) {
       const int8x16_t c = slot_codes<F, s()>(v);
-      for (int i = 0; i < NQ; ++i) mul_add(c, query4(qc.c[i] + dims * j + kv::kKeyLaneDims * s()), acc[i]);
+      for (int i = 0; i < NQ; ++i)
+        mul_add(c, query4(qc.c[i] + dims * j + kv::kKeyLaneDims * s()), acc[i]);
     });
   }
   for (int i = 0; i < NQ; ++i) sums[i][0] = vpaddq_s32(acc[i][0], acc[i][1]);
@@ -61,9 +64,11 @@ inline void group_sums(Neon, const uint8_t* codes, const QueryRows<NQ>& qc, int 
 // Weights of one kAccChunk run, computed as scalar::acc_tiles_run does (a 1/G share of the work):
 // w[i][b][t] = round(p d / sw), zero past the run's tokens; sw the weight scale, msum = Σ p m
 // (asymmetric formats). Each query's max |p| and, per group, the run's scales (and minimums) are
-// taken once, not once per query and group; the scales 4 at a time (fcvtl, exact as kv::tile_scale).
+// taken once, not once per query and group; the scales 4 at a time (fcvtl, exact as
+// kv::tile_scale).
 template <int NQ, class F>
-void run_weights(Neon, const AccArgs& a, int i0, int t0, int t1, const TileRun& run, RunWeights<NQ, Neon::kColumnDims>& r) {
+void run_weights(Neon, const AccArgs& a, int i0, int t0, int t1, const TileRun& run,
+                 RunWeights<NQ, Neon::kColumnDims>& r) {
   constexpr size_t ss = kv::kScaleStride;
   const int ng = a.n / a.group, n = t1 - t0;
   float pmax[NQ];
@@ -73,7 +78,8 @@ void run_weights(Neon, const AccArgs& a, int i0, int t0, int t1, const TileRun& 
     for (int t = 0; t < n; ++t) pmax[i] = std::max(pmax[i], std::fabs(p[t]));
   }
   for (int b = 0; b < ng; ++b) {
-    float d[kAccChunk], mins[kAccChunk];  // [t]: token t0 + t's scale (and minimum), every token of the run's tiles
+    float d[kAccChunk],
+        mins[kAccChunk];  // [t]: token t0 + t's scale (and minimum), every token of the run's tiles
     for (int t = 0; t < run.n_tiles * kT; t += 4) {
       const uint8_t* scales = run.tiles + t / kT * a.row_stride + t % kT * sizeof(kv::Scale);
       vst1q_f32(d + t, load_scales(scales + b * ss));
@@ -98,7 +104,9 @@ void run_weights(Neon, const AccArgs& a, int i0, int t0, int t1, const TileRun& 
 
 // Adds the value codes of 8 dims (column col) of one tile, times each token's weight, to acc.
 template <int NQ, class F>
-inline void acc_tile(const uint8_t* codes, int n, int col, const RunWeights<NQ, Neon::kColumnDims>& r, int b, int k_tile, int32x4_t (*acc)[2]) {
+inline void acc_tile(const uint8_t* codes, int n, int col,
+                     const RunWeights<NQ, Neon::kColumnDims>& r, int b, int k_tile,
+                     int32x4_t (*acc)[2]) {
   const auto add = [&](int16x8_t v, int token) {
     for (int i = 0; i < NQ; ++i) {
       const int16_t w = r.tile(i, b, k_tile)[token];
@@ -108,7 +116,8 @@ inline void acc_tile(const uint8_t* codes, int n, int col, const RunWeights<NQ, 
   };
   if constexpr (F::kBits == 8) {  // dims interleaved with the other token of the pair
     for (int pair = 0; pair < kT / 2; ++pair) {
-      const int8x8x2_t x = vld2_s8(reinterpret_cast<const int8_t*>(codes + pair * 2 * n + col * 16));
+      const int8x8x2_t x =
+          vld2_s8(reinterpret_cast<const int8_t*>(codes + pair * 2 * n + col * 16));
       add(vmovl_s8(x.val[0]), 2 * pair);
       add(vmovl_s8(x.val[1]), 2 * pair + 1);
     }
@@ -117,7 +126,8 @@ inline void acc_tile(const uint8_t* codes, int n, int col, const RunWeights<NQ, 
     for (int u = 0; u < kT / k; ++u) {
       const uint8x8_t x = vld1_u8(codes + u * n + col * 8);
       for (int s = 0; s < k; ++s) {
-        const uint8x8_t c = vand_u8(vshl_u8(x, vdup_n_s8(static_cast<int8_t>(-s * F::kBits))), vdup_n_u8(F::kCodeMask));
+        const uint8x8_t c = vand_u8(vshl_u8(x, vdup_n_s8(static_cast<int8_t>(-s * F::kBits))),
+                                    vdup_n_u8(F::kCodeMask));
         add(vsubq_s16(vreinterpretq_s16_u16(vmovl_u8(c)), vdupq_n_s16(F::kCodeBias)), k * u + s);
       }
     }
@@ -127,16 +137,19 @@ inline void acc_tile(const uint8_t* codes, int n, int col, const RunWeights<NQ, 
 // Column col (8 dims) of a kAccChunk run: the int32 sums over its tiles, then
 // o = fma(sum, sw, o) (+ Σ p m for asymmetric formats).
 template <int NQ, class F>
-void acc_column(Neon, const AccArgs& a, int i0, const TileRun& run, const RunWeights<NQ, Neon::kColumnDims>& r, int col) {
+void acc_column(Neon, const AccArgs& a, int i0, const TileRun& run,
+                const RunWeights<NQ, Neon::kColumnDims>& r, int col) {
   const size_t header = kv::TileFormat::of<F>(kv::TileRole::kValue, a.n, a.group).header_bytes();
   const int b = col * 8 / a.group;
   int32x4_t acc[NQ][2];
   for (int i = 0; i < NQ; ++i) acc[i][0] = acc[i][1] = vdupq_n_s32(0);
-  for (int k = 0; k < run.n_tiles; ++k) acc_tile<NQ, F>(run.tiles + k * a.row_stride + header, a.n, col, r, b, k, acc);
+  for (int k = 0; k < run.n_tiles; ++k)
+    acc_tile<NQ, F>(run.tiles + k * a.row_stride + header, a.n, col, r, b, k, acc);
   for (int i = 0; i < NQ; ++i) {
     float* o = a.acc + (i0 + i) * a.acc_stride + col * 8;
     for (int h = 0; h < 2; ++h) {
-      const float32x4_t res = vfmaq_n_f32(vld1q_f32(o + 4 * h), vcvtq_f32_s32(acc[i][h]), r.sw[i][b]);
+      const float32x4_t res =
+          vfmaq_n_f32(vld1q_f32(o + 4 * h), vcvtq_f32_s32(acc[i][h]), r.sw[i][b]);
       vst1q_f32(o + 4 * h, F::kSymmetric ? res : vaddq_f32(res, vdupq_n_f32(r.msum[i][b])));
     }
   }
@@ -151,16 +164,20 @@ inline int16x8_t token_codes(const uint8_t* codes, int n, int t, int col) {
     std::memcpy(&w[0], codes + 2 * col * kRun + t * 4, sizeof w[0]);
     std::memcpy(&w[1], codes + (2 * col + 1) * kRun + t * 4, sizeof w[1]);
     return vmovl_s8(vreinterpret_s8_u32(vld1_u32(w)));
-  } else if constexpr (R == kv::TileRole::kKey) {  // dim 8 col + e in slot (8 col + e) % 4k / 4 of run 8 col / 4k
+  } else if constexpr (R == kv::TileRole::kKey) {  // dim 8 col + e in slot (8 col + e) % 4k / 4 of
+                                                   // run 8 col / 4k
     constexpr int dims = kv::kKeyLaneDims * k;
     std::memcpy(&w[0], codes + 8 * col / dims * kRun + t * 4, sizeof w[0]);
     const int s0 = 8 * col % dims / 4 * bits;
     const uint8x8_t x = vreinterpret_u8_u32(vdup_n_u32(w[0]));
-    const int8x8_t shift = vreinterpret_s8_u32(vset_lane_u32(0x01010101u * static_cast<uint8_t>(-(s0 + bits)), vdup_n_u32(0x01010101u * static_cast<uint8_t>(-s0)), 1));
+    const int8x8_t shift =
+        vreinterpret_s8_u32(vset_lane_u32(0x01010101u * static_cast<uint8_t>(-(s0 + bits)),
+                                          vdup_n_u32(0x01010101u * static_cast<uint8_t>(-s0)), 1));
     return vreinterpretq_s16_u16(vmovl_u8(vand_u8(vshl_u8(x, shift), vdup_n_u8(F::kCodeMask))));
   } else if constexpr (k > 1) {  // token k u + s in slot s of the bytes of row u
     const uint8x8_t x = vld1_u8(codes + t / k * n + col * 8);
-    return vreinterpretq_s16_u16(vmovl_u8(vand_u8(vshl_u8(x, vdup_n_s8(static_cast<int8_t>(-bits * (t % k)))), vdup_n_u8(F::kCodeMask))));
+    return vreinterpretq_s16_u16(vmovl_u8(vand_u8(
+        vshl_u8(x, vdup_n_s8(static_cast<int8_t>(-bits * (t % k)))), vdup_n_u8(F::kCodeMask))));
   } else {  // dims interleaved with the other token of the pair
     const int8x8x2_t x = vld2_s8(reinterpret_cast<const int8_t*>(codes + t / 2 * 2 * n + col * 16));
     return vmovl_s8(t % 2 ? x.val[1] : x.val[0]);
@@ -168,15 +185,20 @@ inline int16x8_t token_codes(const uint8_t* codes, int n, int t, int col) {
 }
 
 // Token t, dims [8 col, 8 col + 8) of a tile: d * code (symmetric) or m + d * code as
-// kv::tile_load_row, which GCC compiles to a fused multiply-add on aarch64 (-ffp-contract=fast), as here.
+// kv::tile_load_row, which GCC compiles to a fused multiply-add on aarch64 (-ffp-contract=fast), as
+// here.
 template <class F, kv::TileRole R>
-void dequantize_column(Neon, const kv::TileFormat& f, const uint8_t* tile, int t, int col, float* x) {
+void dequantize_column(Neon, const kv::TileFormat& f, const uint8_t* tile, int t, int col,
+                       float* x) {
   const int b = col * 8 / f.group;
-  const int16x8_t c = vsubq_s16(token_codes<R, F>(tile + f.header_bytes(), f.n, t, col), vdupq_n_s16(F::kCodeBias));
+  const int16x8_t c =
+      vsubq_s16(token_codes<R, F>(tile + f.header_bytes(), f.n, t, col), vdupq_n_s16(F::kCodeBias));
   const float d = kv::tile_scale(f, tile, b, t);
   for (int h = 0; h < 2; ++h) {
     const float32x4_t cf = vcvtq_f32_s32(vmovl_s16(h ? vget_high_s16(c) : vget_low_s16(c)));
-    vst1q_f32(x + 4 * h, F::kSymmetric ? vmulq_n_f32(cf, d) : vfmaq_n_f32(vdupq_n_f32(kv::tile_min(f, tile, b, t)), cf, d));
+    vst1q_f32(x + 4 * h, F::kSymmetric
+                             ? vmulq_n_f32(cf, d)
+                             : vfmaq_n_f32(vdupq_n_f32(kv::tile_min(f, tile, b, t)), cf, d));
   }
 }
 

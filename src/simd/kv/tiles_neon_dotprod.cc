@@ -1,8 +1,9 @@
 // The neon-dotprod rung (ARMv8.2 dot product, compiled with -march=armv8.2-a+dotprod): q·k over the
 // key tiles of every quantized format with sdot, and the decode products of the weight types
-// (weights/decode_neon_dotprod.cc). sdot adds 4 int8 x int8 products into each int32 lane, and a key
-// tile's lane is 4 dims of one token (kv/tiles.h), so one sdot per run of 4 tokens and query, with
-// the query's 4 codes in every lane; 8 tokens (2 quarters) per step. The integer sums are exact
+// (weights/decode_neon_dotprod.cc). sdot adds 4 int8 x int8 products into each int32 lane, and a
+// key tile's lane is 4 dims of one token (kv/tiles.h), so one sdot per run of 4 tokens and query,
+// with the query's 4 codes in every lane; 8 tokens (2 quarters) per step. The integer sums are
+// exact
 // (|code|, |q̃| <= 127), the same as the neon rung's and the scalar twin's; the other slots (p·V
 // with its int16 weights, the dequantization) stay as the neon rung left them.
 #include <arm_neon.h>
@@ -30,7 +31,8 @@ using Tag = NeonDot;
 
 // Integer sums of group b over 8 tokens (2 x 16 code bytes per run of 4k dims) for NQ queries.
 template <int NQ, class F>
-inline void group_sums(NeonDot, const uint8_t* codes, const QueryRows<NQ>& qc, int b, int group, int32x4_t (*sums)[2]) {
+inline void group_sums(NeonDot, const uint8_t* codes, const QueryRows<NQ>& qc, int b, int group,
+                       int32x4_t (*sums)[2]) {
   constexpr int dims = kv::kKeyLaneDims * F::kPerByte;  // dims per run
   for (int i = 0; i < NQ; ++i) sums[i][0] = sums[i][1] = vdupq_n_s32(0);
   for (int j = b * group / dims; j < (b + 1) * group / dims; ++j) {
@@ -49,7 +51,8 @@ inline void group_sums(NeonDot, const uint8_t* codes, const QueryRows<NQ>& qc, i
 
 void install(Kernels& t) {
   weights::install(t);
-  for_each_format_slot(t, [](auto f, FormatKernels& k) { k.dot = dot_tiles<NeonDot, decltype(f)>; });
+  for_each_format_slot(t,
+                       [](auto f, FormatKernels& k) { k.dot = dot_tiles<NeonDot, decltype(f)>; });
 }
 
 }  // namespace kvrt::simd::neon_dotprod

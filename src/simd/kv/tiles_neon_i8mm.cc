@@ -40,7 +40,9 @@ struct QueryPairs {
           std::memset(out, 0, 16);
           for (int h = 0; h < 2 && 2 * p + h < NQ; ++h) {
             for (int e = 0; e < 2 && 2 * m + e < chunks; ++e)
-              std::memcpy(out + 8 * h + kChunk * e, a.qc->c + (i0 + 2 * p + h) * a.n + b * a.group + kChunk * (2 * m + e), kChunk);
+              std::memcpy(out + 8 * h + kChunk * e,
+                          a.qc->c + (i0 + 2 * p + h) * a.n + b * a.group + kChunk * (2 * m + e),
+                          kChunk);
           }
         }
       }
@@ -59,9 +61,11 @@ using Tag = NeonMmla;
 #include "simd/kv/qk_tiles_neon-inl.h"
 
 // Integer sums of group b over 8 tokens for NQ queries. acc[p][r][h]: query pair p, quarter r,
-// tokens 2h and 2h + 1 of it; lanes (token, query) = (2h, 2p), (2h, 2p + 1), (2h + 1, 2p), (2h + 1, 2p + 1).
+// tokens 2h and 2h + 1 of it; lanes (token, query) = (2h, 2p), (2h, 2p + 1), (2h + 1, 2p), (2h + 1,
+// 2p + 1).
 template <int NQ, class F>
-inline void group_sums(NeonMmla, const uint8_t* codes, const QueryPairs<NQ>& qp, int b, int group, int32x4_t (*sums)[2]) {
+inline void group_sums(NeonMmla, const uint8_t* codes, const QueryPairs<NQ>& qp, int b, int group,
+                       int32x4_t (*sums)[2]) {
   constexpr int P = QueryPairs<NQ>::kPairs, k = F::kPerByte;
   int32x4_t acc[P][2][2];
   for (int p = 0; p < P; ++p)
@@ -70,7 +74,8 @@ inline void group_sums(NeonMmla, const uint8_t* codes, const QueryPairs<NQ>& qp,
   const auto mmla = [&](const int8x16_t* lo, const int8x16_t* hi, int m) {
     for (int r = 0; r < 2; ++r) {
       const int32x4_t l = vreinterpretq_s32_s8(lo[r]), h = vreinterpretq_s32_s8(hi[r]);
-      const int8x16_t t01 = vreinterpretq_s8_s32(vzip1q_s32(l, h)), t23 = vreinterpretq_s8_s32(vzip2q_s32(l, h));
+      const int8x16_t t01 = vreinterpretq_s8_s32(vzip1q_s32(l, h)),
+                      t23 = vreinterpretq_s8_s32(vzip2q_s32(l, h));
       for (int p = 0; p < P; ++p) {
         const int8x16_t q = qp.at(p, b, m);
         acc[p][r][0] = vmmlaq_s32(acc[p][r][0], t01, q);
@@ -80,18 +85,24 @@ inline void group_sums(NeonMmla, const uint8_t* codes, const QueryPairs<NQ>& qp,
   };
   if constexpr (k == 1) {  // chunk c is run c
     const int c0 = b * group / kChunk, c1 = (b + 1) * group / kChunk;
-    const auto run = [&](int c) { return vld1q_s8_x2(reinterpret_cast<const int8_t*>(codes + c * kRun)); };
+    const auto run = [&](int c) {
+      return vld1q_s8_x2(reinterpret_cast<const int8_t*>(codes + c * kRun));
+    };
     int c = c0;
     for (; c + 1 < c1; c += 2) mmla(run(c).val, run(c + 1).val, (c - c0) / 2);
-    if (c < c1) mmla(run(c).val, run(c).val, (c - c0) / 2);  // the last chunk of an odd count, with zero queries beside it
-  } else {  // chunk c is slot c % k of run c / k: pairs of slots of one run
+    if (c < c1)
+      mmla(run(c).val, run(c).val,
+           (c - c0) / 2);  // the last chunk of an odd count, with zero queries beside it
+  } else {                 // chunk c is slot c % k of run c / k: pairs of slots of one run
     constexpr int dims = kChunk * k;
     const int j0 = b * group / dims;
     for (int j = j0; j < (b + 1) * group / dims; ++j) {
       const uint8x16x2_t v = vld1q_u8_x2(codes + j * kRun);
       for_slots<k / 2>([&](auto sp) {
-        const int8x16_t lo[2] = {slot_codes<F, 2 * sp()>(v.val[0]), slot_codes<F, 2 * sp()>(v.val[1])};
-        const int8x16_t hi[2] = {slot_codes<F, 2 * sp() + 1>(v.val[0]), slot_codes<F, 2 * sp() + 1>(v.val[1])};
+        const int8x16_t lo[2] = {slot_codes<F, 2 * sp()>(v.val[0]),
+                                 slot_codes<F, 2 * sp()>(v.val[1])};
+        const int8x16_t hi[2] = {slot_codes<F, 2 * sp() + 1>(v.val[0]),
+                                 slot_codes<F, 2 * sp() + 1>(v.val[1])};
         mmla(lo, hi, (j - j0) * k / 2 + sp());
       });
     }
@@ -107,7 +118,8 @@ inline void group_sums(NeonMmla, const uint8_t* codes, const QueryPairs<NQ>& qp,
 }  // namespace
 
 void install(Kernels& t) {
-  for_each_format_slot(t, [](auto f, FormatKernels& k) { k.dot = dot_tiles<NeonMmla, decltype(f)>; });
+  for_each_format_slot(t,
+                       [](auto f, FormatKernels& k) { k.dot = dot_tiles<NeonMmla, decltype(f)>; });
 }
 
 }  // namespace kvrt::simd::neon_i8mm

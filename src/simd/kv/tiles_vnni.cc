@@ -50,31 +50,40 @@ struct Lanes {
   }
   // 2W int8 codes (W dims of two tokens, interleaved) as int16 lanes
   static I codes_i8(const uint8_t* p) {
-    if constexpr (W == 16) return _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    if constexpr (W == 16)
+      return _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     else return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
   // W bytes as int32 lanes
   static I bytes(const uint8_t* p) {
-    if constexpr (W == 16) return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    if constexpr (W == 16)
+      return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     else return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
   }
   // (x >> lo | x << hi) & mask
   static I pair_codes(I x, int lo, int hi, int mask) {
-    if constexpr (W == 16) return _mm512_ternarylogic_epi32(_mm512_srli_epi32(x, lo), _mm512_slli_epi32(x, hi), _mm512_set1_epi32(mask), 0xa8);
-    else return _mm256_ternarylogic_epi32(_mm256_srli_epi32(x, lo), _mm256_slli_epi32(x, hi), _mm256_set1_epi32(mask), 0xa8);
+    if constexpr (W == 16)
+      return _mm512_ternarylogic_epi32(_mm512_srli_epi32(x, lo), _mm512_slli_epi32(x, hi),
+                                       _mm512_set1_epi32(mask), 0xa8);
+    else
+      return _mm256_ternarylogic_epi32(_mm256_srli_epi32(x, lo), _mm256_slli_epi32(x, hi),
+                                       _mm256_set1_epi32(mask), 0xa8);
   }
   // every int16 lane of x less `bias`
   static I sub16(I x, int bias) {
-    if constexpr (W == 16) return _mm512_sub_epi16(x, _mm512_set1_epi16(static_cast<int16_t>(bias)));
+    if constexpr (W == 16)
+      return _mm512_sub_epi16(x, _mm512_set1_epi16(static_cast<int16_t>(bias)));
     else return _mm256_sub_epi16(x, _mm256_set1_epi16(static_cast<int16_t>(bias)));
   }
   // o[0 .. W) = fma(a0 + a1, sw, o) (+ msum)
   static void flush(float* o, I a0, I a1, float sw, bool add_msum, float msum) {
     if constexpr (W == 16) {
-      const __m512 r = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(a0, a1)), _mm512_set1_ps(sw), _mm512_loadu_ps(o));
+      const __m512 r = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(a0, a1)),
+                                       _mm512_set1_ps(sw), _mm512_loadu_ps(o));
       _mm512_storeu_ps(o, add_msum ? _mm512_add_ps(r, _mm512_set1_ps(msum)) : r);
     } else {
-      const __m256 r = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(a0, a1)), _mm256_set1_ps(sw), _mm256_loadu_ps(o));
+      const __m256 r = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(a0, a1)),
+                                       _mm256_set1_ps(sw), _mm256_loadu_ps(o));
       _mm256_storeu_ps(o, add_msum ? _mm256_add_ps(r, _mm256_set1_ps(msum)) : r);
     }
   }
@@ -82,26 +91,33 @@ struct Lanes {
 
 inline __m512i bcast32(const void* p) { return _mm512_set1_epi32(load32(p)); }
 
-inline __mmask16 first_lanes(int n) { return n >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << n) - 1); }
+inline __mmask16 first_lanes(int n) {
+  return n >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << n) - 1);
+}
 
 // The 16 FP16 scales (or minimums) at p as floats, lanes outside `m` zero.
-inline __m512 load_scales(const uint8_t* p, __mmask16 m = 0xffff) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
+inline __m512 load_scales(const uint8_t* p, __mmask16 m = 0xffff) {
+  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+}
 
 // Integer sums of group b of one key tile for NQ queries: acc[i] lane t = Σ code(t) * q̃_i.
 template <int NQ, class F>
-inline void group_sums(const uint8_t* codes, const int8_t* const* qc, int b, int group, __m512i* acc) {
+inline void group_sums(const uint8_t* codes, const int8_t* const* qc, int b, int group,
+                       __m512i* acc) {
   constexpr int dims = kv::kKeyLaneDims * F::kPerByte;  // dims per run
   for (int i = 0; i < NQ; ++i) acc[i] = _mm512_setzero_si512();
   for (int j = b * group / dims; j < (b + 1) * group / dims; ++j) {
     const __m512i v = _mm512_loadu_si512(codes + j * kRun);
     if constexpr (F::kBits == 8) {
       const __m512i u = _mm512_xor_si512(v, _mm512_set1_epi8(static_cast<char>(0x80)));
-      for (int i = 0; i < NQ; ++i) acc[i] = _mm512_dpbusd_epi32(acc[i], u, bcast32(qc[i] + dims * j));
+      for (int i = 0; i < NQ; ++i)
+        acc[i] = _mm512_dpbusd_epi32(acc[i], u, bcast32(qc[i] + dims * j));
     } else {
       const __m512i mask = _mm512_set1_epi8(F::kCodeMask);
       for (int s = 0; s < F::kPerByte; ++s) {
         const __m512i c = _mm512_and_si512(_mm512_srli_epi16(v, s * F::kBits), mask);
-        for (int i = 0; i < NQ; ++i) acc[i] = _mm512_dpbusd_epi32(acc[i], c, bcast32(qc[i] + dims * j + kv::kKeyLaneDims * s));
+        for (int i = 0; i < NQ; ++i)
+          acc[i] = _mm512_dpbusd_epi32(acc[i], c, bcast32(qc[i] + dims * j + kv::kKeyLaneDims * s));
       }
     }
   }
@@ -123,14 +139,19 @@ void dot_nq(Vnni<16>, const DotArgs& a, int i0) {
       const __m512 d = load_scales(tile + b * ss);
       for (int i = 0; i < NQ; ++i) {
         const int g = (i0 + i) * ng + b;
-        constexpr int bias = F::kBits == 8 ? 128 : F::kCodeBias;  // added to each code to make it unsigned
-        const __m512i sum = bias != 0 ? _mm512_sub_epi32(acc[i], _mm512_set1_epi32(bias * q.csum[g])) : acc[i];
-        s[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(d, _mm512_set1_ps(q.d[g])), s[i]);
-        if constexpr (!F::kSymmetric) s[i] = _mm512_fmadd_ps(load_scales(tile + (ng + b) * ss), _mm512_set1_ps(q.sum[g]), s[i]);
+        constexpr int bias =
+            F::kBits == 8 ? 128 : F::kCodeBias;  // added to each code to make it unsigned
+        const __m512i sum =
+            bias != 0 ? _mm512_sub_epi32(acc[i], _mm512_set1_epi32(bias * q.csum[g])) : acc[i];
+        s[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(d, _mm512_set1_ps(q.d[g])),
+                               s[i]);
+        if constexpr (!F::kSymmetric)
+          s[i] = _mm512_fmadd_ps(load_scales(tile + (ng + b) * ss), _mm512_set1_ps(q.sum[g]), s[i]);
       }
     }
     const __mmask16 m = first_lanes(a.n_rows - t0);
-    for (int i = 0; i < NQ; ++i) _mm512_mask_storeu_ps(a.scores + (i0 + i) * a.scores_stride + t0, m, s[i]);
+    for (int i = 0; i < NQ; ++i)
+      _mm512_mask_storeu_ps(a.scores + (i0 + i) * a.scores_stride + t0, m, s[i]);
   });
 }
 
@@ -138,13 +159,14 @@ void dot_nq(Vnni<16>, const DotArgs& a, int i0) {
 // at a time (vpdpwssd of 2 tokens' codes as int16 lanes with their 2 weights), alternating two
 // accumulators.
 template <int W, int NQ, class F>
-inline void acc_tile(const uint8_t* codes, int n, int col, const RunWeights<NQ, W>& r, int b, int k_tile,
-                     typename Lanes<W>::I (*acc)[NQ]) {
+inline void acc_tile(const uint8_t* codes, int n, int col, const RunWeights<NQ, W>& r, int b,
+                     int k_tile, typename Lanes<W>::I (*acc)[NQ]) {
   using L = Lanes<W>;
   if constexpr (F::kBits == 8) {
     for (int pair = 0; pair < kT / 2; ++pair) {
       const auto v = L::codes_i8(codes + pair * 2 * n + col * 2 * W);
-      for (int i = 0; i < NQ; ++i) acc[pair & 1][i] = L::dot_pairs(acc[pair & 1][i], v, r.tile(i, b, k_tile) + 2 * pair);
+      for (int i = 0; i < NQ; ++i)
+        acc[pair & 1][i] = L::dot_pairs(acc[pair & 1][i], v, r.tile(i, b, k_tile) + 2 * pair);
     }
   } else {  // byte u of dim i holds tokens k u + s in slot s (kv/tiles.h)
     constexpr int k = F::kPerByte, bits = F::kBits;
@@ -153,9 +175,11 @@ inline void acc_tile(const uint8_t* codes, int n, int col, const RunWeights<NQ, 
       for (int p = 0; p < k / 2; ++p) {
         const int pair = k / 2 * u + p;
         // (x >> 2p bits | x << (16 - (2p + 1) bits)) & mask: the pair's two codes as int16 lanes
-        auto v = L::pair_codes(x, 2 * p * bits, 16 - (2 * p + 1) * bits, F::kCodeMask | F::kCodeMask << 16);
+        auto v = L::pair_codes(x, 2 * p * bits, 16 - (2 * p + 1) * bits,
+                               F::kCodeMask | F::kCodeMask << 16);
         if constexpr (F::kCodeBias != 0) v = L::sub16(v, F::kCodeBias);
-        for (int i = 0; i < NQ; ++i) acc[pair & 1][i] = L::dot_pairs(acc[pair & 1][i], v, r.tile(i, b, k_tile) + 2 * pair);
+        for (int i = 0; i < NQ; ++i)
+          acc[pair & 1][i] = L::dot_pairs(acc[pair & 1][i], v, r.tile(i, b, k_tile) + 2 * pair);
       }
     }
   }
@@ -164,7 +188,8 @@ inline void acc_tile(const uint8_t* codes, int n, int col, const RunWeights<NQ, 
 // Weights of one kAccChunk run (as scalar::acc_tiles_run): w[i][b][t] = round(p d / sw). The run's
 // p and, per group, its scales (and minimums) are loaded and converted once, not once per query.
 template <int NQ, class F, int W>
-void run_weights(Vnni<W>, const AccArgs& a, int i0, int t0, int t1, const TileRun& run, RunWeights<NQ, W>& r) {
+void run_weights(Vnni<W>, const AccArgs& a, int i0, int t0, int t1, const TileRun& run,
+                 RunWeights<NQ, W>& r) {
   constexpr size_t ss = kv::kScaleStride;
   constexpr int kTiles = kAccChunk / kT;
   const int ng = a.n / a.group;
@@ -197,7 +222,8 @@ void run_weights(Vnni<W>, const AccArgs& a, int i0, int t0, int t1, const TileRu
       __m512 ms = _mm512_setzero_ps();
       for (int k = 0; k < run.n_tiles; ++k) {
         const __m512 pw = _mm512_mul_ps(_mm512_mul_ps(p[i][k], d[k]), inv);
-        _mm256_store_si256(reinterpret_cast<__m256i*>(&r.w[i][b][k * kT]), _mm512_cvtsepi32_epi16(_mm512_cvtps_epi32(pw)));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(&r.w[i][b][k * kT]),
+                           _mm512_cvtsepi32_epi16(_mm512_cvtps_epi32(pw)));
         if constexpr (!F::kSymmetric) ms = _mm512_fmadd_ps(p[i][k], mins[k], ms);
       }
       r.msum[i][b] = F::kSymmetric ? 0.0f : _mm512_reduce_add_ps(ms);
@@ -208,15 +234,18 @@ void run_weights(Vnni<W>, const AccArgs& a, int i0, int t0, int t1, const TileRu
 // Column col (W dims) of a kAccChunk run: the int32 sums over its tiles, flushed as
 // o += sum * sw (+ Σ p m for asymmetric formats).
 template <int NQ, class F, int W>
-void acc_column(Vnni<W>, const AccArgs& a, int i0, const TileRun& run, const RunWeights<NQ, W>& r, int col) {
+void acc_column(Vnni<W>, const AccArgs& a, int i0, const TileRun& run, const RunWeights<NQ, W>& r,
+                int col) {
   using L = Lanes<W>;
   const size_t header = kv::TileFormat::of<F>(kv::TileRole::kValue, a.n, a.group).header_bytes();
   const int b = col * W / a.group;
   typename L::I acc[2][NQ];
   for (int i = 0; i < NQ; ++i) acc[0][i] = acc[1][i] = L::zero();
-  for (int k = 0; k < run.n_tiles; ++k) acc_tile<W, NQ, F>(run.tiles + k * a.row_stride + header, a.n, col, r, b, k, acc);
+  for (int k = 0; k < run.n_tiles; ++k)
+    acc_tile<W, NQ, F>(run.tiles + k * a.row_stride + header, a.n, col, r, b, k, acc);
   for (int i = 0; i < NQ; ++i) {
-    L::flush(a.acc + (i0 + i) * a.acc_stride + col * W, acc[0][i], acc[1][i], r.sw[i][b], !F::kSymmetric, r.msum[i][b]);
+    L::flush(a.acc + (i0 + i) * a.acc_stride + col * W, acc[0][i], acc[1][i], r.sw[i][b],
+             !F::kSymmetric, r.msum[i][b]);
   }
 }
 

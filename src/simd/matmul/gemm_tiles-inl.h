@@ -11,15 +11,21 @@ Batch load_w(const float* w) {
 template <class Batch>
 Batch load_w(const uint16_t* w) {
 #if defined(__AVX512F__)
-  if constexpr (Batch::size == 16) return Batch(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)))); else
+  if constexpr (Batch::size == 16)
+    return Batch(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w))));
+  else
 #endif
 #if defined(__F16C__)
-  if constexpr (Batch::size == 8) return Batch(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w)))); else
+      if constexpr (Batch::size == 8)
+    return Batch(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w))));
+  else
 #endif
 #if defined(__aarch64__)
-  if constexpr (Batch::size == 4) return Batch(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(w)))); else
+      if constexpr (Batch::size == 4)
+    return Batch(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(w))));
+  else
 #endif
-  static_assert(Batch::size == 0, "no f16 widening instruction for this batch width");
+    static_assert(Batch::size == 0, "no f16 widening instruction for this batch width");
 }
 inline float w_value(float w) { return w; }
 inline float w_value(uint16_t w) { return f16_to_f32(w); }
@@ -47,7 +53,8 @@ void matmul_tile(const TileArgs<W>& a) {
       float sum = xsimd::hadd(acc[i][j]);
       // The tail is an explicit FMA chain: left to the compiler, contraction (and so the last bits)
       // differed between tile instantiations.
-      for (int64_t t = k; t < a.n_in; ++t) sum = std::fma(a.x[i * a.x_stride + t], w_value(a.w[j * a.w_stride + t]), sum);
+      for (int64_t t = k; t < a.n_in; ++t)
+        sum = std::fma(a.x[i * a.x_stride + t], w_value(a.w[j * a.w_stride + t]), sum);
       a.y[i * a.y_stride + j] = sum;
     }
   }
@@ -59,14 +66,17 @@ inline void f16_to_float(const uint8_t* bytes, int64_t n, float* dst) {
   int64_t k = 0;
 #if defined(__AVX512F__)
   for (; k + 16 <= n; k += 16)
-    _mm512_storeu_ps(dst + k, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k))));
+    _mm512_storeu_ps(
+        dst + k, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k))));
 #endif
 #if defined(__F16C__)
   for (; k + 8 <= n; k += 8)
-    _mm256_storeu_ps(dst + k, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + k))));
+    _mm256_storeu_ps(dst + k,
+                     _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + k))));
 #endif
 #if defined(__aarch64__)
-  for (; k + 4 <= n; k += 4) vst1q_f32(dst + k, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(src + k))));
+  for (; k + 4 <= n; k += 4)
+    vst1q_f32(dst + k, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(src + k))));
 #endif
   for (; k < n; ++k) dst[k] = f16_to_f32(src[k]);
 }
@@ -98,7 +108,8 @@ void install_matmul(Kernels& t, const char* isa) {
   [&]<int... I>(std::integer_sequence<int, I...>) {
     ((t.matmul.fn[I / NR][I % NR] = &matmul_tile<Arch, I / NR + 1, I % NR + 1, float>), ...);
     ((t.matmul.f16[I / NR][I % NR] = &matmul_tile<Arch, I / NR + 1, I % NR + 1, uint16_t>), ...);
-  }(std::make_integer_sequence<int, MR * NR>{});
+  }
+  (std::make_integer_sequence<int, MR * NR>{});
   t.weight[weight_index(WeightType::kF16)].to_float = f16_to_float;
   t.weight[weight_index(WeightType::kBF16)].to_float = bf16_to_float;
   t.weight[weight_index(WeightType::kBF16)].from_float = bf16_from_float;

@@ -17,7 +17,8 @@ inline void gemm_block(const GemmBf16Args& g, int i0, int r0) {
   __m512 c[I][V];
   for (int ii = 0; ii < I; ++ii) {
     float* row = g.c + static_cast<size_t>(i0 + ii) * g.n_r + r0;
-    for (int v = 0; v < V; ++v) c[ii][v] = g.accumulate ? _mm512_loadu_ps(row + 16 * v) : _mm512_setzero_ps();
+    for (int v = 0; v < V; ++v)
+      c[ii][v] = g.accumulate ? _mm512_loadu_ps(row + 16 * v) : _mm512_setzero_ps();
   }
   const uint32_t* b = g.b + i0 * g.b_i;
   const uint32_t* a = g.a + r0;
@@ -25,7 +26,8 @@ inline void gemm_block(const GemmBf16Args& g, int i0, int r0) {
     __m512bh av[V];
     for (int v = 0; v < V; ++v) av[v] = reinterpret_cast<__m512bh>(_mm512_loadu_si512(a + 16 * v));
     for (int ii = 0; ii < I; ++ii) {
-      const __m512bh bv = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(b[ii * g.b_i])));
+      const __m512bh bv =
+          reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(b[ii * g.b_i])));
       for (int v = 0; v < V; ++v) c[ii][v] = _mm512_dpbf16_ps(c[ii][v], bv, av[v]);
     }
   }
@@ -52,14 +54,17 @@ void gemm(const GemmBf16Args& g) {
 // vcvtne2ps2bf16 rounds to nearest, ties to even, as the twin (denormals, which it flushes, aside).
 void pairs(const float* x0, const float* x1, int step, int n, uint32_t* dst) {
   int i = 0;
-  if (step == 2 && x1 == x0 + 1) {  // a row's consecutive values: 32 of them are 16 pairs as they lie
+  if (step == 2 &&
+      x1 == x0 + 1) {  // a row's consecutive values: 32 of them are 16 pairs as they lie
     for (; i + 16 <= n; i += 16) {
-      const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(x0 + 2 * i + 16), _mm512_loadu_ps(x0 + 2 * i));
+      const __m512bh b =
+          _mm512_cvtne2ps_pbh(_mm512_loadu_ps(x0 + 2 * i + 16), _mm512_loadu_ps(x0 + 2 * i));
       _mm512_storeu_si512(dst + i, reinterpret_cast<__m512i>(b));
     }
   } else if (step == 1) {  // two rows: 16 values of each, then interleaved
-    const __m512i order = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
-                                           23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    const __m512i order =
+        _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
+                         21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
     for (; i + 16 <= n; i += 16) {
       const __m512 hi = x1 ? _mm512_loadu_ps(x1 + i) : _mm512_setzero_ps();
       const __m512bh b = _mm512_cvtne2ps_pbh(hi, _mm512_loadu_ps(x0 + i));

@@ -9,7 +9,8 @@ inline void gemm_block(const GemmArgs& g, int i0, int r0) {
   Vec<A> c[I][V];
   for (int ii = 0; ii < I; ++ii) {
     float* row = g.c + static_cast<size_t>(i0 + ii) * g.n_r + r0;
-    for (int v = 0; v < V; ++v) c[ii][v] = g.accumulate ? Vec<A>::load_unaligned(row + v * l) : Vec<A>(0.0f);
+    for (int v = 0; v < V; ++v)
+      c[ii][v] = g.accumulate ? Vec<A>::load_unaligned(row + v * l) : Vec<A>(0.0f);
   }
   const float* b = g.b + i0 * g.b_i;
   const float* a = g.a + r0;
@@ -51,7 +52,8 @@ void softmax_impl(const SoftmaxArgs& a) {
   for (int r = 0; r < a.n_r; r += l) {
     const Vec<A> m_old = Vec<A>::load_unaligned(a.m + r);
     Vec<A> m = m_old;
-    for (int j = 0; j < a.n_j; ++j) m = xsimd::max(m, Vec<A>::load_unaligned(a.s + static_cast<size_t>(j) * a.n_r + r));
+    for (int j = 0; j < a.n_j; ++j)
+      m = xsimd::max(m, Vec<A>::load_unaligned(a.s + static_cast<size_t>(j) * a.n_r + r));
     const auto none = m == neg_inf;  // no visible key yet: exp(s - 0) = 0, nothing rescaled
     const Vec<A> base = xsimd::select(none, zero, m);
     const Vec<A> corr = xsimd::select(none, one, xsimd::exp(m_old - base));

@@ -16,7 +16,8 @@ void tile(const TileArgs<W>& a) {
   for (int i = 0; i < MR; ++i) {
     for (int j = 0; j < NR; ++j) {
       float sum = 0.0f;
-      for (int64_t k = 0; k < a.n_in; ++k) sum += a.x[i * a.x_stride + k] * w_value(a.w[j * a.w_stride + k]);
+      for (int64_t k = 0; k < a.n_in; ++k)
+        sum += a.x[i * a.x_stride + k] * w_value(a.w[j * a.w_stride + k]);
       a.y[i * a.y_stride + j] = sum;
     }
   }
@@ -27,9 +28,14 @@ void tile(const TileArgs<W>& a) {
 void install_matmul(Kernels& k) {
   k.matmul = {"scalar", kMaxTileRows, kMaxTileCols, {}, {}};
   [&]<int... I>(std::integer_sequence<int, I...>) {
-    ((k.matmul.fn[I / kMaxTileCols][I % kMaxTileCols] = &tile<I / kMaxTileCols + 1, I % kMaxTileCols + 1, float>), ...);
-    ((k.matmul.f16[I / kMaxTileCols][I % kMaxTileCols] = &tile<I / kMaxTileCols + 1, I % kMaxTileCols + 1, uint16_t>), ...);
-  }(std::make_integer_sequence<int, kMaxTileRows * kMaxTileCols>{});
+    ((k.matmul.fn[I / kMaxTileCols][I % kMaxTileCols] =
+          &tile<I / kMaxTileCols + 1, I % kMaxTileCols + 1, float>),
+     ...);
+    ((k.matmul.f16[I / kMaxTileCols][I % kMaxTileCols] =
+          &tile<I / kMaxTileCols + 1, I % kMaxTileCols + 1, uint16_t>),
+     ...);
+  }
+  (std::make_integer_sequence<int, kMaxTileRows * kMaxTileCols>{});
   for (int t = 0; t < kNumWeightTypes; ++t) {  // the reference codec of every type that has one
     const WeightTypeTraits* row = find_weight_type(static_cast<uint32_t>(t));
     if (row == nullptr) continue;

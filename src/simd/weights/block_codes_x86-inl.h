@@ -1,6 +1,7 @@
 // The codes of the 32-value weight blocks as 32 bytes in value order, for the x86 kernels that
 // read packed weights: included inside the ISA's namespace by weights/decode_x86-inl.h (the decode
-// products) and weights/to_float_x86-inl.h (the widening to FP32), so each gets its file's -m flags.
+// products) and weights/to_float_x86-inl.h (the widening to FP32), so each gets its file's -m
+// flags.
 
 namespace {
 
@@ -16,17 +17,22 @@ inline __m256i nibbles(const uint8_t* qs) {
 inline __m256i bit_bytes(const uint8_t* qh) {
   uint32_t x;
   std::memcpy(&x, qh, sizeof x);
-  const __m256i byte_of_bit = _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303);
+  const __m256i byte_of_bit =
+      _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303);
   const __m256i all_but_bit = _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe);  // byte k: every bit but k
-  const __m256i b = _mm256_or_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(int(x)), byte_of_bit), all_but_bit);
+  const __m256i b =
+      _mm256_or_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(int(x)), byte_of_bit), all_but_bit);
   return _mm256_cmpeq_epi8(b, _mm256_set1_epi8(-1));
 }
 
 // Weight codes of the symmetric 32-value types as signed bytes, in value order.
 inline __m256i codes(const BlockQ8_0& b) { return load256(b.qs); }
-inline __m256i codes(const BlockQ4_0& b) { return _mm256_sub_epi8(nibbles(b.qs), _mm256_set1_epi8(8)); }
+inline __m256i codes(const BlockQ4_0& b) {
+  return _mm256_sub_epi8(nibbles(b.qs), _mm256_set1_epi8(8));
+}
 inline __m256i codes(const BlockQ5_0& b) {  // nibble - 16 where the fifth bit is clear
-  return _mm256_or_si256(nibbles(b.qs), _mm256_andnot_si256(bit_bytes(b.qh), _mm256_set1_epi8(char(0xF0))));
+  return _mm256_or_si256(nibbles(b.qs),
+                         _mm256_andnot_si256(bit_bytes(b.qh), _mm256_set1_epi8(char(0xF0))));
 }
 inline __m256i codes(const BlockIQ4_NL& b) {
   const __m128i grid = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues));

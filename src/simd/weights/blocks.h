@@ -14,8 +14,8 @@
 
 namespace kvrt::simd {
 
-constexpr int kQK = 32;    // values per block of the 32-value types
-constexpr int kQK_K = 256; // values per super-block of the K types
+constexpr int kQK = 32;     // values per block of the 32-value types
+constexpr int kQK_K = 256;  // values per super-block of the K types
 
 // Q8_0: x = d * qs[i]. Also the activation format of the integer products of Q8_0, Q4_0, Q5_0
 // and IQ4_NL.
@@ -114,7 +114,8 @@ struct BlockQ5_K {
 };
 static_assert(sizeof(BlockQ5_K) == 176);
 
-// Q6_K: 16 sub-blocks of 16 with int8 scales; x = d * scale * (q - 32), q 6 bits (4 in ql, 2 in qh).
+// Q6_K: 16 sub-blocks of 16 with int8 scales; x = d * scale * (q - 32), q 6 bits (4 in ql, 2 in
+// qh).
 struct BlockQ6_K {
   uint8_t ql[kQK_K / 2];
   uint8_t qh[kQK_K / 4];

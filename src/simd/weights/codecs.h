@@ -44,7 +44,8 @@ void q3_k_from_float(const float* x, int64_t n, uint8_t* dst);
 void q4_k_from_float(const float* x, int64_t n, uint8_t* dst);
 void q5_k_from_float(const float* x, int64_t n, uint8_t* dst);
 void q6_k_from_float(const float* x, int64_t n, uint8_t* dst);
-void q8_k_from_float(const float* x, int64_t n, uint8_t* dst);  // ggml's: d = max / -127, codes to nearest even
+void q8_k_from_float(const float* x, int64_t n,
+                     uint8_t* dst);  // ggml's: d = max / -127, codes to nearest even
 
 // Index of the first of n stored values that is NaN or infinite (for block types: the first value
 // of the first block with a NaN or infinite f16 scale or min), or -1.

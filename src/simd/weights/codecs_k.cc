@@ -48,7 +48,8 @@ void q3_k_to_float(const uint8_t* src, int64_t n, float* dst) {
       const uint8_t* q = b[i].qs + 32 * n2 + 16 * half;
       const uint8_t* hm = b[i].hmask + 16 * half;
       const int bit = 4 * n2 + j;
-      for (int l = 0; l < 16; ++l) dst[l] = dl * float(((q[l] >> (2 * j)) & 3) - (((hm[l] >> bit) & 1) ? 0 : 4));
+      for (int l = 0; l < 16; ++l)
+        dst[l] = dl * float(((q[l] >> (2 * j)) & 3) - (((hm[l] >> bit) & 1) ? 0 : 4));
     }
   }
 }
@@ -105,7 +106,8 @@ void q6_k_to_float(const uint8_t* src, int64_t n, float* dst) {
 void q8_k_to_float(const uint8_t* src, int64_t n, float* dst) {
   for (int64_t i = 0; i < n / kQK_K; ++i, dst += kQK_K) {
     BlockQ8_K b;
-    std::memcpy(&b, src + i * int64_t(sizeof(BlockQ8_K)), sizeof b);  // its f32 scale needs 4-byte alignment
+    std::memcpy(&b, src + i * int64_t(sizeof(BlockQ8_K)),
+                sizeof b);  // its f32 scale needs 4-byte alignment
     for (int v = 0; v < kQK_K; ++v) dst[v] = b.d * float(b.qs[v]);
   }
 }

@@ -16,7 +16,8 @@ namespace {
 
 template <class Block>
 const Block* blocks(const uint8_t* src) {
-  return reinterpret_cast<const Block*>(src);  // callers hand 2-byte aligned blocks (WeightTypeTraits::alignment)
+  return reinterpret_cast<const Block*>(
+      src);  // callers hand 2-byte aligned blocks (WeightTypeTraits::alignment)
 }
 
 float h(uint16_t bits) { return f16_to_f32(bits); }
@@ -42,7 +43,8 @@ void symmetric_codes(const float* x, int half, uint16_t& d_bits, uint8_t* q) {
   const float d = signed_absmax(x, kQK) / float(-half);
   d_bits = f32_to_f16(d);
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  for (int j = 0; j < kQK; ++j) q[j] = uint8_t(std::clamp(int(std::lround(x[j] * id)) + half, 0, 2 * half - 1));
+  for (int j = 0; j < kQK; ++j)
+    q[j] = uint8_t(std::clamp(int(std::lround(x[j] * id)) + half, 0, 2 * half - 1));
 }
 
 // Codes of an affine block: x ≈ d * q + min with q in 0..n_levels - 1.
@@ -56,7 +58,8 @@ void affine_codes(const float* x, int n_levels, uint16_t& d_bits, uint16_t& m_bi
   d_bits = f32_to_f16(d);
   m_bits = f32_to_f16(lo);
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  for (int j = 0; j < kQK; ++j) q[j] = uint8_t(std::clamp(int(std::lround((x[j] - lo) * id)), 0, n_levels - 1));
+  for (int j = 0; j < kQK; ++j)
+    q[j] = uint8_t(std::clamp(int(std::lround((x[j] - lo) * id)), 0, n_levels - 1));
 }
 
 void pack_nibbles(const uint8_t* q, uint8_t* qs) {
@@ -107,7 +110,8 @@ void q5_0_to_float(const uint8_t* src, int64_t n, float* dst) {
     const float d = h(b[i].d);
     for (int j = 0; j < kQK / 2; ++j) {
       dst[j] = float(((b[i].qs[j] & 0xF) | (high_bit(b[i].qh, j) << 4)) - 16) * d;
-      dst[j + kQK / 2] = float(((b[i].qs[j] >> 4) | (high_bit(b[i].qh, j + kQK / 2) << 4)) - 16) * d;
+      dst[j + kQK / 2] =
+          float(((b[i].qs[j] >> 4) | (high_bit(b[i].qh, j + kQK / 2) << 4)) - 16) * d;
     }
   }
 }
@@ -198,7 +202,8 @@ void iq4_nl_from_float(const float* x, int64_t n, uint8_t* dst) {
       }
       const float fit = svv > 0.0f ? sxv / svv : 0.0f;
       float err = 0.0f;
-      for (int j = 0; j < kQK; ++j) err += (x[j] - fit * float(kIq4nlValues[q[j]])) * (x[j] - fit * float(kIq4nlValues[q[j]]));
+      for (int j = 0; j < kQK; ++j)
+        err += (x[j] - fit * float(kIq4nlValues[q[j]])) * (x[j] - fit * float(kIq4nlValues[q[j]]));
       if (err < best_err) {
         best_err = err;
         best_d = fit;

@@ -1,4 +1,5 @@
-// Decode products on packed weight blocks for the avx2 rung: weights/decode_x86-inl.h with vpmaddubsw.
+// Decode products on packed weight blocks for the avx2 rung: weights/decode_x86-inl.h with
+// vpmaddubsw.
 #include <immintrin.h>
 
 #include <cmath>

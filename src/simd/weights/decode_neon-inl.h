@@ -1,17 +1,20 @@
-// The decode products of every quantized weight type on aarch64 (simd/weights/decode.h): included by
-// weights/decode_neon.cc (ARMv8.0) and weights/decode_neon_dotprod.cc (ARMv8.2 sdot) inside their
-// namespaces, so each gets its file's -march, after the file's
-//   int32x4_t dot16(int32x4_t acc, int8x16_t x, int8x16_t y)   acc + Σ x y over 16 signed bytes, 4 per lane
+// The decode products of every quantized weight type on aarch64 (simd/weights/decode.h): included
+// by weights/decode_neon.cc (ARMv8.0) and weights/decode_neon_dotprod.cc (ARMv8.2 sdot) inside
+// their namespaces, so each gets its file's -march, after the file's
+//   int32x4_t dot16(int32x4_t acc, int8x16_t x, int8x16_t y)   acc + Σ x y over 16 signed bytes, 4
+//   per lane
 // and q4_sums (weights/decode_q4_0_neon-inl.h).
 // Weight codes as signed bytes in value order, 16 values per step. The integer sums per block or
-// sub-block are those of the scalar twins (weights/decode_scalar.cc), each reduced to one int before
-// its scales. Q4_0's product, which does without subtracting 8 per code, in weights/decode_q4_0_neon-inl.h.
+// sub-block are those of the scalar twins (weights/decode_scalar.cc), each reduced to one int
+// before its scales. Q4_0's product, which does without subtracting 8 per code, in
+// weights/decode_q4_0_neon-inl.h.
 
 namespace {
 
 // Σ x y over the 32 values of a block (codes in value order: c[0] values 0..15, c[1] 16..31).
 inline int32_t dot32(const int8x16x2_t& c, const int8_t* a) {
-  return vaddvq_s32(dot16(dot16(vdupq_n_s32(0), c.val[0], vld1q_s8(a)), c.val[1], vld1q_s8(a + 16)));
+  return vaddvq_s32(
+      dot16(dot16(vdupq_n_s32(0), c.val[0], vld1q_s8(a)), c.val[1], vld1q_s8(a + 16)));
 }
 
 // An FP16 scale as a float: fcvt (base ARMv8.0 floating point), equal to f16_to_f32 for every
@@ -38,7 +41,9 @@ inline uint8x16_t bit_bytes(const uint8_t* qh, int h) {
 inline int8x16x2_t codes(const BlockQ8_0& b) { return {vld1q_s8(b.qs), vld1q_s8(b.qs + 16)}; }
 inline int8x16x2_t codes(const BlockQ5_0& b) {  // nibble - 16 where the fifth bit is clear
   int8x16x2_t c = nibbles(b.qs);
-  for (int h = 0; h < 2; ++h) c.val[h] = vorrq_s8(c.val[h], vreinterpretq_s8_u8(vbicq_u8(vdupq_n_u8(0xF0), bit_bytes(b.qh, h))));
+  for (int h = 0; h < 2; ++h)
+    c.val[h] =
+        vorrq_s8(c.val[h], vreinterpretq_s8_u8(vbicq_u8(vdupq_n_u8(0xF0), bit_bytes(b.qh, h))));
   return c;
 }
 inline int8x16x2_t codes(const BlockIQ4_NL& b) {
@@ -50,7 +55,9 @@ inline int8x16x2_t codes(const BlockIQ4_NL& b) {
 inline int8x16x2_t codes(const BlockQ4_1& b) { return nibbles(b.qs); }
 inline int8x16x2_t codes(const BlockQ5_1& b) {
   int8x16x2_t c = nibbles(b.qs);
-  for (int h = 0; h < 2; ++h) c.val[h] = vorrq_s8(c.val[h], vreinterpretq_s8_u8(vandq_u8(bit_bytes(b.qh, h), vdupq_n_u8(0x10))));
+  for (int h = 0; h < 2; ++h)
+    c.val[h] =
+        vorrq_s8(c.val[h], vreinterpretq_s8_u8(vandq_u8(bit_bytes(b.qh, h), vdupq_n_u8(0x10))));
   return c;
 }
 
@@ -59,7 +66,8 @@ float dot_symmetric(const uint8_t* w, const uint8_t* act, int64_t n) {
   const Block* x = reinterpret_cast<const Block*>(w);
   const BlockQ8_0* y = reinterpret_cast<const BlockQ8_0*>(act);
   float sum = 0.0f;
-  for (int64_t b = 0; b < n / kQK; ++b) sum += h(x[b].d) * h(y[b].d) * float(dot32(codes(x[b]), y[b].qs));
+  for (int64_t b = 0; b < n / kQK; ++b)
+    sum += h(x[b].d) * h(y[b].d) * float(dot32(codes(x[b]), y[b].qs));
   return sum;
 }
 
@@ -74,7 +82,9 @@ float dot_affine(const uint8_t* w, const uint8_t* act, int64_t n) {
 }
 
 // Σ x y over 16 values as one int.
-inline int32_t dot16_sum(int8x16_t x, const int8_t* a) { return vaddvq_s32(dot16(vdupq_n_s32(0), x, vld1q_s8(a))); }
+inline int32_t dot16_sum(int8x16_t x, const int8_t* a) {
+  return vaddvq_s32(dot16(vdupq_n_s32(0), x, vld1q_s8(a)));
+}
 
 // Q2_K and Q3_K: sub-block s = 8n + 2j + half holds bits 2j of qs[32n + 16half ..] (Q3_K: plus 4
 // times bit 4n + j of hmask[16half ..], less 4); Σ_s scale_s Σ q a.
@@ -83,10 +93,12 @@ int32_t k2_sum(const uint8_t* qs, const uint8_t* hmask, const int8_t* a, const i
   int32_t sum = 0;
   for (int s = 0; s < 16; ++s) {
     const int n2 = s / 8, j = (s % 8) / 2, half = s % 2;
-    uint8x16_t q = vandq_u8(vshlq_u8(vld1q_u8(qs + 32 * n2 + 16 * half), vdupq_n_s8(int8_t(-2 * j))), vdupq_n_u8(3));
+    uint8x16_t q = vandq_u8(
+        vshlq_u8(vld1q_u8(qs + 32 * n2 + 16 * half), vdupq_n_s8(int8_t(-2 * j))), vdupq_n_u8(3));
     int8x16_t c = vreinterpretq_s8_u8(q);
     if constexpr (kHighBit) {
-      const uint8x16_t hb = vandq_u8(vshlq_u8(vld1q_u8(hmask + 16 * half), vdupq_n_s8(int8_t(-(4 * n2 + j)))), vdupq_n_u8(1));
+      const uint8x16_t hb = vandq_u8(
+          vshlq_u8(vld1q_u8(hmask + 16 * half), vdupq_n_s8(int8_t(-(4 * n2 + j)))), vdupq_n_u8(1));
       c = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(q, vshlq_n_u8(hb, 2))), vdupq_n_s8(4));
     }
     sum += scale[s] * dot16_sum(c, a + 16 * s);
@@ -106,7 +118,8 @@ float dot_q2_k(const uint8_t* w, const uint8_t* act, int64_t n) {
       msum += (x[b].scales[s] >> 4) * y[b].bsums[s];
     }
     const float da = q8_k_scale(y[b]);
-    sum += da * h(x[b].d) * float(k2_sum<false>(x[b].qs, nullptr, y[b].qs, scale)) - da * h(x[b].dmin) * float(msum);
+    sum += da * h(x[b].d) * float(k2_sum<false>(x[b].qs, nullptr, y[b].qs, scale)) -
+           da * h(x[b].dmin) * float(msum);
   }
   return sum;
 }
@@ -167,10 +180,12 @@ float dot_q6_k(const uint8_t* w, const uint8_t* act, int64_t n) {
         for (int part = 0; part < 2; ++part) {
           const uint8x16_t l = vld1q_u8(x[b].ql + 64 * n2 + 32 * (k % 2) + 16 * part);
           const uint8x16_t low = k / 2 ? vshrq_n_u8(l, 4) : vandq_u8(l, vdupq_n_u8(0xF));
-          const uint8x16_t hb = vshlq_u8(vld1q_u8(x[b].qh + 32 * n2 + 16 * part), vdupq_n_s8(int8_t(-2 * k)));
+          const uint8x16_t hb =
+              vshlq_u8(vld1q_u8(x[b].qh + 32 * n2 + 16 * part), vdupq_n_s8(int8_t(-2 * k)));
           const uint8x16_t q = vorrq_u8(low, vshlq_n_u8(vandq_u8(hb, vdupq_n_u8(3)), 4));
           const int s = 8 * n2 + 2 * k + part;
-          isum += x[b].scales[s] * dot16_sum(vsubq_s8(vreinterpretq_s8_u8(q), vdupq_n_s8(32)), y[b].qs + 16 * s);
+          isum += x[b].scales[s] *
+                  dot16_sum(vsubq_s8(vreinterpretq_s8_u8(q), vdupq_n_s8(32)), y[b].qs + 16 * s);
         }
       }
     }
@@ -197,4 +212,3 @@ void install(Kernels& k) {
   k.weight[weight_index(W::kQ5_K)].decode = decode_rows<dot_k_affine<BlockQ5_K, true>>;
   k.weight[weight_index(W::kQ6_K)].decode = decode_rows<dot_q6_k>;
 }
-

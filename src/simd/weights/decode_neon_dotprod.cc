@@ -1,6 +1,7 @@
 // Decode products on packed weight blocks for the neon-dotprod rung (ARMv8.2, compiled with
 // -march=armv8.2-a+dotprod): weights/decode_neon-inl.h with sdot, 4 int8 x int8 products into each
-// int32 lane in one instruction; Q4_0's nibbles q = 0..15 enter sdot as they are (valid signed bytes).
+// int32 lane in one instruction; Q4_0's nibbles q = 0..15 enter sdot as they are (valid signed
+// bytes).
 #include <arm_neon.h>
 
 #include <cstring>
@@ -22,7 +23,8 @@ inline int32x4_t q4_sums(const BlockQ4_0* x, const BlockQ8_0* y) {
   int32x4_t s[4];
   for (int k = 0; k < 4; ++k) {
     const uint8x16_t v = vld1q_u8(x[k].qs);
-    const int8x16_t lo = vreinterpretq_s8_u8(vandq_u8(v, vdupq_n_u8(0xF))), hi = vreinterpretq_s8_u8(vshrq_n_u8(v, 4));
+    const int8x16_t lo = vreinterpretq_s8_u8(vandq_u8(v, vdupq_n_u8(0xF))),
+                    hi = vreinterpretq_s8_u8(vshrq_n_u8(v, 4));
     s[k] = vdotq_s32(vdotq_s32(vdupq_n_s32(0), lo, vld1q_s8(y[k].qs)), hi, vld1q_s8(y[k].qs + 16));
   }
   return vpaddq_s32(vpaddq_s32(s[0], s[1]), vpaddq_s32(s[2], s[3]));

@@ -1,6 +1,7 @@
 // The Q4_0 decode product on aarch64 (the decode slot, DecodeArgs of simd/kernels.h): included by
 // weights/decode_neon-inl.h, after the rung's
-//   int32x4_t q4_sums(const BlockQ4_0* x, const BlockQ8_0* y)   Σ q a of blocks x[k], y[k] in lane k < 4
+//   int32x4_t q4_sums(const BlockQ4_0* x, const BlockQ8_0* y)   Σ q a of blocks x[k], y[k] in lane
+//   k < 4
 // which takes the W nibbles as they are, q = 0..15 (valid signed bytes for sdot, and |q a| <= 1920
 // for vmull_s8). Once per call, each activation row gets each block's scale as f32 and its bias
 // -8 Σ a, 4 blocks to a Q4Quad: Σ q a - 8 Σ a is the scalar twin's exact integer sum Σ (q - 8) a,
@@ -21,12 +22,14 @@ void q4_quads(const BlockQ8_0* y, int64_t nb, Q4Quad* q) {
     Q4Quad& quad = q[b / 4];
     const int k = int(b % 4);
     quad.d[k] = b < nb ? h(y[b].d) : 0.0f;
-    quad.bias[k] = b < nb ? -8 * vaddlvq_s8(vld1q_s8(y[b].qs)) - 8 * vaddlvq_s8(vld1q_s8(y[b].qs + 16)) : 0;
+    quad.bias[k] =
+        b < nb ? -8 * vaddlvq_s8(vld1q_s8(y[b].qs)) - 8 * vaddlvq_s8(vld1q_s8(y[b].qs + 16)) : 0;
   }
 }
 
 // acc + the products of the 4 blocks at x and y, lane k with block k's.
-inline float32x4_t q4_quad(const BlockQ4_0* x, const BlockQ8_0* y, const Q4Quad& quad, float32x4_t acc) {
+inline float32x4_t q4_quad(const BlockQ4_0* x, const BlockQ8_0* y, const Q4Quad& quad,
+                           float32x4_t acc) {
   const int32x4_t isum = vaddq_s32(q4_sums(x, y), vld1q_s32(quad.bias));
   uint16x4_t dw = vdup_n_u16(x[0].d);
   dw = vset_lane_u16(x[1].d, dw, 1);
@@ -39,7 +42,8 @@ inline float32x4_t q4_quad(const BlockQ4_0* x, const BlockQ8_0* y, const Q4Quad&
 void decode_q4_0(const DecodeArgs& a) {
   const int64_t nb = a.n_in / kQK, full = nb / 4, nq = (nb + 3) / 4;
   thread_local std::vector<Q4Quad> quads;
-  thread_local std::vector<BlockQ8_0> act_tail;  // per activation row, its last nb % 4 blocks, then zero blocks
+  thread_local std::vector<BlockQ8_0>
+      act_tail;  // per activation row, its last nb % 4 blocks, then zero blocks
   if (quads.size() < size_t(a.m * nq)) quads.resize(size_t(a.m * nq));
   if (act_tail.size() < size_t(4 * a.m)) act_tail.resize(size_t(4 * a.m));
   for (int i = 0; i < a.m; ++i) {

@@ -1,7 +1,7 @@
-// Scalar twins of the decode products (simd/weights/decode.h): the oracle of the SIMD versions in the
-// tests and the scalar rung's decode slots. Per block the exact integer sum of code products, then
-// y += d_w * d_a * sum (+ the min term) block after block; K types sum their sub-blocks' integer
-// sums times the sub-block scales first (all exact: |sum| < 2^31 for any codes).
+// Scalar twins of the decode products (simd/weights/decode.h): the oracle of the SIMD versions in
+// the tests and the scalar rung's decode slots. Per block the exact integer sum of code products,
+// then y += d_w * d_a * sum (+ the min term) block after block; K types sum their sub-blocks'
+// integer sums times the sub-block scales first (all exact: |sum| < 2^31 for any codes).
 #include "common/half.h"
 #include "simd/weights/blocks.h"
 #include "simd/weights/decode.h"
@@ -40,7 +40,8 @@ float dot_symmetric(const uint8_t* w, const uint8_t* act, int64_t n) {
   const Block* x = blocks<Block>(w);
   const BlockQ8_0* y = blocks<BlockQ8_0>(act);
   float sum = 0.0f;
-  for (int64_t b = 0; b < n / kQK; ++b) sum += h(x[b].d) * h(y[b].d) * float(block_sum<Block, Code>(x[b], y[b].qs));
+  for (int64_t b = 0; b < n / kQK; ++b)
+    sum += h(x[b].d) * h(y[b].d) * float(block_sum<Block, Code>(x[b], y[b].qs));
   return sum;
 }
 
@@ -51,7 +52,8 @@ float dot_affine(const uint8_t* w, const uint8_t* act, int64_t n) {
   const BlockQ8_1* y = blocks<BlockQ8_1>(act);
   float sum = 0.0f;
   for (int64_t b = 0; b < n / kQK; ++b)
-    sum += h(x[b].d) * h(y[b].d) * float(block_sum<Block, Code>(x[b], y[b].qs)) + h(x[b].m) * h(y[b].s);
+    sum += h(x[b].d) * h(y[b].d) * float(block_sum<Block, Code>(x[b], y[b].qs)) +
+           h(x[b].m) * h(y[b].s);
   return sum;
 }
 
@@ -65,7 +67,9 @@ struct KType;
 template <>
 struct KType<BlockQ2_K> {  // value 128n + 32j + l: bits 2j of qs[32n + l]
   static constexpr int kSub = 16;
-  static int code(const BlockQ2_K& b, int v) { return (b.qs[32 * (v / 128) + v % 32] >> (2 * ((v % 128) / 32))) & 3; }
+  static int code(const BlockQ2_K& b, int v) {
+    return (b.qs[32 * (v / 128) + v % 32] >> (2 * ((v % 128) / 32))) & 3;
+  }
   static int scale(const BlockQ2_K& b, int s) { return b.scales[s] & 0xF; }
   static int min(const BlockQ2_K& b, int s) { return b.scales[s] >> 4; }
 };
@@ -80,7 +84,8 @@ struct KType<BlockQ3_K> {  // Q2_K's low bits; bit 4n + j of hmask[l] set adds 4
   static int scale(const BlockQ3_K& b, int s) { return q3_k_scale(s, b.scales) - 32; }
 };
 
-// Q4_K and Q5_K: sub-block s in the nibbles s % 2 of qs[32 (s / 2) ..], Q5_K's fifth bit bit s of qh[l].
+// Q4_K and Q5_K: sub-block s in the nibbles s % 2 of qs[32 (s / 2) ..], Q5_K's fifth bit bit s of
+// qh[l].
 template <class Block, bool kFifthBit>
 struct KAffine {
   static constexpr int kSub = 32;
@@ -107,7 +112,8 @@ template <>
 struct KType<BlockQ5_K> : KAffine<BlockQ5_K, true> {};
 
 template <>
-struct KType<BlockQ6_K> {  // low 4 bits in nibble k / 2 of ql[64n + 32(k % 2) + l], top 2 at bits 2k of qh[32n + l]; -32
+struct KType<BlockQ6_K> {  // low 4 bits in nibble k / 2 of ql[64n + 32(k % 2) + l], top 2 at bits
+                           // 2k of qh[32n + l]; -32
   static constexpr int kSub = 16;
   static int code(const BlockQ6_K& b, int v) {
     const int n2 = v / 128, k = (v % 128) / 32, l = v % 32;
@@ -119,7 +125,9 @@ struct KType<BlockQ6_K> {  // low 4 bits in nibble k / 2 of ql[64n + 32(k % 2) +
 };
 
 template <class T>
-concept HasMin = requires(const T& t) { t.dmin; };
+concept HasMin = requires(const T& t) {
+  t.dmin;
+};
 
 template <class Block>
 float dot_k(const uint8_t* w, const uint8_t* act, int64_t n) {
@@ -140,7 +148,8 @@ float dot_k(const uint8_t* w, const uint8_t* act, int64_t n) {
       }
     }
     const float da = q8_k_scale(y[b]);
-    if constexpr (HasMin<Block>) sum += da * h(x[b].d) * float(isum) - da * h(x[b].dmin) * float(msum);
+    if constexpr (HasMin<Block>)
+      sum += da * h(x[b].d) * float(isum) - da * h(x[b].dmin) * float(msum);
     else sum += da * h(x[b].d) * float(isum);
   }
   return sum;

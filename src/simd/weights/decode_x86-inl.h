@@ -82,17 +82,22 @@ float dot_affine(const uint8_t* w, const uint8_t* act, int64_t n) {
   float mins = 0.0f;
   for (int64_t b = 0; b < n / kQK; ++b) {
     const __m256 d = _mm256_set1_ps(f16(x[b].d) * f16(y[b].d));
-    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_us8(_mm256_setzero_si256(), codes(x[b]), load256(y[b].qs))), acc);
+    acc = _mm256_fmadd_ps(
+        d, _mm256_cvtepi32_ps(dot_us8(_mm256_setzero_si256(), codes(x[b]), load256(y[b].qs))), acc);
     mins += f16(x[b].m) * f16(y[b].s);
   }
   return hsum(acc) + mins;
 }
 
 // 16 int16 lanes: the first 8 s0, the last 8 s1 (the scales of two 16-value sub-blocks).
-inline __m256i scale_pair(int s0, int s1) { return _mm256_set_m128i(_mm_set1_epi16(short(s1)), _mm_set1_epi16(short(s0))); }
+inline __m256i scale_pair(int s0, int s1) {
+  return _mm256_set_m128i(_mm_set1_epi16(short(s1)), _mm_set1_epi16(short(s0)));
+}
 
 // Σ_s c_s bsums[s] over the 16 sub-block sums of a Q8_K block, c 16 int16 lanes.
-inline int32_t bsum_dot(__m256i c, const BlockQ8_K& y) { return hsum_i32(_mm256_madd_epi16(c, load256(y.bsums))); }
+inline int32_t bsum_dot(__m256i c, const BlockQ8_K& y) {
+  return hsum_i32(_mm256_madd_epi16(c, load256(y.bsums)));
+}
 
 // Q2_K and Q3_K (16-value sub-blocks): Σ_s scale_s Σ q a over the 8 runs of 32 values of a block,
 // run (n, j) from bits 2j of qs[32n ..]; Q3_K's high bits from bit 4n + j of hmask.
@@ -125,7 +130,8 @@ float dot_q2_k(const uint8_t* w, const uint8_t* act, int64_t n) {
   for (int64_t b = 0; b < n / kQK_K; ++b) {
     int scale[16];
     for (int s = 0; s < 16; ++s) scale[s] = x[b].scales[s] & 0xF;
-    const __m256i mins16 = _mm256_srli_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[b].scales))), 4);
+    const __m256i mins16 = _mm256_srli_epi16(
+        _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[b].scales))), 4);
     const __m256i sum = k2_runs<false>(x[b].qs, nullptr, y[b].qs, scale);
     acc = _mm256_fmadd_ps(_mm256_set1_ps(y[b].d * f16(x[b].d)), _mm256_cvtepi32_ps(sum), acc);
     mins += y[b].d * f16(x[b].dmin) * float(bsum_dot(mins16, y[b]));
@@ -143,8 +149,12 @@ float dot_q3_k(const uint8_t* w, const uint8_t* act, int64_t n) {
     alignas(32) int16_t scale16[16];
     for (int s = 0; s < 16; ++s) scale16[s] = int16_t(scale[s] = q3_k_scale(s, x[b].scales) - 32);
     const __m256i sum = k2_runs<true>(x[b].qs, x[b].hmask, y[b].qs, scale);
-    const int32_t bias = 4 * bsum_dot(_mm256_load_si256(reinterpret_cast<const __m256i*>(scale16)), y[b]);
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(y[b].d * f16(x[b].d)), _mm256_cvtepi32_ps(_mm256_sub_epi32(sum, _mm256_setr_epi32(bias, 0, 0, 0, 0, 0, 0, 0))), acc);
+    const int32_t bias =
+        4 * bsum_dot(_mm256_load_si256(reinterpret_cast<const __m256i*>(scale16)), y[b]);
+    acc = _mm256_fmadd_ps(
+        _mm256_set1_ps(y[b].d * f16(x[b].d)),
+        _mm256_cvtepi32_ps(_mm256_sub_epi32(sum, _mm256_setr_epi32(bias, 0, 0, 0, 0, 0, 0, 0))),
+        acc);
   }
   return hsum(acc);
 }
@@ -182,14 +192,19 @@ float dot_k_affine(const uint8_t* w, const uint8_t* act, int64_t n) {
     __m256i sum = _mm256_setzero_si256();
     for (int k = 0; k < 4; ++k) {
       const __m256i q4 = load256(x[b].qs + 32 * k);
-      __m256i lo = _mm256_and_si256(q4, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), low4);
+      __m256i lo = _mm256_and_si256(q4, low4),
+              hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), low4);
       if constexpr (kFifthBit) {
         const __m256i one = _mm256_set1_epi8(1);
-        lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * k), one), 4));
-        hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * k + 1), one), 4));
+        lo = _mm256_or_si256(
+            lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * k), one), 4));
+        hi = _mm256_or_si256(
+            hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * k + 1), one), 4));
       }
-      sum = dot_s16(sum, _mm256_set1_epi16(sc[2 * k]), _mm256_maddubs_epi16(lo, load256(y[b].qs + 64 * k)));
-      sum = dot_s16(sum, _mm256_set1_epi16(sc[2 * k + 1]), _mm256_maddubs_epi16(hi, load256(y[b].qs + 64 * k + 32)));
+      sum = dot_s16(sum, _mm256_set1_epi16(sc[2 * k]),
+                    _mm256_maddubs_epi16(lo, load256(y[b].qs + 64 * k)));
+      sum = dot_s16(sum, _mm256_set1_epi16(sc[2 * k + 1]),
+                    _mm256_maddubs_epi16(hi, load256(y[b].qs + 64 * k + 32)));
     }
     acc = _mm256_fmadd_ps(_mm256_set1_ps(y[b].d * f16(x[b].d)), _mm256_cvtepi32_ps(sum), acc);
     mins += y[b].d * f16(x[b].dmin) * float(bsum_dot(m16, y[b]));

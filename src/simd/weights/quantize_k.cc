@@ -80,7 +80,8 @@ uint16_t quantize_scales(const float* v, int n, int top, uint8_t* codes) {
   for (int i = 0; i < n; ++i) vmax = std::max(vmax, v[i]);
   const uint16_t bits = f32_to_f16(vmax / float(top));
   const float d = h(bits);
-  for (int i = 0; i < n; ++i) codes[i] = uint8_t(d > 0.0f ? std::clamp(nearest(v[i] / d), 0, top) : 0);
+  for (int i = 0; i < n; ++i)
+    codes[i] = uint8_t(d > 0.0f ? std::clamp(nearest(v[i] / d), 0, top) : 0);
   return bits;
 }
 
@@ -92,13 +93,15 @@ uint16_t quantize_signed_scales(const float* v, int n, int top, int* codes) {
   }
   const uint16_t bits = f32_to_f16(max / -float(top + 1));
   const float d = h(bits);
-  for (int i = 0; i < n; ++i) codes[i] = d != 0.0f ? std::clamp(nearest(v[i] / d), -(top + 1), top) : 0;
+  for (int i = 0; i < n; ++i)
+    codes[i] = d != 0.0f ? std::clamp(nearest(v[i] / d), -(top + 1), top) : 0;
   return bits;
 }
 
 // Codes of n values on the stored affine scale dl and min ml (x ≈ dl * q - ml).
 void affine_codes(const float* x, int n, float dl, float ml, int nmax, uint8_t* q) {
-  for (int i = 0; i < n; ++i) q[i] = uint8_t(dl > 0.0f ? std::clamp(nearest((x[i] + ml) / dl), 0, nmax) : 0);
+  for (int i = 0; i < n; ++i)
+    q[i] = uint8_t(dl > 0.0f ? std::clamp(nearest((x[i] + ml) / dl), 0, nmax) : 0);
 }
 
 // Codes q + lo_code (0..lo_code + hi_code) of n values on the stored scale dl.
@@ -117,14 +120,17 @@ void pack_k_scales(const uint8_t* sc, const uint8_t* m, uint8_t* out) {
 }
 
 // The affine K types (Q4_K, Q5_K): 8 sub-blocks of 32, 6-bit scales and mins; codes [256].
-void affine_k_block(const float* x, int nmax, uint16_t& d_bits, uint16_t& dmin_bits, uint8_t* scales12, uint8_t* q) {
+void affine_k_block(const float* x, int nmax, uint16_t& d_bits, uint16_t& dmin_bits,
+                    uint8_t* scales12, uint8_t* q) {
   float scale[8], min[8];
   for (int s = 0; s < 8; ++s) fit_affine(x + 32 * s, 32, nmax, scale[s], min[s]);
   uint8_t sc[8], mc[8];
   d_bits = quantize_scales(scale, 8, 63, sc);
   dmin_bits = quantize_scales(min, 8, 63, mc);
   pack_k_scales(sc, mc, scales12);
-  for (int s = 0; s < 8; ++s) affine_codes(x + 32 * s, 32, h(d_bits) * float(sc[s]), h(dmin_bits) * float(mc[s]), nmax, q + 32 * s);
+  for (int s = 0; s < 8; ++s)
+    affine_codes(x + 32 * s, 32, h(d_bits) * float(sc[s]), h(dmin_bits) * float(mc[s]), nmax,
+                 q + 32 * s);
 }
 
 }  // namespace
@@ -180,7 +186,8 @@ void q4_k_from_float(const float* x, int64_t n, uint8_t* dst) {
     uint8_t q[kQK_K];
     affine_k_block(x, 15, b.d, b.dmin, b.scales, q);
     for (int k = 0; k < 4; ++k) {
-      for (int l = 0; l < 32; ++l) b.qs[32 * k + l] = uint8_t(q[64 * k + l] | (q[64 * k + 32 + l] << 4));
+      for (int l = 0; l < 32; ++l)
+        b.qs[32 * k + l] = uint8_t(q[64 * k + l] | (q[64 * k + 32 + l] << 4));
     }
   }
 }
@@ -195,7 +202,8 @@ void q5_k_from_float(const float* x, int64_t n, uint8_t* dst) {
       for (int l = 0; l < 32; ++l)
         b.qs[32 * k + l] = uint8_t((q[64 * k + l] & 0xF) | ((q[64 * k + 32 + l] & 0xF) << 4));
     }
-    for (int v = 0; v < kQK_K; ++v) b.qh[v % 32] = uint8_t(b.qh[v % 32] | ((q[v] >> 4) << (v / 32)));
+    for (int v = 0; v < kQK_K; ++v)
+      b.qh[v % 32] = uint8_t(b.qh[v % 32] | ((q[v] >> 4) << (v / 32)));
   }
 }
 
@@ -234,7 +242,8 @@ void q8_k_from_float(const float* x, int64_t n, uint8_t* dst) {
     }
     if (amax != 0.0f) {
       const float iscale = -127.0f / max;
-      for (int v = 0; v < kQK_K; ++v) b.qs[v] = int8_t(std::min(127, int(std::nearbyint(iscale * x[v]))));
+      for (int v = 0; v < kQK_K; ++v)
+        b.qs[v] = int8_t(std::min(127, int(std::nearbyint(iscale * x[v]))));
       b.d = 1.0f / iscale;
     }
     for (int g = 0; g < kQK_K / 16; ++g) {

@@ -1,5 +1,5 @@
-// The to_float slots of the quantized weight types for the avx512 rung: weights/to_float_x86-inl.h on
-// zmm: 16 floats per conversion.
+// The to_float slots of the quantized weight types for the avx512 rung: weights/to_float_x86-inl.h
+// on zmm: 16 floats per conversion.
 #include <immintrin.h>
 
 #include <cstring>

@@ -1,10 +1,10 @@
 // The to_float slots of the quantized weight types on x86: W tiles widened for the FP32 (and bf16)
-// prefill products, embedding rows. Included by weights/to_float_avx2.cc and weights/to_float_avx512.cc
-// inside their namespaces; those files are compiled with -ffp-contract=off, so every value is the
-// reference codec's (weight_codecs*.cc) bit for bit: the same scalar scale products, then per value
-// one product and, for the affine types, one addition or subtraction, each rounded.
-// A block's codes become 32 bytes in value order (weights/block_codes_x86-inl.h), then floats 16 (zmm) or
-// 8 (ymm) at a time.
+// prefill products, embedding rows. Included by weights/to_float_avx2.cc and
+// weights/to_float_avx512.cc inside their namespaces; those files are compiled with
+// -ffp-contract=off, so every value is the reference codec's (weight_codecs*.cc) bit for bit: the
+// same scalar scale products, then per value one product and, for the affine types, one addition or
+// subtraction, each rounded. A block's codes become 32 bytes in value order
+// (weights/block_codes_x86-inl.h), then floats 16 (zmm) or 8 (ymm) at a time.
 
 #include "simd/weights/block_codes_x86-inl.h"
 
@@ -25,7 +25,8 @@ inline void widen32(__m256i q, const float d[2], const float o[2], float* dst) {
     // the zero-masked forms with every lane kept: the plain ones start from _mm512_undefined,
     // which GCC 12 reports as maybe uninitialized
     const __mmask16 all = 0xFFFF;
-    const __m512i i = kSigned ? _mm512_maskz_cvtepi8_epi32(all, half[h]) : _mm512_maskz_cvtepu8_epi32(all, half[h]);
+    const __m512i i = kSigned ? _mm512_maskz_cvtepi8_epi32(all, half[h])
+                              : _mm512_maskz_cvtepu8_epi32(all, half[h]);
     __m512 v = _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(all, i), _mm512_set1_ps(d[h]));
     if constexpr (kOffset == Offset::kAdd) v = _mm512_add_ps(v, _mm512_set1_ps(o[h]));
     if constexpr (kOffset == Offset::kSub) v = _mm512_sub_ps(v, _mm512_set1_ps(o[h]));
@@ -54,14 +55,16 @@ inline void widen32(__m256i q, float d, float o, float* dst) {
 template <class Block>
 void symmetric_to_float(const uint8_t* src, int64_t n, float* dst) {
   const Block* b = reinterpret_cast<const Block*>(src);
-  for (int64_t i = 0; i < n / kQK; ++i) widen32<true, Offset::kNone>(codes(b[i]), f16(b[i].d), 0.0f, dst + i * kQK);
+  for (int64_t i = 0; i < n / kQK; ++i)
+    widen32<true, Offset::kNone>(codes(b[i]), f16(b[i].d), 0.0f, dst + i * kQK);
 }
 
 // Q4_1, Q5_1: d * q + m.
 template <class Block>
 void affine_to_float(const uint8_t* src, int64_t n, float* dst) {
   const Block* b = reinterpret_cast<const Block*>(src);
-  for (int64_t i = 0; i < n / kQK; ++i) widen32<false, Offset::kAdd>(codes(b[i]), f16(b[i].d), f16(b[i].m), dst + i * kQK);
+  for (int64_t i = 0; i < n / kQK; ++i)
+    widen32<false, Offset::kAdd>(codes(b[i]), f16(b[i].d), f16(b[i].m), dst + i * kQK);
 }
 
 // Q2_K and Q3_K: run (n2, j) of 32 values is bits 2j of qs[32 n2 ..], its halves sub-blocks
@@ -75,7 +78,8 @@ void k2_to_float(const Block& b, const float dl[16], const float ml[16], float* 
       __m256i q = _mm256_and_si256(_mm256_srli_epi16(q2, 2 * j), three);
       const int s = 8 * n2 + 2 * j;
       if constexpr (kHighBit) {
-        const __m256i h = _mm256_and_si256(_mm256_srli_epi16(load256(b.hmask), 4 * n2 + j), _mm256_set1_epi8(1));
+        const __m256i h =
+            _mm256_and_si256(_mm256_srli_epi16(load256(b.hmask), 4 * n2 + j), _mm256_set1_epi8(1));
         q = _mm256_sub_epi8(q, _mm256_andnot_si256(_mm256_slli_epi16(h, 2), _mm256_set1_epi8(4)));
         widen32<true, Offset::kNone>(q, dl + s, nullptr, dst);
       } else {
@@ -119,9 +123,11 @@ void k_affine_to_float(const uint8_t* src, int64_t n, float* dst) {
     for (int s = 0; s < 8; ++s, dst += 32) {
       uint8_t sc, m;
       k_scale_min(s, b[i].scales, sc, m);
-      __m256i q = _mm256_and_si256(_mm256_srli_epi16(load256(b[i].qs + 32 * (s / 2)), 4 * (s % 2)), low4);
+      __m256i q =
+          _mm256_and_si256(_mm256_srli_epi16(load256(b[i].qs + 32 * (s / 2)), 4 * (s % 2)), low4);
       if constexpr (kFifthBit)
-        q = _mm256_or_si256(q, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(load256(b[i].qh), s), one), 4));
+        q = _mm256_or_si256(
+            q, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(load256(b[i].qh), s), one), 4));
       widen32<false, Offset::kSub>(q, d * float(sc), dmin * float(m), dst);
     }
   }
@@ -131,7 +137,8 @@ void k_affine_to_float(const uint8_t* src, int64_t n, float* dst) {
 // and its top 2 bits at bits 2k of qh[32 n2 ..]; codes - 32 times d * scale of each 16 values.
 void q6_k_to_float(const uint8_t* src, int64_t n, float* dst) {
   const BlockQ6_K* b = reinterpret_cast<const BlockQ6_K*>(src);
-  const __m256i low4 = _mm256_set1_epi8(0xF), low2 = _mm256_set1_epi8(3), bias = _mm256_set1_epi8(32);
+  const __m256i low4 = _mm256_set1_epi8(0xF), low2 = _mm256_set1_epi8(3),
+                bias = _mm256_set1_epi8(32);
   for (int64_t i = 0; i < n / kQK_K; ++i) {
     const float d = f16(b[i].d);
     float dl[16];
@@ -139,9 +146,12 @@ void q6_k_to_float(const uint8_t* src, int64_t n, float* dst) {
     for (int n2 = 0; n2 < 2; ++n2) {
       const __m256i hb = load256(b[i].qh + 32 * n2);
       for (int k = 0; k < 4; ++k, dst += 32) {
-        const __m256i low = _mm256_and_si256(_mm256_srli_epi16(load256(b[i].ql + 64 * n2 + 32 * (k % 2)), 4 * (k / 2)), low4);
-        const __m256i high = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * k), low2), 4);
-        widen32<true, Offset::kNone>(_mm256_sub_epi8(_mm256_or_si256(low, high), bias), dl + 8 * n2 + 2 * k, nullptr, dst);
+        const __m256i low = _mm256_and_si256(
+            _mm256_srli_epi16(load256(b[i].ql + 64 * n2 + 32 * (k % 2)), 4 * (k / 2)), low4);
+        const __m256i high =
+            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * k), low2), 4);
+        widen32<true, Offset::kNone>(_mm256_sub_epi8(_mm256_or_si256(low, high), bias),
+                                     dl + 8 * n2 + 2 * k, nullptr, dst);
       }
     }
   }

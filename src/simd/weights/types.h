@@ -19,9 +19,27 @@ namespace kvrt::simd {
 
 // Numbered as ggml's types, which are the GGUF tensor type ids.
 enum class WeightType : uint32_t {
-  kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8, kQ8_1 = 9,
-  kQ2_K = 10, kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kQ8_K = 15, kIQ4_NL = 20,
-  kI8 = 24, kI16 = 25, kI32 = 26, kI64 = 27, kF64 = 28, kBF16 = 30,
+  kF32 = 0,
+  kF16 = 1,
+  kQ4_0 = 2,
+  kQ4_1 = 3,
+  kQ5_0 = 6,
+  kQ5_1 = 7,
+  kQ8_0 = 8,
+  kQ8_1 = 9,
+  kQ2_K = 10,
+  kQ3_K = 11,
+  kQ4_K = 12,
+  kQ5_K = 13,
+  kQ6_K = 14,
+  kQ8_K = 15,
+  kIQ4_NL = 20,
+  kI8 = 24,
+  kI16 = 25,
+  kI32 = 26,
+  kI64 = 27,
+  kF64 = 28,
+  kBF16 = 30,
 };
 constexpr int kNumWeightTypes = 31;  // type ids are below this: the size of the weight[] slots
 
@@ -32,7 +50,7 @@ struct WeightTypeTraits {
   const char* name;     // as ggml and the GGUF tools print it: "F16", "Q8_0"
   int64_t block;        // values per block (1 for plain element types)
   int64_t block_bytes;  // bytes per block
-  WeightType act;       // activations of its decode product: kF32, or the blocks they are quantized to
+  WeightType act;  // activations of its decode product: kF32, or the blocks they are quantized to
   // Reference codec of n values (whole blocks); null for types kvrt does not compute.
   void (*to_float_ref)(const uint8_t* src, int64_t n, float* dst);
   void (*from_float_ref)(const float* x, int64_t n, uint8_t* dst);
@@ -49,7 +67,7 @@ struct WeightTypeTraits {
 // The row of a type id read from a file; nullptr when kvrt does not know the id.
 const WeightTypeTraits* find_weight_type(uint32_t ggml_id);
 const WeightTypeTraits& weight_type_traits(WeightType t);  // t must be a known type
-const char* weight_type_name(WeightType t);                  // "unknown" for an unknown id
+const char* weight_type_name(WeightType t);                // "unknown" for an unknown id
 // The computable types' names, "F32, F16, BF16, Q8_0", for error messages.
 const char* computable_weight_type_names();
 
