@@ -271,6 +271,71 @@ TEST_CASE(
                        doctest::Contains("prefill products"), Error);
 }
 
+// n tokens decoded by `sampler` after what `s` holds.
+std::vector<int32_t> decode_n(kvrt_session* s, kvrt_sampler* sampler, int n) {
+  std::vector<int32_t> out(size_t(n), -1);
+  for (int32_t& t : out) REQUIRE(kvrt_session_decode(s, sampler, &t) == KVRT_OK);
+  return out;
+}
+
+TEST_CASE("the C API's state carries the sampler's generator: a seeded generation continues") {
+  test::TempDir dir;
+  kvrt_model* model = nullptr;
+  REQUIRE(kvrt_model_open(test::stories_path().c_str(), &model) == KVRT_OK);
+  kvrt_sampler_options so;
+  kvrt_sampler_options_default(&so);
+  so.temperature = 1.0f;
+  so.seed = 42;
+  kvrt_sampler *sampler = nullptr, *fresh = nullptr;
+  REQUIRE(kvrt_sampler_create(model, &so, &sampler) == KVRT_OK);
+  kvrt_session_options o = api_options(256, 1);
+  kvrt_session* s = nullptr;
+  REQUIRE(kvrt_session_create(model, &o, &s) == KVRT_OK);
+  const std::vector<int32_t> p = test::some_tokens(20, 512, 3);
+  REQUIRE(kvrt_session_eval(s, p.data(), p.size()) == KVRT_OK);
+  decode_n(s, sampler, 8);  // the generator moves on from its seed
+
+  // A session that never kept a generator stores none: restoring leaves the sampler as it is.
+  int restored = -1;
+  REQUIRE(kvrt_session_restore_sampler(s, sampler, &restored) == KVRT_OK);
+  CHECK(restored == 0);
+  const std::string path = dir / "s.kvs";
+  REQUIRE(kvrt_session_keep_sampler(s, sampler) == KVRT_OK);
+  REQUIRE(kvrt_session_save(s, path.c_str()) == KVRT_OK);
+  size_t size = 0, written = 0;
+  REQUIRE(kvrt_session_state_size(s, &size) == KVRT_OK);
+  std::vector<char> buf(size);
+  REQUIRE(kvrt_session_state_write(s, buf.data(), buf.size(), &written) == KVRT_OK);
+  const std::vector<int32_t> expected = decode_n(s, sampler, 24);
+
+  kvrt_session_options lo = api_options(0, 2);
+  for (int from_bytes = 0; from_bytes < 2; ++from_bytes) {
+    CAPTURE(from_bytes);
+    kvrt_session* r = nullptr;
+    if (from_bytes)
+      REQUIRE(kvrt_session_state_read(model, buf.data(), buf.size(), nullptr, &lo, &r) == KVRT_OK);
+    else REQUIRE(kvrt_session_load(model, path.c_str(), nullptr, &lo, &r) == KVRT_OK);
+    REQUIRE(kvrt_sampler_create(model, &so, &fresh) == KVRT_OK);  // at the seed, not the state
+    REQUIRE(kvrt_session_restore_sampler(r, fresh, &restored) == KVRT_OK);
+    CHECK(restored == 1);
+    CHECK(decode_n(r, fresh, 24) == expected);
+    kvrt_sampler_free(fresh);
+    kvrt_session_free(r);
+  }
+  // Without the restore, the fresh sampler starts at its seed and the tokens differ.
+  kvrt_session* r = nullptr;
+  REQUIRE(kvrt_session_load(model, path.c_str(), nullptr, &lo, &r) == KVRT_OK);
+  REQUIRE(kvrt_sampler_create(model, &so, &fresh) == KVRT_OK);
+  CHECK(decode_n(r, fresh, 24) != expected);
+  CHECK(kvrt_session_keep_sampler(r, nullptr) == KVRT_ERR_INVALID_ARGUMENT);
+  CHECK(kvrt_session_restore_sampler(nullptr, fresh, nullptr) == KVRT_ERR_INVALID_ARGUMENT);
+  kvrt_sampler_free(fresh);
+  kvrt_session_free(r);
+  kvrt_session_free(s);
+  kvrt_sampler_free(sampler);
+  kvrt_model_free(model);
+}
+
 TEST_CASE(
     "the C API saves, loads and reads state files and bytes, refuses special files and keeps a "
     "good file when a save fails") {

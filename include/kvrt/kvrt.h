@@ -68,10 +68,12 @@ extern "C" {
  *    kvrt_validation_check_trusted accepts only a record signed by a given Ed25519 public key
  *    (kvrt validate --sign, docs/signed-records.md); KVRT_ERR_IN_USE: a call on a session or
  *    sampler that another thread is using fails with it instead of racing; sessions that outlive
- * the process: kvrt_session_save / kvrt_session_load (state files), kvrt_session_state_size /
- * _write / _read (the same bytes in memory), kvrt_session_tokens, kvrt_session_truncate and
- *    kvrt_session_eval_reusing (prefix reuse); additions only. */
-#define KVRT_API_VERSION 9
+ *    the process: kvrt_session_save / kvrt_session_load (state files), kvrt_session_state_size /
+ *    _write / _read (the same bytes in memory), kvrt_session_tokens, kvrt_session_truncate and
+ *    kvrt_session_eval_reusing (prefix reuse); additions only.
+ * 10: the sampler's generator travels with a session's state: kvrt_session_keep_sampler and
+ *    kvrt_session_restore_sampler; additions only. */
+#define KVRT_API_VERSION 10
 
 /* Most threads a session or a validation run may use (n_threads); more is
  * KVRT_ERR_INVALID_ARGUMENT. When the system cannot create the threads asked for, the call that
@@ -628,6 +630,19 @@ KVRT_EXPORT kvrt_status kvrt_session_state_read(const kvrt_model* model, const v
                                                 size_t size, const char* record_path,
                                                 const kvrt_session_options* options,
                                                 kvrt_session** out_session);
+
+/* The sampler's random generator travels with the session's state, so that a seeded generation
+ * continues after a restore with the tokens it would have given. kvrt_session_keep_sampler copies
+ * the generator's state of `sampler` into the session (call it after the last token sampled
+ * before a save); kvrt_session_save and kvrt_session_state_write store the last one kept (a
+ * session that never kept one stores none). kvrt_session_restore_sampler sets the generator of
+ * `sampler` to the state the session was opened from (kvrt_session_load, _state_read) or last
+ * kept; *out_restored (may be NULL) is 1, or 0 when there is none and the sampler is unchanged.
+ * Only the generator travels: temperature, top-k, top-p and the vocabulary are the sampler's. */
+KVRT_EXPORT kvrt_status kvrt_session_keep_sampler(kvrt_session* session,
+                                                  const kvrt_sampler* sampler);
+KVRT_EXPORT kvrt_status kvrt_session_restore_sampler(const kvrt_session* session,
+                                                     kvrt_sampler* sampler, int* out_restored);
 
 /* The token ids the session holds ([n_past], owned by the session, valid until its next call). */
 KVRT_EXPORT kvrt_status kvrt_session_tokens(const kvrt_session* session, const int32_t** out_tokens,

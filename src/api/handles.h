@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -30,9 +31,10 @@ struct kvrt_session {
   mutable kvrt_in_use in_use{0};
   const kvrt_model* owner = nullptr;
   std::unique_ptr<kvrt::model::Session> session;
-  bool has_text = false;    // some evaluated token produced text (SPM dummy-space rule)
-  bool has_logits = false;  // last_logits() holds the logits of an evaluated token
-  std::string kv_setting;   // backing store of kvrt_session_info::kv_setting
+  bool has_text = false;                // some evaluated token produced text (SPM dummy-space rule)
+  bool has_logits = false;              // last_logits() holds the logits of an evaluated token
+  std::string kv_setting;               // backing store of kvrt_session_info::kv_setting
+  std::optional<uint64_t> sampler_rng;  // kept by kvrt_session_keep_sampler or from a state
 };
 
 struct kvrt_sampler {

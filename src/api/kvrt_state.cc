@@ -48,12 +48,15 @@ kvrt_status restore(const kvrt_model& model, std::string_view bytes, const std::
   std::unique_ptr<kvrt_session> owned(s);
   kvrt::model::load_state_session(*owned->session, bytes, h, what);
   refresh_flags(*owned, true);
+  owned->sampler_rng = h.extras.sampler_rng;
   *out_session = owned.release();
   return KVRT_OK;
 }
 
+kvrt::model::StateExtras extras_of(const kvrt_session& s) { return {.sampler_rng = s.sampler_rng}; }
+
 std::string state_of(const kvrt_session& s) {
-  return kvrt::model::state_bytes(*s.session, kvrt::sha256_file(s.owner->path), {});
+  return kvrt::model::state_bytes(*s.session, kvrt::sha256_file(s.owner->path), extras_of(s));
 }
 
 }  // namespace
@@ -89,8 +92,8 @@ kvrt_status kvrt_session_state_size(const kvrt_session* session, size_t* out_siz
   return guard([&] {
     KVRT_REQUIRE(session);
     KVRT_REQUIRE(out_size);
-    *out_size =
-        kvrt::model::state_size(*session->session, kvrt::sha256_file(session->owner->path), {});
+    *out_size = kvrt::model::state_size(*session->session, kvrt::sha256_file(session->owner->path),
+                                        extras_of(*session));
     return KVRT_OK;
   });
 }
@@ -101,13 +104,13 @@ kvrt_status kvrt_session_state_write(const kvrt_session* session, void* buffer, 
     KVRT_REQUIRE(session);
     KVRT_REQUIRE(out_size);
     const std::string sha = kvrt::sha256_file(session->owner->path);
-    *out_size = kvrt::model::state_size(*session->session, sha, {});
+    *out_size = kvrt::model::state_size(*session->session, sha, extras_of(*session));
     if (*out_size > capacity)
       return fail(KVRT_ERR_BUFFER_TOO_SMALL,
                   "the session state needs " + std::to_string(*out_size) +
                       " bytes, the buffer holds " + std::to_string(capacity));
     KVRT_REQUIRE(buffer);
-    kvrt::model::write_state(buffer, *out_size, *session->session, sha, {});
+    kvrt::model::write_state(buffer, *out_size, *session->session, sha, extras_of(*session));
     return KVRT_OK;
   });
 }
@@ -123,6 +126,30 @@ kvrt_status kvrt_session_state_read(const kvrt_model* model, const void* data, s
     if (size > 0) KVRT_REQUIRE(data);
     const std::string_view bytes(static_cast<const char*>(data), size);
     return restore(*model, bytes, "the session state", record_path, *options, out_session);
+  });
+}
+
+kvrt_status kvrt_session_keep_sampler(kvrt_session* session, const kvrt_sampler* sampler) {
+  return guard([&] {
+    KVRT_REQUIRE(session);
+    KVRT_REQUIRE(sampler);
+    KVRT_CLAIM(session);
+    KVRT_CLAIM(sampler);
+    session->sampler_rng = sampler->sampler->rng_state();
+    return KVRT_OK;
+  });
+}
+
+kvrt_status kvrt_session_restore_sampler(const kvrt_session* session, kvrt_sampler* sampler,
+                                         int* out_restored) {
+  return guard([&] {
+    KVRT_REQUIRE(session);
+    KVRT_REQUIRE(sampler);
+    KVRT_CLAIM(session);
+    KVRT_CLAIM(sampler);
+    if (session->sampler_rng) sampler->sampler->set_rng_state(*session->sampler_rng);
+    if (out_restored) *out_restored = session->sampler_rng.has_value();
+    return KVRT_OK;
   });
 }
 
