@@ -49,7 +49,8 @@ enum class Format : uint8_t {
   kQ4S,  // 4-bit, symmetric, one scale per group of G values (llama.cpp's q4_0 size)
 };
 constexpr int kNumFormats = 5;
-constexpr int kMaxGroup = 128;  // largest group G of any format
+constexpr int kMaxGroup = 128;     // largest group G of any format
+constexpr int kMaxHeadDim = 1024;  // longest row of a head the cache and its kernels take
 
 using Scale = uint16_t;  // the bits of an FP16 scale or minimum
 

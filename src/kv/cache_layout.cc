@@ -8,7 +8,6 @@
 #include "common/error.h"
 #include "kv/channel_tile.h"
 #include "kv/rotation.h"
-#include "simd/kernels_scalar.h"
 
 namespace kvrt::kv {
 
@@ -88,8 +87,8 @@ void check_shape(const KvConfig& c, const CacheShape& s) {
   if (s.n_layers <= 0 || s.n_kv_heads <= 0 || s.head_dim <= 0 || s.n_ctx <= 0)
     throw Error("KV cache shape must be positive (n_layers, n_kv_heads, head_dim, n_ctx)",
                 ErrorKind::kUsage);
-  if (s.head_dim > simd::scalar::kMaxRow)
-    throw Error("head_dim above " + std::to_string(simd::scalar::kMaxRow) + " is not supported",
+  if (s.head_dim > kMaxHeadDim)
+    throw Error("head_dim above " + std::to_string(kMaxHeadDim) + " is not supported",
                 ErrorKind::kUsage);
   if (c.rotate) key_rotation_block(s.head_dim);  // throws for an odd head_dim
   if (c.residual < 0) throw Error("KV residual window must be >= 0", ErrorKind::kUsage);

@@ -13,7 +13,7 @@
 
 namespace kvrt::simd::scalar {
 
-constexpr int kMaxRow = 1024;  // longest row (head_dim) the kernels accept
+constexpr int kMaxRow = kv::kMaxHeadDim;  // longest row the kernels accept
 
 // A row of codec C (simd/kernels.h: F32Rows, or a format's bare codes) as FP32 values.
 template <class C>
