@@ -19,6 +19,9 @@
 #                             DIR/load.txt ("WHEN: LOAD" lines, optional); the page names this
 #                             checkout's commit
 #     --out FILE              the page to write (default docs/results/<date>-<cpu>.md)
+#     --readme                also rewrite README.md's headline results (between its
+#                             "<!-- results.sh: begin -->" and "<!-- results.sh: end -->" lines)
+#                             from the same JSON, linking the page
 #   Arguments after -- go to kvrt bench (see tools/bench.sh; its defaults take tens of minutes).
 #   Env: KVRT_BUILD (default build/).
 set -euo pipefail
@@ -29,6 +32,7 @@ validate_model=""
 validate_ctx=512
 from=""
 out=""
+readme=""
 quality_models=()
 only_quality=0
 while (($#)); do
@@ -39,6 +43,7 @@ while (($#)); do
     --only-kv-quality) only_quality=1; shift ;;
     --from) from="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
+    --readme) readme="$root/README.md"; shift ;;
     --) shift; break ;;
     -h|--help) sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "results.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
@@ -99,10 +104,10 @@ if [ -z "$from" ] && ((only_quality == 0)); then
 fi
 
 mkdir -p "$(dirname "$out")"
-python3 - "$dir" "$out" "$cpu" "$commit" <<'PY'
-import datetime, json, os, sys
+python3 - "$dir" "$out" "$cpu" "$commit" "$readme" <<'PY'
+import datetime, json, os, re, sys
 
-src, out, cpu, commit = sys.argv[1:5]
+src, out, cpu, commit, readme = sys.argv[1:6]
 
 
 def load(name):
@@ -277,4 +282,44 @@ if val:
 with open(out, "w", encoding="utf-8") as f:
     f.write("\n".join(md))
 print(out)
+
+
+# README's headline: decode speed and KV bytes per setting from kvrt bench, and validate's
+# verdicts, each with the page they come from.
+def headline():
+    link = os.path.relpath(out, os.path.dirname(readme))
+    hl = [f"From [{os.path.basename(out)}]({link}) ({cpu}, commit `{commit}`, {today}).\n"]
+    if bench and bench["results"]:
+        ctxs = sorted({d["ctx"] for r in bench["results"] for d in r["decode"]})
+        longest = ctxs[-1]
+        first = {d["ctx"]: d["tok_s"] for d in bench["results"][0]["decode"]}
+        rows = []
+        for r in bench["results"]:
+            dec = {d["ctx"]: d["tok_s"] for d in r["decode"]}
+            speed = f"{dec[longest]:.1f} ({dec[longest] / first[longest]:.2f}x)" if longest in dec and first.get(longest) else "-"
+            rows.append([f"`{r['setting']}`", g(r["kv_bytes_per_token"]), size(r["kv_bytes_per_token"] * longest), speed])
+        hl.append(f"Decode of `{os.path.basename(bench['model'])}` ("
+                  f"{bench['threads']} threads) at a context of {longest}:\n")
+        hl.append(table(["KV setting", "bytes/token", f"KV @{longest}", "decode tok/s (vs first)"], rows))
+    if val:
+        passed = [s["label"] for s in val["settings"] if s["verdict"] == "PASS"]
+        rec = val.get("recommended")
+        hl.append(f"`kvrt validate` on `{os.path.basename(val['model']['path'])}` at "
+                  f"{val['max_len']} positions: {len(passed)} of {len(val['settings'])} settings PASS; "
+                  f"recommended {f'`{rec}`' if rec else 'none'}.\n")
+    return "\n".join(hl)
+
+
+if readme:
+    text = open(readme, encoding="utf-8").read()
+    begin, end = "<!-- results.sh: begin -->", "<!-- results.sh: end -->"
+    if text.count(begin) != 1 or text.count(end) != 1 or text.index(begin) > text.index(end):
+        sys.exit(f"results.sh: {readme} needs one '{begin}' line before one '{end}' line")
+    head, rest = text.split(begin)
+    tail = rest.split(end)[1]
+    tmp = readme + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(head + begin + "\n" + headline() + end + tail)
+    os.replace(tmp, readme)
+    print(readme)
 PY
