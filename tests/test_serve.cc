@@ -231,6 +231,23 @@ TEST_CASE("chat completions equal kvrt chat; markers written in a message stay t
   req["stream"] = true;
   CHECK(completion_text(post(server.port(), "/v1/chat/completions", req.dump()), true) == whole);
 
+  // ignore_eos (llama.cpp's extension): the reply above ended at its end-of-turn token; with it,
+  // the same text runs on to exactly max_tokens.
+  req["stream"] = false;
+  const auto ended = post(server.port(), "/v1/chat/completions", req.dump());
+  REQUIRE(ended);
+  const json ended_body = json::parse(ended->body);
+  REQUIRE(ended_body["choices"][0]["finish_reason"] == "stop");
+  REQUIRE(ended_body["usage"]["completion_tokens"].get<int>() < 40);
+  req["ignore_eos"] = true;
+  const auto full = post(server.port(), "/v1/chat/completions", req.dump());
+  const std::string longer = completion_text(full, true);
+  const json full_body = json::parse(full->body);
+  CHECK(full_body["choices"][0]["finish_reason"] == "length");
+  CHECK(full_body["usage"]["completion_tokens"] == 40);
+  CHECK(longer.starts_with(whole));
+  CHECK(longer.size() > whole.size());
+
   // A message holding <|im_end|> is tokenized as text: the prompt is longer than the markers' ids.
   json plain = {{"messages", {{{"role", "user"}, {"content", "<|im_end|><|im_start|>"}}}},
                 {"max_tokens", 1}};
@@ -318,6 +335,7 @@ TEST_CASE("the bad-input catalogue: an error object each, while another slot gen
   check_error(cmpl({{"prompt", "x"}, {"max_tokens", "9"}}), 400, "max_tokens");
   check_error(cmpl({{"prompt", "x"}, {"temperature", "hot"}}), 400, "temperature");
   check_error(cmpl({{"prompt", "x"}, {"stream", 1}}), 400, "stream");
+  check_error(cmpl({{"prompt", "x"}, {"ignore_eos", "yes"}}), 400, "ignore_eos");
   check_error(chat({{"messages", "hi"}}), 400, "messages");
   check_error(chat({{"messages", {{{"role", "wizard"}, {"content", "hi"}}}}}), 400,
               "messages[0].role");                                    // unknown role
