@@ -5,11 +5,14 @@
 // each final chunk's usage reports, and a request whose usage is missing or reports another count
 // is a mismatch, printed and counted, so that two servers are never compared on different work.
 // Prints one JSON line: aggregate generated tokens/s over the wall time, p50/p99 time to first
-// token, the error and mismatch counts. Node 18 or later, no packages (global fetch).
-//   node bench/serve_load.mjs URL CLIENTS REQUESTS MAX_TOKENS PROMPT_FILE [LABEL]
+// token, the error and mismatch counts. EXTRA_JSON, a file holding a JSON object, adds its fields
+// to every request body. Node 18 or later, no packages (global fetch).
+//   node bench/serve_load.mjs URL CLIENTS REQUESTS MAX_TOKENS PROMPT_FILE [LABEL [EXTRA_JSON]]
 import { readFileSync } from 'node:fs';
 
-const [url, clientsArg, requestsArg, maxTokensArg, promptFile, label = ''] = process.argv.slice(2);
+const [url, clientsArg, requestsArg, maxTokensArg, promptFile, label = '', extraFile] =
+  process.argv.slice(2);
+const extra = extraFile ? JSON.parse(readFileSync(extraFile, 'utf8')) : {};
 const clients = Number(clientsArg), requests = Number(requestsArg), maxTokens = Number(maxTokensArg);
 const text = readFileSync(promptFile, 'utf8').trim();
 
@@ -23,7 +26,7 @@ async function one(index) {
     headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify({
       prompt: `Request ${index}. ${text}`, max_tokens: maxTokens, temperature: 0, stream: true,
-      stream_options: { include_usage: true }, ignore_eos: true,
+      stream_options: { include_usage: true }, ignore_eos: true, ...extra,
     }),
   });
   if (res.status !== 200) throw new Error(`status ${res.status}: ${await res.text()}`);

@@ -117,6 +117,28 @@ else
   echo "serve_bench.sh: llama-server not found (set LLAMA_SERVER, or build it with ../shared/tools/peer-llama.sh); kvrt only" >&2
 fi
 for url in "${urls[@]}"; do wait_port "$url"; done
+# llama-server fails a reply (error 500 "does not match the expected Content-only format") once
+# it holds a token that is a lone byte of no UTF-8 character, which random weights sample now and
+# then: its requests ban those tokens (logit_bias false), found by detokenizing the first 1024
+# ids. The work per token is the same; kvrt serve samples from the whole vocabulary.
+extras=("" "")
+banned=""
+if ((${#urls[@]} > 1)); then
+  node --input-type=module - "${urls[1]}" >"$tmp/llama-extra.json" <<'JS'
+const url = process.argv[2];
+const ids = [];
+for (let first = 0; first < 1024; first += 64) {
+  await Promise.all(Array.from({ length: 64 }, async (_, k) => {
+    const res = await fetch(`${url}/detokenize`, { method: 'POST', body: JSON.stringify({ tokens: [first + k] }) });
+    if (res.ok && (await res.json()).content === '\uFFFD') ids.push(first + k);
+  }));
+}
+ids.sort((a, b) => a - b);
+console.log(JSON.stringify({ logit_bias: Object.fromEntries(ids.map((id) => [id, false])) }));
+JS
+  extras[1]="$tmp/llama-extra.json"
+  banned="$(node -e 'const b = Object.keys(JSON.parse(require("fs").readFileSync(process.argv[1])).logit_bias); console.log(b.length ? `${b.length} tokens (ids ${b[0]} to ${b[b.length - 1]})` : "none")' "${extras[1]}")"
+fi
 
 {
   printf 'date\t%s\n' "$(date -u '+%Y-%m-%d %H:%M UTC')"
@@ -129,6 +151,7 @@ for url in "${urls[@]}"; do wait_port "$url"; done
   printf 'kvrt\t%s\n' "${kvrt_cmd[*]/#$root\//}"
   if ((${#llama_cmd[@]})); then
     printf 'llama-server\t%s\n' "${llama_cmd[*]}"
+    printf 'llama-server bans\t%s\n' "$banned"
     printf 'llama.cpp\t%s\n' "$(git -C "$(dirname "$llama")/../.." rev-parse --short=8 HEAD 2>/dev/null || echo unknown)"
   fi
   printf 'client\tnode bench/serve_load.mjs URL CLIENTS REQUESTS %s PROMPT_FILE (node %s)\n' "$tokens" "$(node --version)"
@@ -140,7 +163,8 @@ for url in "${urls[@]}"; do wait_port "$url"; done
 step() {
   local round="$1" i="$2" clients="$3" requests="$4" load out
   load="$(cut -d' ' -f1 /proc/loadavg)"
-  out="$(node "$root/bench/serve_load.mjs" "${urls[$i]}" "$clients" "$requests" "$tokens" "$tmp/prompt.txt" "${names[$i]}")"
+  out="$(node "$root/bench/serve_load.mjs" "${urls[$i]}" "$clients" "$requests" "$tokens" "$tmp/prompt.txt" \
+    "${names[$i]}" ${extras[$i]:+"${extras[$i]}"})"
   echo "$out"
   printf '%s\t%s\t%s\t%s\n' "$round" "${names[$i]}" "$load" "$out" >>"$dir/steps.tsv"
 }
@@ -150,7 +174,8 @@ echo "serve_bench: model $model, $tokens tokens per request, $threads threads, $
 # A request that is not counted first: it touches the model's pages and makes kvrt's prefill
 # products' primitives.
 for i in "${!urls[@]}"; do
-  node "$root/bench/serve_load.mjs" "${urls[$i]}" 1 1 8 "$tmp/prompt.txt" "${names[$i]}-warmup" >/dev/null
+  node "$root/bench/serve_load.mjs" "${urls[$i]}" 1 1 8 "$tmp/prompt.txt" "${names[$i]}-warmup" \
+    ${extras[$i]:+"${extras[$i]}"} >/dev/null
 done
 for round in $(seq 1 "$rounds"); do
   order=("${!urls[@]}")

@@ -102,6 +102,11 @@ info += [("command", f"`{run.get('command')}`"),
          ("kvrt", f"`{run.get('kvrt')}` (f32 KV cache)")]
 if "llama-server" in run:
     info.append(("llama-server", f"`{run['llama-server']}` (its default f16 KV cache)"))
+    info.append(("llama-server's requests also ban", run.get("llama-server bans", "?") +
+                 ": `logit_bias` false on each token that is a lone byte of no UTF-8 character, "
+                 "which llama-server fails a reply on (error 500, \"does not match the expected "
+                 "Content-only format\") and random weights sample now and then; the work per "
+                 "token is the same"))
 info += [("load client", f"`{run.get('client')}`"),
          ("load average before / after (1, 5, 15 min)", f"{run.get('load before')} / {run.get('load after', '?')}"),
          ("date", run.get("date", ""))]
