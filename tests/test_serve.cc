@@ -125,6 +125,33 @@ std::string read_all(int fd) {
   return out;
 }
 
+// A client that sends `start` at once, then `rest` a byte every 300 ms, until the server answers
+// or closes the connection. Returns what the server sent ("" when it closed without a word) and
+// the seconds from the first byte to the answer or close.
+std::pair<std::string, double> trickle(int port, const std::string& start,
+                                       const std::string& rest) {
+  const int fd = raw_connection(port);
+  const auto t0 = std::chrono::steady_clock::now();
+  send_all(fd, start);
+  std::string reply;
+  for (size_t i = 0; i < rest.size(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    char buf[4096];
+    const ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n == 0) break;  // closed
+    if (n > 0) {
+      reply.assign(buf, size_t(n));
+      break;
+    }
+    if (send(fd, &rest[i], 1, MSG_NOSIGNAL) != 1) break;
+  }
+  reply += read_all(fd);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  close(fd);
+  return {reply, seconds};
+}
+
 // The value of a metric (a line "NAME VALUE") in /metrics, -1 when absent.
 double metric(int port, const std::string& name) {
   httplib::Client cli("127.0.0.1", port);
@@ -309,6 +336,9 @@ TEST_CASE("the gate: --kv q8 serves only with a PASS record at -c; responses nam
 TEST_CASE("the bad-input catalogue: an error object each, while another slot generates") {
   test::TempDir tmp;
   const std::string expected = run_output(kPrompts[0], tmp);
+  const std::string prompt = kPrompts[0];
+  const std::string expected_text =
+      expected.substr(prompt.size(), expected.size() - prompt.size() - 1);
   ServeProcess server(
       "-c 256 -t 1 --parallel 2 --max-tokens 100 --max-body 4 --read-timeout 1 --api-key sekrit "
       "--debug-step-delay 5",
@@ -381,6 +411,28 @@ TEST_CASE("the bad-input catalogue: an error object each, while another slot gen
   close(fd);
   CHECK(reply.starts_with("HTTP/1.1 408"));
   CHECK(reply.find("\"error\"") != std::string::npos);
+
+  // Clients that trickle their request line or headers, a byte every 300 ms: each read is within
+  // the per-read timeout, but a request must arrive within --read-timeout (1 s) of its first byte
+  // in all. The connection is dropped (request line) or answered 408 (headers) within the
+  // deadline, not after the 10 s and more the trickles would take, and other requests are served
+  // meanwhile.
+  const std::string headers =
+      "Host: x\r\nAuthorization: Bearer sekrit\r\nX-Slow: " + std::string(20, 'a') + "\r\n\r\n";
+  std::pair<std::string, double> slow_line, slow_headers;
+  std::thread line_client(
+      [&] { slow_line = trickle(p, "P", "OST /v1/completions HTTP/1.1\r\n" + headers); });
+  std::thread headers_client(
+      [&] { slow_headers = trickle(p, "POST /v1/completions HTTP/1.1\r\n", headers); });
+  for (int i = 0; i < 3; ++i)
+    CHECK(completion_text(cmpl(completion_request(kPrompts[0])), false) == expected_text);
+  line_client.join();
+  headers_client.join();
+  CHECK(slow_line.first.empty());
+  CHECK(slow_line.second < 5.0);
+  CHECK(slow_headers.first.starts_with("HTTP/1.1 408"));
+  CHECK(slow_headers.first.find("\"error\"") != std::string::npos);
+  CHECK(slow_headers.second < 5.0);
 
   other.join();
   CHECK(std::string(kPrompts[0]) + running + "\n" == expected);
