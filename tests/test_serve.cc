@@ -1,4 +1,4 @@
-// kvrt serve (src/serve/) on a free loopback port, spoken to over HTTP as curl would: greedy
+// kvrt serve (src/serve/) on a free loopback port, spoken to over HTTP (and with curl): greedy
 // replies equal kvrt run's and kvrt chat's, also four at once and streamed; the gate at start-up;
 // the bad-input catalogue of issue 30, each an OpenAI error object with its status while another
 // slot keeps generating; a full queue; a client that goes away.
@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -237,6 +238,35 @@ TEST_CASE("greedy completions equal kvrt run: alone, streamed, from the cache, f
     const std::string text = body_text(texts[i], false);
     CHECK(std::string(kPrompts[i]) + text + "\n" == expected[i]);
   }
+  CHECK(server.stop() == 0);
+}
+
+TEST_CASE("curl: docs/serve.md's example requests, whole and streamed") {
+  if (std::system("command -v curl >/dev/null 2>&1") != 0) {
+    MESSAGE("SKIP: curl is not installed (tools/setup.sh installs it)");
+    return;
+  }
+  test::TempDir tmp;
+  const std::string expected = run_output(kPrompts[0], tmp);
+  ServeProcess server("-c 256 -t 1 --api-key KEY", tmp);
+  REQUIRE_MESSAGE(server.port() > 0, server.err());
+  const std::string url = "http://127.0.0.1:" + std::to_string(server.port());
+  const auto curl = [&](const std::string& args) {
+    const std::string out = tmp / "curl.out";
+    REQUIRE(
+        std::system(("curl -sS --max-time 60 -H 'Authorization: Bearer KEY' " + args + " >" + out)
+                        .c_str()) == 0);
+    return test::read_file(out);
+  };
+  const std::string body = completion_request(kPrompts[0]).dump();
+  CHECK(std::string(kPrompts[0]) +
+            body_text(curl(url + "/v1/completions -d '" + body + "'"), false) + "\n" ==
+        expected);
+  const std::string stream = completion_request(kPrompts[0], true).dump();
+  CHECK(std::string(kPrompts[0]) +
+            body_text(curl("-N " + url + "/v1/completions -d '" + stream + "'"), false) + "\n" ==
+        expected);
+  CHECK(json::parse(curl(url + "/v1/models"))["data"][0]["id"] == "stories260K");
   CHECK(server.stop() == 0);
 }
 

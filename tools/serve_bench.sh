@@ -150,7 +150,7 @@ fi
   printf 'tokens\t%s\n' "$tokens"
   printf 'kvrt\t%s\n' "${kvrt_cmd[*]/#$root\//}"
   if ((${#llama_cmd[@]})); then
-    printf 'llama-server\t%s\n' "${llama_cmd[*]}"
+    printf 'llama-server\t%s\n' "${llama_cmd[*]/#$root\//}"
     printf 'llama-server bans\t%s\n' "$banned"
     printf 'llama.cpp\t%s\n' "$(git -C "$(dirname "$llama")/../.." rev-parse --short=8 HEAD 2>/dev/null || echo unknown)"
   fi
