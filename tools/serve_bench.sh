@@ -21,6 +21,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${KVRT_BUILD:-$root/build}"
 page="" dir="" from="" model=""
+invocation="tools/serve_bench.sh${*:+ $*}"
 while (($#)); do
   case "$1" in
     --page)
@@ -143,8 +144,8 @@ fi
 {
   printf 'date\t%s\n' "$(date -u '+%Y-%m-%d %H:%M UTC')"
   printf 'commit\t%s\n' "$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
-  printf 'command\tKVRT_SERVE_BENCH_TOKENS=%s KVRT_SERVE_BENCH_THREADS=%s KVRT_SERVE_BENCH_ROUNDS=%s tools/serve_bench.sh\n' \
-    "$tokens" "$threads" "$rounds"
+  printf 'command\tKVRT_SERVE_BENCH_TOKENS=%s KVRT_SERVE_BENCH_THREADS=%s KVRT_SERVE_BENCH_ROUNDS=%s %s\n' \
+    "$tokens" "$threads" "$rounds" "$invocation"
   printf 'model\t%s\n' "${model/#$root\//}"
   printf 'shape\t%s\n' "$shape"
   printf 'tokens\t%s\n' "$tokens"
