@@ -1,4 +1,4 @@
-// kvrt serve (src/serve/) on a free loopback port, spoken to over HTTP as curl would: greedy
+// kvrt serve (src/serve/) on a free loopback port, spoken to over HTTP (and with curl): greedy
 // replies equal kvrt run's and kvrt chat's, also four at once and streamed; the gate at start-up;
 // the bad-input catalogue of issue 30, each an OpenAI error object with its status while another
 // slot keeps generating; a full queue; a client that goes away.
@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -125,6 +126,33 @@ std::string read_all(int fd) {
   return out;
 }
 
+// A client that sends `start` at once, then `rest` a byte every 300 ms, until the server answers
+// or closes the connection. Returns what the server sent ("" when it closed without a word) and
+// the seconds from the first byte to the answer or close.
+std::pair<std::string, double> trickle(int port, const std::string& start,
+                                       const std::string& rest) {
+  const int fd = raw_connection(port);
+  const auto t0 = std::chrono::steady_clock::now();
+  send_all(fd, start);
+  std::string reply;
+  for (size_t i = 0; i < rest.size(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    char buf[4096];
+    const ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n == 0) break;  // closed
+    if (n > 0) {
+      reply.assign(buf, size_t(n));
+      break;
+    }
+    if (send(fd, &rest[i], 1, MSG_NOSIGNAL) != 1) break;
+  }
+  reply += read_all(fd);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  close(fd);
+  return {reply, seconds};
+}
+
 // The value of a metric (a line "NAME VALUE") in /metrics, -1 when absent.
 double metric(int port, const std::string& name) {
   httplib::Client cli("127.0.0.1", port);
@@ -213,6 +241,35 @@ TEST_CASE("greedy completions equal kvrt run: alone, streamed, from the cache, f
   CHECK(server.stop() == 0);
 }
 
+TEST_CASE("curl: docs/serve.md's example requests, whole and streamed") {
+  if (std::system("command -v curl >/dev/null 2>&1") != 0) {
+    MESSAGE("SKIP: curl is not installed (tools/setup.sh installs it)");
+    return;
+  }
+  test::TempDir tmp;
+  const std::string expected = run_output(kPrompts[0], tmp);
+  ServeProcess server("-c 256 -t 1 --api-key KEY", tmp);
+  REQUIRE_MESSAGE(server.port() > 0, server.err());
+  const std::string url = "http://127.0.0.1:" + std::to_string(server.port());
+  const auto curl = [&](const std::string& args) {
+    const std::string out = tmp / "curl.out";
+    REQUIRE(
+        std::system(("curl -sS --max-time 60 -H 'Authorization: Bearer KEY' " + args + " >" + out)
+                        .c_str()) == 0);
+    return test::read_file(out);
+  };
+  const std::string body = completion_request(kPrompts[0]).dump();
+  CHECK(std::string(kPrompts[0]) +
+            body_text(curl(url + "/v1/completions -d '" + body + "'"), false) + "\n" ==
+        expected);
+  const std::string stream = completion_request(kPrompts[0], true).dump();
+  CHECK(std::string(kPrompts[0]) +
+            body_text(curl("-N " + url + "/v1/completions -d '" + stream + "'"), false) + "\n" ==
+        expected);
+  CHECK(json::parse(curl(url + "/v1/models"))["data"][0]["id"] == "stories260K");
+  CHECK(server.stop() == 0);
+}
+
 TEST_CASE("chat completions equal kvrt chat; markers written in a message stay text") {
   test::TempDir tmp;
   const std::string model = tmp / "chat.gguf";
@@ -230,6 +287,23 @@ TEST_CASE("chat completions equal kvrt chat; markers written in a message stay t
   CHECK("> " + message + "\n" + whole + "\n" == chat.out);
   req["stream"] = true;
   CHECK(completion_text(post(server.port(), "/v1/chat/completions", req.dump()), true) == whole);
+
+  // ignore_eos (llama.cpp's extension): the reply above ended at its end-of-turn token; with it,
+  // the same text runs on to exactly max_tokens.
+  req["stream"] = false;
+  const auto ended = post(server.port(), "/v1/chat/completions", req.dump());
+  REQUIRE(ended);
+  const json ended_body = json::parse(ended->body);
+  REQUIRE(ended_body["choices"][0]["finish_reason"] == "stop");
+  REQUIRE(ended_body["usage"]["completion_tokens"].get<int>() < 40);
+  req["ignore_eos"] = true;
+  const auto full = post(server.port(), "/v1/chat/completions", req.dump());
+  const std::string longer = completion_text(full, true);
+  const json full_body = json::parse(full->body);
+  CHECK(full_body["choices"][0]["finish_reason"] == "length");
+  CHECK(full_body["usage"]["completion_tokens"] == 40);
+  CHECK(longer.starts_with(whole));
+  CHECK(longer.size() > whole.size());
 
   // A message holding <|im_end|> is tokenized as text: the prompt is longer than the markers' ids.
   json plain = {{"messages", {{{"role", "user"}, {"content", "<|im_end|><|im_start|>"}}}},
@@ -292,6 +366,9 @@ TEST_CASE("the gate: --kv q8 serves only with a PASS record at -c; responses nam
 TEST_CASE("the bad-input catalogue: an error object each, while another slot generates") {
   test::TempDir tmp;
   const std::string expected = run_output(kPrompts[0], tmp);
+  const std::string prompt = kPrompts[0];
+  const std::string expected_text =
+      expected.substr(prompt.size(), expected.size() - prompt.size() - 1);
   ServeProcess server(
       "-c 256 -t 1 --parallel 2 --max-tokens 100 --max-body 4 --read-timeout 1 --api-key sekrit "
       "--debug-step-delay 5",
@@ -318,6 +395,7 @@ TEST_CASE("the bad-input catalogue: an error object each, while another slot gen
   check_error(cmpl({{"prompt", "x"}, {"max_tokens", "9"}}), 400, "max_tokens");
   check_error(cmpl({{"prompt", "x"}, {"temperature", "hot"}}), 400, "temperature");
   check_error(cmpl({{"prompt", "x"}, {"stream", 1}}), 400, "stream");
+  check_error(cmpl({{"prompt", "x"}, {"ignore_eos", "yes"}}), 400, "ignore_eos");
   check_error(chat({{"messages", "hi"}}), 400, "messages");
   check_error(chat({{"messages", {{{"role", "wizard"}, {"content", "hi"}}}}}), 400,
               "messages[0].role");                                    // unknown role
@@ -363,6 +441,30 @@ TEST_CASE("the bad-input catalogue: an error object each, while another slot gen
   close(fd);
   CHECK(reply.starts_with("HTTP/1.1 408"));
   CHECK(reply.find("\"error\"") != std::string::npos);
+
+  // Clients that trickle their request line or headers, a byte every 300 ms: each read is within
+  // the per-read timeout, but a request must arrive within --read-timeout (1 s) of its first byte
+  // in all. The connection is dropped (request line) or answered 408 (headers) within the
+  // deadline, not after the 10 s and more the trickles would take, and other requests are served
+  // meanwhile.
+  const std::string headers =
+      "Host: x\r\nAuthorization: Bearer sekrit\r\nX-Slow: " + std::string(20, 'a') + "\r\n\r\n";
+  std::pair<std::string, double> slow_line, slow_headers;
+  std::thread line_client(
+      [&] { slow_line = trickle(p, "P", "OST /v1/completions HTTP/1.1\r\n" + headers); });
+  std::thread headers_client(
+      [&] { slow_headers = trickle(p, "POST /v1/completions HTTP/1.1\r\n", headers); });
+  for (int i = 0; i < 3; ++i)
+    CHECK(completion_text(cmpl(completion_request(kPrompts[0])), false) == expected_text);
+  line_client.join();
+  headers_client.join();
+  // About 1.3 s (the deadline, then the client's next look); the trickles would take 20 s.
+  const double limit = test::kSanitizedBuild ? 10.0 : 5.0;
+  CHECK(slow_line.first.empty());
+  CHECK(slow_line.second < limit);
+  CHECK(slow_headers.first.starts_with("HTTP/1.1 408"));
+  CHECK(slow_headers.first.find("\"error\"") != std::string::npos);
+  CHECK(slow_headers.second < limit);
 
   other.join();
   CHECK(std::string(kPrompts[0]) + running + "\n" == expected);

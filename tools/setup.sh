@@ -7,9 +7,10 @@ build="${KVRT_BUILD:-$root/build}"
 
 # libdnnl-dev's CMake config calls find_package(OpenCL): ocl-icd-opencl-dev is only its Recommends.
 # libsodium-dev: Ed25519 signatures of validation records (kvrt validate --sign, run --trust).
-# libcpp-httplib-dev, nlohmann-json3-dev: kvrt serve's HTTP server and JSON (docs/serve.md).
+# libcpp-httplib-dev, nlohmann-json3-dev: kvrt serve's HTTP server and JSON (docs/serve.md);
+# curl: the serve test's curl client and tools/serve_bench.sh.
 packages=(g++ meson ninja-build pkg-config cmake libdnnl-dev ocl-icd-opencl-dev libxsimd-dev libtomlplusplus-dev
-          doctest-dev libsodium-dev libcpp-httplib-dev nlohmann-json3-dev)
+          doctest-dev libsodium-dev libcpp-httplib-dev nlohmann-json3-dev curl)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

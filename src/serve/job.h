@@ -23,6 +23,7 @@ struct JobInput {
   int max_tokens = 1;
   std::vector<std::string> stop;
   bool strip_leading_space = false;  // SentencePiece's space before the reply's first word
+  bool ignore_eos = false;           // never sample an end-of-generation token
 };
 
 enum class FinishReason { kStop, kLength };

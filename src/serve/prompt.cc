@@ -48,6 +48,7 @@ JobInput job_input(const GenerationRequest& r, const model::Model& model,
   in.sampling = r.sampling;
   in.max_tokens = r.max_tokens.value_or(limits.max_tokens);
   in.stop = r.stop;
+  in.ignore_eos = r.ignore_eos;
   return in;
 }
 

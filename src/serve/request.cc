@@ -156,6 +156,7 @@ GenerationRequest parse_request(std::string_view text, Endpoint endpoint, int ma
   read_sampling(body, r);
   r.stop = read_stop(body);
   r.stream = flag(body, "stream");
+  r.ignore_eos = flag(body, "ignore_eos");
   return r;
 }
 

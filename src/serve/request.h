@@ -24,6 +24,7 @@ struct GenerationRequest {
   model::SamplerOptions sampling;            // greedy unless temperature > 0
   std::vector<std::string> stop;             // at most 4, none empty
   bool stream = false;
+  bool ignore_eos = false;  // llama.cpp's extension: end-of-generation tokens are never sampled
 };
 
 // Throws ApiError(400) for a body that is not a request of this endpoint; max_tokens above

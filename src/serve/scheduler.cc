@@ -1,6 +1,7 @@
 #include "serve/scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <exception>
 
 #include "model/prefix_reuse.h"
@@ -180,7 +181,17 @@ void Scheduler::decode_step() {
 bool Scheduler::generate_one(Slot& slot, int32_t& token) {
   Job& job = *slot.job;
   const model::Tokenizer& tok = model_.tokenizer();
-  token = slot.sampler->sample(slot.session->last_logits(), model_.config().n_vocab);
+  const int n_vocab = model_.config().n_vocab;
+  const float* logits = slot.session->last_logits();
+  if (job.input().ignore_eos) {
+    // As llama.cpp's ignore_eos: the end-of-generation tokens get no probability, the rest keep
+    // theirs, so the reply runs to max_tokens or the end of the context.
+    slot.masked_logits.assign(logits, logits + n_vocab);
+    for (const int32_t id : tok.end_of_generation_ids())
+      if (id >= 0 && id < n_vocab) slot.masked_logits[size_t(id)] = -INFINITY;
+    logits = slot.masked_logits.data();
+  }
+  token = slot.sampler->sample(logits, n_vocab);
   if (slot.usage.n_completion == 0)
     metrics_.first_token(std::chrono::duration<double>(Clock::now() - job.submitted()).count());
   if (tok.is_end_of_generation(token)) {

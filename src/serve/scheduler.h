@@ -60,6 +60,7 @@ class Scheduler {
     std::optional<TextOutput> text;
     Usage usage;
     bool at_start = true;  // no text generated yet (the reply's leading space may be dropped)
+    std::vector<float> masked_logits;  // [n_vocab] ignore_eos: end-of-generation ids at -inf
   };
 
   void run();

@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "serve/api_error.h"
+#include "serve/deadline_server.h"
 #include "serve/prompt.h"
 #include "serve/reply.h"
 #include "serve/request.h"
@@ -23,7 +24,8 @@ void send_error(httplib::Response& res, const ApiError& e) {
   res.set_content(error_body(e), kJson);
 }
 
-// The body, read within the deadline: a client trickling its request would hold a worker.
+// The body, up to the size limit. A body that does not arrive within --read-timeout of the
+// request's first byte makes the reader fail (DeadlineServer).
 std::string read_body(const httplib::Request& req, const httplib::ContentReader& reader,
                       const ServerOptions& opt) {
   const std::string too_big_message = "the request body is longer than " +
@@ -32,20 +34,18 @@ std::string read_body(const httplib::Request& req, const httplib::ContentReader&
   if (req.get_header_value_count("Content-Length") > 0 &&
       req.get_header_value<uint64_t>("Content-Length") > opt.max_body_bytes)
     throw ApiError(413, too_big_message);
-  const Clock::time_point deadline = Clock::now() + std::chrono::seconds(opt.read_timeout_s);
   std::string body;
-  bool too_big = false, too_slow = false;
+  bool too_big = false;
   const bool read = reader([&](const char* data, size_t n) {
     too_big = body.size() + n > opt.max_body_bytes;
-    too_slow = Clock::now() > deadline;
-    if (too_big || too_slow) return false;
+    if (too_big) return false;
     body.append(data, n);
     return true;
   });
   if (too_big) throw ApiError(413, too_big_message);
-  if (too_slow || !read)
-    throw ApiError(408, "the request body did not arrive within " +
-                            std::to_string(opt.read_timeout_s) + " s (--read-timeout)");
+  if (!read)
+    throw ApiError(408, "the request did not arrive within " + std::to_string(opt.read_timeout_s) +
+                            " s (--read-timeout)");
   return body;
 }
 
@@ -85,7 +85,7 @@ Server::Server(const model::Model& model, std::optional<model::ChatTemplate> cha
   served_.n_ctx = scheduler_->n_ctx();
   if (opt_.max_prompt_tokens <= 0 || opt_.max_prompt_tokens > served_.n_ctx - 1)
     opt_.max_prompt_tokens = served_.n_ctx - 1;
-  http_ = std::make_unique<httplib::Server>();
+  http_ = std::make_unique<DeadlineServer>(std::chrono::seconds(opt_.read_timeout_s));
   // A worker per request that may be running or queued, so that streams never wait for a worker.
   const size_t n_workers = size_t(scheduler.n_slots + scheduler.queue_limit + kSpareThreads);
   http_->new_task_queue = [n_workers] { return new httplib::ThreadPool(n_workers); };
@@ -107,6 +107,8 @@ void Server::add_routes() {
     return httplib::Server::HandlerResponse::Handled;
   });
   http_->set_error_handler([](const httplib::Request&, httplib::Response& res) {
+    // cpp-httplib answers headers it could not read with 400; here they stopped at the deadline.
+    if (res.status == 400 && request_timed_out()) res.status = 408;
     if (res.body.empty())
       res.set_content(error_body(res.status, status_message(res.status)), kJson);
   });

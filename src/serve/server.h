@@ -2,8 +2,9 @@
 //   POST /v1/chat/completions, POST /v1/completions  (stream or whole)
 //   GET /v1/models, GET /health, GET /metrics        (Prometheus text)
 // With an API key every /v1/ route needs "Authorization: Bearer KEY". Request bodies are limited
-// in size and in the time they take to arrive; a bad request gets an OpenAI-style error object
-// and never stops the server or disturbs the other slots.
+// in size, and whole requests (line, headers, body) in the time they take to arrive
+// (DeadlineServer); a bad request gets an OpenAI-style error object and never stops the server or
+// disturbs the other slots.
 #pragma once
 
 #include <cstddef>
@@ -28,7 +29,7 @@ struct ServerOptions {
   int port = 8080;                  // 0: any free port (bind() returns it)
   std::string api_key;              // empty: no authentication
   size_t max_body_bytes = 1 << 20;  // a longer body is refused with 413
-  int read_timeout_s = 10;          // the most a request may take to arrive (408)
+  int read_timeout_s = 10;          // the most a request may take to arrive, from its first byte
   int max_tokens = 4096;            // the most a request may ask for, and its default
   int max_prompt_tokens = 0;        // 0: the context minus one
 };
