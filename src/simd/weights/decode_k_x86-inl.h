@@ -10,8 +10,8 @@
 //   - the rows are read ahead in software (k_read_ahead).
 // The integer sum of a block is the scalar twin's (weights/decode_scalar.cc) exactly, the same
 // products grouped otherwise; d_a d_w Σ is an f32 step as the twin's, summed in another order
-// (lanes). Q4_K and Q5_K keep the per-row kernels of decode_x86-inl.h: this design measured no
-// faster for them (bench_decode).
+// (lanes). Q4_K and Q5_K, bound by instructions rather than bytes, have their own layout and
+// kernels (weights/decode_k4_x86-inl.h).
 
 namespace {
 

@@ -10,7 +10,7 @@
 // sums run per lane, then one horizontal sum per row. The activations' quantizers are in
 // weights/act_quantize_x86-inl.h; the weight codes as bytes in weights/block_codes_x86-inl.h;
 // Q4_0's product, which does without the sign trick, in weights/decode_q4_0_x86-inl.h; Q6_K's in
-// weights/decode_k_x86-inl.h.
+// weights/decode_k_x86-inl.h; Q4_K's and Q5_K's in weights/decode_k4_x86-inl.h.
 
 #include "simd/weights/block_codes_x86-inl.h"
 
@@ -159,63 +159,11 @@ float dot_q3_k(const uint8_t* w, const uint8_t* act, int64_t n) {
   return hsum(acc);
 }
 
-// The 8 scales (bytes 0..7) and 8 mins (bytes 8..15) of a Q4_K / Q5_K block, 6 bits each
-// (k_scale_min of simd/weights/blocks.h for all 8 sub-blocks at once, as ggml's utmp).
-inline void k_scales_mins(const uint8_t* packed, uint32_t out[4]) {
-  constexpr uint32_t kLow6 = 0x3f3f3f3f, kLow4 = 0x0f0f0f0f, kLow2 = 0x03030303;
-  uint32_t u[3];
-  std::memcpy(u, packed, sizeof u);
-  out[0] = u[0] & kLow6;
-  out[1] = (u[2] & kLow4) | (((u[0] >> 6) & kLow2) << 4);
-  out[2] = u[1] & kLow6;
-  out[3] = ((u[2] >> 4) & kLow4) | (((u[1] >> 6) & kLow2) << 4);
-}
-
-// Q4_K and Q5_K: sub-block 2k + h (32 values) is nibble h of qs[32k ..] (Q5_K: plus bit 2k + h of
-// qh[l] as the fifth bit); the min term from the pairs of bsums.
-template <class Block, bool kFifthBit>
-float dot_k_affine(const uint8_t* w, const uint8_t* act, int64_t n) {
-  const Block* x = reinterpret_cast<const Block*>(w);
-  const BlockQ8_K* y = reinterpret_cast<const BlockQ8_K*>(act);
-  const __m256i low4 = _mm256_set1_epi8(0xF);
-  __m256 acc = _mm256_setzero_ps();
-  float mins = 0.0f;
-  for (int64_t b = 0; b < n / kQK_K; ++b) {
-    uint32_t sm[4];
-    k_scales_mins(x[b].scales, sm);
-    const uint8_t* sc = reinterpret_cast<const uint8_t*>(sm);
-    // each min twice: it multiplies both 16-value sums of its sub-block
-    const __m128i m8 = _mm_cvtsi64_si128(int64_t(uint64_t(sm[2]) | uint64_t(sm[3]) << 32));
-    const __m256i m16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
-    __m256i hb = _mm256_setzero_si256();
-    if constexpr (kFifthBit) hb = load256(x[b].qh);
-    __m256i sum = _mm256_setzero_si256();
-    for (int k = 0; k < 4; ++k) {
-      const __m256i q4 = load256(x[b].qs + 32 * k);
-      __m256i lo = _mm256_and_si256(q4, low4),
-              hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), low4);
-      if constexpr (kFifthBit) {
-        const __m256i one = _mm256_set1_epi8(1);
-        lo = _mm256_or_si256(
-            lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * k), one), 4));
-        hi = _mm256_or_si256(
-            hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * k + 1), one), 4));
-      }
-      sum = dot_s16(sum, _mm256_set1_epi16(sc[2 * k]),
-                    _mm256_maddubs_epi16(lo, load256(y[b].qs + 64 * k)));
-      sum = dot_s16(sum, _mm256_set1_epi16(sc[2 * k + 1]),
-                    _mm256_maddubs_epi16(hi, load256(y[b].qs + 64 * k + 32)));
-    }
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(y[b].d * f16(x[b].d)), _mm256_cvtepi32_ps(sum), acc);
-    mins += y[b].d * f16(x[b].dmin) * float(bsum_dot(m16, y[b]));
-  }
-  return hsum(acc) - mins;
-}
-
 }  // namespace
 
 #include "simd/weights/act_quantize_x86-inl.h"
 #include "simd/weights/decode_k_x86-inl.h"
+#include "simd/weights/decode_k4_x86-inl.h"
 #include "simd/weights/decode_q4_0_x86-inl.h"
 
 void install(Kernels& k) {
@@ -230,7 +178,7 @@ void install(Kernels& k) {
   k.weight[weight_index(W::kQ5_1)].decode = decode_rows<dot_affine<BlockQ5_1>>;
   k.weight[weight_index(W::kQ2_K)].decode = decode_rows<dot_q2_k>;
   k.weight[weight_index(W::kQ3_K)].decode = decode_rows<dot_q3_k>;
-  k.weight[weight_index(W::kQ4_K)].decode = decode_rows<dot_k_affine<BlockQ4_K, false>>;
-  k.weight[weight_index(W::kQ5_K)].decode = decode_rows<dot_k_affine<BlockQ5_K, true>>;
+  k.weight[weight_index(W::kQ4_K)].decode = decode_k_affine<BlockQ4_K, false>;
+  k.weight[weight_index(W::kQ5_K)].decode = decode_k_affine<BlockQ5_K, true>;
   k.weight[weight_index(W::kQ6_K)].decode = decode_k<BlockQ6_K, q6_k_block>;
 }
