@@ -10,7 +10,8 @@
 // sums run per lane, then one horizontal sum per row. The activations' quantizers are in
 // weights/act_quantize_x86-inl.h; the weight codes as bytes in weights/block_codes_x86-inl.h;
 // Q4_0's product, which does without the sign trick, in weights/decode_q4_0_x86-inl.h; Q6_K's in
-// weights/decode_k_x86-inl.h; Q4_K's and Q5_K's in weights/decode_k4_x86-inl.h.
+// weights/decode_k_x86-inl.h; Q4_K's and Q5_K's in weights/decode_k4_x86-inl.h; Q3_K's on
+// avx512-vnni in weights/decode_k3_x86-inl.h.
 
 #include "simd/weights/block_codes_x86-inl.h"
 
@@ -139,6 +140,7 @@ float dot_q2_k(const uint8_t* w, const uint8_t* act, int64_t n) {
   return hsum(acc) - mins;
 }
 
+#if !defined(__AVX512VNNI__)
 // Q3_K: codes low + 4 high - 4, summed as (low + 4 high) a, less 4 Σ_s scale_s bsums[s].
 float dot_q3_k(const uint8_t* w, const uint8_t* act, int64_t n) {
   const BlockQ3_K* x = reinterpret_cast<const BlockQ3_K*>(w);
@@ -158,11 +160,13 @@ float dot_q3_k(const uint8_t* w, const uint8_t* act, int64_t n) {
   }
   return hsum(acc);
 }
+#endif
 
 }  // namespace
 
 #include "simd/weights/act_quantize_x86-inl.h"
 #include "simd/weights/decode_k_x86-inl.h"
+#include "simd/weights/decode_k3_x86-inl.h"
 #include "simd/weights/decode_k4_x86-inl.h"
 #include "simd/weights/decode_q4_0_x86-inl.h"
 
@@ -177,7 +181,11 @@ void install(Kernels& k) {
   k.weight[weight_index(W::kQ4_1)].decode = decode_rows<dot_affine<BlockQ4_1>>;
   k.weight[weight_index(W::kQ5_1)].decode = decode_rows<dot_affine<BlockQ5_1>>;
   k.weight[weight_index(W::kQ2_K)].decode = decode_rows<dot_q2_k>;
+#if defined(__AVX512VNNI__)
+  k.weight[weight_index(W::kQ3_K)].decode = decode_q3_k;
+#else
   k.weight[weight_index(W::kQ3_K)].decode = decode_rows<dot_q3_k>;
+#endif
   k.weight[weight_index(W::kQ4_K)].decode = decode_k_affine<BlockQ4_K, false>;
   k.weight[weight_index(W::kQ5_K)].decode = decode_k_affine<BlockQ5_K, true>;
   k.weight[weight_index(W::kQ6_K)].decode = decode_k<BlockQ6_K, q6_k_block>;
