@@ -188,5 +188,9 @@ void install(Kernels& k) {
 #endif
   k.weight[weight_index(W::kQ4_K)].decode = decode_k_affine<BlockQ4_K, false>;
   k.weight[weight_index(W::kQ5_K)].decode = decode_k_affine<BlockQ5_K, true>;
-  k.weight[weight_index(W::kQ6_K)].decode = decode_k<BlockQ6_K, q6_k_block>;
+#if defined(__AVX512VNNI__)
+  k.weight[weight_index(W::kQ6_K)].decode = decode_k<BlockQ6_K, __m512, q6_k_block>;
+#else
+  k.weight[weight_index(W::kQ6_K)].decode = decode_k<BlockQ6_K, __m256, q6_k_block>;
+#endif
 }
