@@ -38,10 +38,12 @@ inline __m256i word_of(int lo, int hi) {
                           _mm_set1_epi16(short(0x0100 + 0x0202 * lo)));
 }
 
-// Software prefetch of the block 2 KiB past x (the distance of the Q4_0 kernel's read_ahead).
+// Software prefetch of the block 8 KiB past x: in a model's decode step W streams from DRAM, and
+// the 2 KiB of the Q4_0 kernel's read_ahead left the K kernels waiting on it (kvrt bench; 4 to 16
+// KiB did alike, bench_decode's cache-resident matrices alike at every distance).
 template <class Block>
 inline void k_read_ahead(const Block* x) {
-  const char* p = reinterpret_cast<const char*>(x) + 2048;
+  const char* p = reinterpret_cast<const char*>(x) + 8192;
   for (size_t l = 0; l < sizeof(Block); l += 64) _mm_prefetch(p + l, _MM_HINT_T0);
   _mm_prefetch(p + sizeof(Block) - 1, _MM_HINT_T0);
 }
