@@ -67,7 +67,7 @@ const WeightTypeTraits& parse_type(const std::string& name) {
 
 int main(int argc, char** argv) {
   std::vector<const WeightTypeTraits*> types;
-  std::istringstream list(argc > 1 ? argv[1] : "Q4_0,Q4_K,Q5_K,Q6_K");
+  std::istringstream list(argc > 1 ? argv[1] : "Q4_0,Q3_K,Q4_K,Q5_K,Q6_K");
   for (std::string name; std::getline(list, name, ',');) types.push_back(&parse_type(name));
   const int windows = argc > 2 ? std::atoi(argv[2]) : 200;
   if (windows < 1) {

@@ -10,7 +10,8 @@
 // sums run per lane, then one horizontal sum per row. The activations' quantizers are in
 // weights/act_quantize_x86-inl.h; the weight codes as bytes in weights/block_codes_x86-inl.h;
 // Q4_0's product, which does without the sign trick, in weights/decode_q4_0_x86-inl.h; Q6_K's in
-// weights/decode_k_x86-inl.h.
+// weights/decode_k_x86-inl.h; Q4_K's and Q5_K's in weights/decode_k4_x86-inl.h; Q3_K's in
+// weights/decode_k3_x86-inl.h.
 
 #include "simd/weights/block_codes_x86-inl.h"
 
@@ -99,21 +100,15 @@ inline int32_t bsum_dot(__m256i c, const BlockQ8_K& y) {
   return hsum_i32(_mm256_madd_epi16(c, load256(y.bsums)));
 }
 
-// Q2_K and Q3_K (16-value sub-blocks): Σ_s scale_s Σ q a over the 8 runs of 32 values of a block,
-// run (n, j) from bits 2j of qs[32n ..]; Q3_K's high bits from bit 4n + j of hmask.
-template <bool kHighBit>
-__m256i k2_runs(const uint8_t* qs, const uint8_t* hmask, const int8_t* a, const int* scale) {
+// Q2_K (16-value sub-blocks): Σ_s scale_s Σ q a over the 8 runs of 32 values of a block, run
+// (n, j) from bits 2j of qs[32n ..].
+__m256i k2_runs(const uint8_t* qs, const int8_t* a, const int* scale) {
   const __m256i three = _mm256_set1_epi8(3);
-  const __m256i hb = kHighBit ? load256(hmask) : _mm256_setzero_si256();
   __m256i sum = _mm256_setzero_si256();
   for (int n2 = 0; n2 < 2; ++n2) {
     const __m256i q2 = load256(qs + 32 * n2);
     for (int j = 0; j < 4; ++j) {
-      __m256i q = _mm256_and_si256(_mm256_srli_epi16(q2, 2 * j), three);
-      if constexpr (kHighBit) {
-        const __m256i h = _mm256_and_si256(_mm256_srli_epi16(hb, 4 * n2 + j), _mm256_set1_epi8(1));
-        q = _mm256_or_si256(q, _mm256_slli_epi16(h, 2));
-      }
+      const __m256i q = _mm256_and_si256(_mm256_srli_epi16(q2, 2 * j), three);
       const int s = 8 * n2 + 2 * j;
       const __m256i p = _mm256_maddubs_epi16(q, load256(a + 128 * n2 + 32 * j));
       sum = dot_s16(sum, scale_pair(scale[s], scale[s + 1]), p);
@@ -132,82 +127,9 @@ float dot_q2_k(const uint8_t* w, const uint8_t* act, int64_t n) {
     for (int s = 0; s < 16; ++s) scale[s] = x[b].scales[s] & 0xF;
     const __m256i mins16 = _mm256_srli_epi16(
         _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[b].scales))), 4);
-    const __m256i sum = k2_runs<false>(x[b].qs, nullptr, y[b].qs, scale);
+    const __m256i sum = k2_runs(x[b].qs, y[b].qs, scale);
     acc = _mm256_fmadd_ps(_mm256_set1_ps(y[b].d * f16(x[b].d)), _mm256_cvtepi32_ps(sum), acc);
     mins += y[b].d * f16(x[b].dmin) * float(bsum_dot(mins16, y[b]));
-  }
-  return hsum(acc) - mins;
-}
-
-// Q3_K: codes low + 4 high - 4, summed as (low + 4 high) a, less 4 Σ_s scale_s bsums[s].
-float dot_q3_k(const uint8_t* w, const uint8_t* act, int64_t n) {
-  const BlockQ3_K* x = reinterpret_cast<const BlockQ3_K*>(w);
-  const BlockQ8_K* y = reinterpret_cast<const BlockQ8_K*>(act);
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n / kQK_K; ++b) {
-    int scale[16];
-    alignas(32) int16_t scale16[16];
-    for (int s = 0; s < 16; ++s) scale16[s] = int16_t(scale[s] = q3_k_scale(s, x[b].scales) - 32);
-    const __m256i sum = k2_runs<true>(x[b].qs, x[b].hmask, y[b].qs, scale);
-    const int32_t bias =
-        4 * bsum_dot(_mm256_load_si256(reinterpret_cast<const __m256i*>(scale16)), y[b]);
-    acc = _mm256_fmadd_ps(
-        _mm256_set1_ps(y[b].d * f16(x[b].d)),
-        _mm256_cvtepi32_ps(_mm256_sub_epi32(sum, _mm256_setr_epi32(bias, 0, 0, 0, 0, 0, 0, 0))),
-        acc);
-  }
-  return hsum(acc);
-}
-
-// The 8 scales (bytes 0..7) and 8 mins (bytes 8..15) of a Q4_K / Q5_K block, 6 bits each
-// (k_scale_min of simd/weights/blocks.h for all 8 sub-blocks at once, as ggml's utmp).
-inline void k_scales_mins(const uint8_t* packed, uint32_t out[4]) {
-  constexpr uint32_t kLow6 = 0x3f3f3f3f, kLow4 = 0x0f0f0f0f, kLow2 = 0x03030303;
-  uint32_t u[3];
-  std::memcpy(u, packed, sizeof u);
-  out[0] = u[0] & kLow6;
-  out[1] = (u[2] & kLow4) | (((u[0] >> 6) & kLow2) << 4);
-  out[2] = u[1] & kLow6;
-  out[3] = ((u[2] >> 4) & kLow4) | (((u[1] >> 6) & kLow2) << 4);
-}
-
-// Q4_K and Q5_K: sub-block 2k + h (32 values) is nibble h of qs[32k ..] (Q5_K: plus bit 2k + h of
-// qh[l] as the fifth bit); the min term from the pairs of bsums.
-template <class Block, bool kFifthBit>
-float dot_k_affine(const uint8_t* w, const uint8_t* act, int64_t n) {
-  const Block* x = reinterpret_cast<const Block*>(w);
-  const BlockQ8_K* y = reinterpret_cast<const BlockQ8_K*>(act);
-  const __m256i low4 = _mm256_set1_epi8(0xF);
-  __m256 acc = _mm256_setzero_ps();
-  float mins = 0.0f;
-  for (int64_t b = 0; b < n / kQK_K; ++b) {
-    uint32_t sm[4];
-    k_scales_mins(x[b].scales, sm);
-    const uint8_t* sc = reinterpret_cast<const uint8_t*>(sm);
-    // each min twice: it multiplies both 16-value sums of its sub-block
-    const __m128i m8 = _mm_cvtsi64_si128(int64_t(uint64_t(sm[2]) | uint64_t(sm[3]) << 32));
-    const __m256i m16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
-    __m256i hb = _mm256_setzero_si256();
-    if constexpr (kFifthBit) hb = load256(x[b].qh);
-    __m256i sum = _mm256_setzero_si256();
-    for (int k = 0; k < 4; ++k) {
-      const __m256i q4 = load256(x[b].qs + 32 * k);
-      __m256i lo = _mm256_and_si256(q4, low4),
-              hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), low4);
-      if constexpr (kFifthBit) {
-        const __m256i one = _mm256_set1_epi8(1);
-        lo = _mm256_or_si256(
-            lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * k), one), 4));
-        hi = _mm256_or_si256(
-            hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * k + 1), one), 4));
-      }
-      sum = dot_s16(sum, _mm256_set1_epi16(sc[2 * k]),
-                    _mm256_maddubs_epi16(lo, load256(y[b].qs + 64 * k)));
-      sum = dot_s16(sum, _mm256_set1_epi16(sc[2 * k + 1]),
-                    _mm256_maddubs_epi16(hi, load256(y[b].qs + 64 * k + 32)));
-    }
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(y[b].d * f16(x[b].d)), _mm256_cvtepi32_ps(sum), acc);
-    mins += y[b].d * f16(x[b].dmin) * float(bsum_dot(m16, y[b]));
   }
   return hsum(acc) - mins;
 }
@@ -216,6 +138,8 @@ float dot_k_affine(const uint8_t* w, const uint8_t* act, int64_t n) {
 
 #include "simd/weights/act_quantize_x86-inl.h"
 #include "simd/weights/decode_k_x86-inl.h"
+#include "simd/weights/decode_k3_x86-inl.h"
+#include "simd/weights/decode_k4_x86-inl.h"
 #include "simd/weights/decode_q4_0_x86-inl.h"
 
 void install(Kernels& k) {
@@ -229,8 +153,12 @@ void install(Kernels& k) {
   k.weight[weight_index(W::kQ4_1)].decode = decode_rows<dot_affine<BlockQ4_1>>;
   k.weight[weight_index(W::kQ5_1)].decode = decode_rows<dot_affine<BlockQ5_1>>;
   k.weight[weight_index(W::kQ2_K)].decode = decode_rows<dot_q2_k>;
-  k.weight[weight_index(W::kQ3_K)].decode = decode_rows<dot_q3_k>;
-  k.weight[weight_index(W::kQ4_K)].decode = decode_rows<dot_k_affine<BlockQ4_K, false>>;
-  k.weight[weight_index(W::kQ5_K)].decode = decode_rows<dot_k_affine<BlockQ5_K, true>>;
-  k.weight[weight_index(W::kQ6_K)].decode = decode_k<BlockQ6_K, q6_k_block>;
+  k.weight[weight_index(W::kQ3_K)].decode = decode_q3_k;
+  k.weight[weight_index(W::kQ4_K)].decode = decode_k_affine<BlockQ4_K, false>;
+  k.weight[weight_index(W::kQ5_K)].decode = decode_k_affine<BlockQ5_K, true>;
+#if defined(__AVX512VNNI__)
+  k.weight[weight_index(W::kQ6_K)].decode = decode_k<BlockQ6_K, __m512, q6_k_block>;
+#else
+  k.weight[weight_index(W::kQ6_K)].decode = decode_k<BlockQ6_K, __m256, q6_k_block>;
+#endif
 }
