@@ -88,15 +88,16 @@ void check_f16_tiles(const Rung& r) {
 }
 
 // The decode product of F16 W (the decode slot of F16; F32 activation rows): every output within
-// f32 rounding of the double-precision product (subnormal weights included), for 1 to 4 rows of x
-// and rows short of one batch, of whole 4-batch steps and of a tail; and every row of x's output
-// bit for bit its output alone (lockstep sessions and thread splits rely on it).
+// f32 rounding of the double-precision product (subnormal weights included), for 1 to 6 rows of x
+// (more than the 4 it takes at a time) and rows short of one batch, of whole 4-batch steps and of
+// a tail; and every row of x's output bit for bit its output alone (lockstep sessions and thread
+// splits rely on it).
 void check_f16_decode(const Rung& r) {
   const auto decode = r.k.weight[simd::weight_index(simd::WeightType::kF16)].decode;
   REQUIRE(bool(decode));
   constexpr int kRows = 7;
   for (int64_t n_in : {1, 7, 16, 37, 64, 259, 2816}) {
-    MatmulProblem p = make_problem(4, kRows, n_in, simd::WeightType::kF16, uint32_t(n_in) + 3);
+    MatmulProblem p = make_problem(6, kRows, n_in, simd::WeightType::kF16, uint32_t(n_in) + 3);
     for (size_t i = 0; i < p.w_16.size(); i += 13) {  // some subnormals
       p.w_16[i] = uint16_t(0x0001 + i % 0x3ff);
       p.w[i] = f16_to_f32(p.w_16[i]);
@@ -108,7 +109,7 @@ void check_f16_decode(const Rung& r) {
               y.data(), size_t(kRows)});
       return y;
     };
-    for (int m = 1; m <= 4; ++m) {
+    for (int m = 1; m <= 6; ++m) {
       MatmulProblem sub = p;  // the first m rows of x
       sub.m = m;
       const std::vector<float> y = run(m, 0);

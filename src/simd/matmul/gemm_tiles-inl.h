@@ -60,34 +60,47 @@ void matmul_tile(const TileArgs<W>& a) {
   }
 }
 
+// Outputs of W rows [j0, j1) of a decode call (f16_decode below), 4 rows of x at a time.
+template <class Batch>
+void f16_decode_block(const DecodeArgs& a, int j0, int j1) {
+  constexpr int64_t kBatch = Batch::size, kStep = 4 * kBatch;
+  for (int i0 = 0; i0 < a.m; i0 += 4) {
+    const int i1 = std::min(a.m, i0 + 4);
+    for (int j = j0; j < j1; ++j) {
+      const uint16_t* w = reinterpret_cast<const uint16_t*>(a.w + size_t(j) * a.w_stride);
+      for (int i = i0; i < i1; ++i) {
+        const float* x = reinterpret_cast<const float*>(a.act + size_t(i) * a.act_stride);
+        Batch acc[4] = {Batch(0.0f), Batch(0.0f), Batch(0.0f), Batch(0.0f)};  // k mod kStep
+        int64_t k = 0;
+        for (; k + kStep <= a.n_in; k += kStep)
+          for (int u = 0; u < 4; ++u)
+            acc[u] = xsimd::fma(Batch::load_unaligned(x + k + u * kBatch),
+                                load_w<Batch>(w + k + u * kBatch), acc[u]);
+        for (; k + kBatch <= a.n_in; k += kBatch)
+          acc[0] = xsimd::fma(Batch::load_unaligned(x + k), load_w<Batch>(w + k), acc[0]);
+        float sum = xsimd::hadd((acc[0] + acc[1]) + (acc[2] + acc[3]));
+        for (; k < a.n_in; ++k) sum = std::fma(x[k], w_value(w[k]), sum);
+        a.y[size_t(i) * a.y_stride + size_t(j)] = sum;
+      }
+    }
+  }
+}
+
 // The decode product of F16 W (the decode slot of F16, DecodeArgs of simd/kernels.h; the
 // activation rows are x's F32 rows): one W row at a time, widened in registers, on four
 // accumulators that take every fourth batch of k. W is then one sequential stream that the hardware
 // prefetchers follow, and the four FMA chains keep the core ahead of memory; the tiles' mr x nr
 // rows at once read nr streams 2 n_in bytes apart, which streamed W from memory more slowly
-// (bench_decode's streamed column). The row stays in L1 for the m activation rows. Each output is
-// the same sum whatever m and whichever thread runs its row; the scalar twin sums in k order.
+// (bench_decode's streamed column). The row stays in L1 for up to 4 rows of x; more rows
+// (lockstep sessions) go 4 at a time over blocks of W rows that stay in L2, rather than reading
+// every row of x for each W row. Each output is the same sum whatever m and whichever thread runs
+// its row; the scalar twin sums in k order.
 template <class Arch>
 void f16_decode(const DecodeArgs& a) {
-  using Batch = xsimd::batch<float, Arch>;
-  constexpr int64_t kBatch = Batch::size, kStep = 4 * kBatch;
-  for (int j = 0; j < a.n_rows; ++j) {
-    const uint16_t* w = reinterpret_cast<const uint16_t*>(a.w + size_t(j) * a.w_stride);
-    for (int i = 0; i < a.m; ++i) {
-      const float* x = reinterpret_cast<const float*>(a.act + size_t(i) * a.act_stride);
-      Batch acc[4] = {Batch(0.0f), Batch(0.0f), Batch(0.0f), Batch(0.0f)};  // k mod kStep
-      int64_t k = 0;
-      for (; k + kStep <= a.n_in; k += kStep)
-        for (int u = 0; u < 4; ++u)
-          acc[u] = xsimd::fma(Batch::load_unaligned(x + k + u * kBatch),
-                              load_w<Batch>(w + k + u * kBatch), acc[u]);
-      for (; k + kBatch <= a.n_in; k += kBatch)
-        acc[0] = xsimd::fma(Batch::load_unaligned(x + k), load_w<Batch>(w + k), acc[0]);
-      float sum = xsimd::hadd((acc[0] + acc[1]) + (acc[2] + acc[3]));
-      for (; k < a.n_in; ++k) sum = std::fma(x[k], w_value(w[k]), sum);
-      a.y[size_t(i) * a.y_stride + size_t(j)] = sum;
-    }
-  }
+  constexpr size_t kBlockBytes = 256 * 1024;  // W rows per block: a quarter of L2 or less
+  const int block = int(std::max<size_t>(1, kBlockBytes / a.w_stride));
+  for (int j0 = 0; j0 < a.n_rows; j0 += block)
+    f16_decode_block<xsimd::batch<float, Arch>>(a, j0, std::min(a.n_rows, j0 + block));
 }
 
 // f16 -> f32 with the conversion instructions this translation unit was compiled for.
