@@ -2,7 +2,10 @@
 // 4 KV heads of 64, d_ff 2816, 8 layers), one thread, timed for a loaded machine: each product is
 // timed as the best of many short windows, so time the process spent preempted drops out. Prints
 // per type and matrix the best us per call and the W bytes/s it reached, then the tok/s of the
-// products of 8 layers. Compare kernels by running two builds alternately (ratios in one run).
+// products of 8 layers. Those are read from the caches (each matrix is timed again and again), so
+// it then times whole tokens on 8 distinct layers' matrices, which decode reads from memory as a
+// model does: the best tok/s, its W bytes/s, and a plain read of as many bytes beside it (the
+// ceiling). Compare kernels by running two builds alternately (ratios in one run).
 //   bench_decode [TYPES Q4_K,Q6_K,...] [WINDOWS]
 // The rung is the process's (KVRT_ISA picks a lower one).
 #include <algorithm>
@@ -53,6 +56,61 @@ double best_seconds_per_call(F&& f, int windows) {
   return best;
 }
 
+// One token's decode products on kLayers distinct layers of W in `type` (every matrix its own, as
+// in a model), timed whole: W comes from memory. Prints tok/s, W GB/s and the GB/s of a plain read
+// of as many bytes (summing 64-bit words): what a product that reads W once can reach.
+void streamed_token(const WeightTypeTraits& type, kvrt::ops::Matmul& mm, int windows,
+                    std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<std::vector<uint8_t>> stored;  // per matrix of the token: [n_out][row bytes]
+  std::vector<kvrt::ops::WeightMatrix> mats;
+  size_t bytes = 0;
+  int64_t n_max = 0;
+  for (int layer = 0; layer < kLayers; ++layer) {
+    for (const Shape& s : kShapes) {
+      for (int c = 0; c < s.per_layer; ++c) {
+        std::vector<float> w(size_t(s.n_out * s.n_in));  // [n_out][n_in]
+        for (float& v : w) v = normal(rng);
+        stored.emplace_back(size_t(type.row_bytes(s.n_in) * s.n_out));
+        type.from_float_ref(w.data(), int64_t(w.size()), stored.back().data());
+        bytes += stored.back().size();
+        n_max = std::max({n_max, s.n_in, s.n_out});
+      }
+    }
+  }
+  size_t i = 0;
+  for (int layer = 0; layer < kLayers; ++layer)
+    for (const Shape& s : kShapes)
+      for (int c = 0; c < s.per_layer; ++c, ++i)
+        mats.push_back({stored[i].data(), type.type, s.n_out, s.n_in});
+  std::vector<float> x(static_cast<size_t>(n_max)), y(static_cast<size_t>(n_max));
+  for (float& v : x) v = normal(rng);
+  const std::vector<uint64_t> plain(bytes / 32 * 4, 1);  // [bytes / 8]
+  volatile uint64_t sink = 0;
+  // A token and a plain read of as many bytes in turn, each the best of its windows: both meet
+  // the same neighbours on a shared machine.
+  double t = std::numeric_limits<double>::infinity(), t_read = t;
+  for (int w = 0; w < windows; ++w) {
+    t = std::min(t, best_seconds_per_call(
+                        [&] {
+                          for (const kvrt::ops::WeightMatrix& m : mats)
+                            mm.run(x.data(), 1, m, y.data());
+                        },
+                        1));
+    t_read = std::min(t_read, best_seconds_per_call(
+                                  [&] {
+                                    uint64_t total[4] = {};  // independent sums: not a chain
+                                    for (size_t i = 0; i + 4 <= plain.size(); i += 4)
+                                      for (int u = 0; u < 4; ++u) total[u] += plain[i + u];
+                                    sink = sink + total[0] + total[1] + total[2] + total[3];
+                                  },
+                                  1));
+  }
+  const double gbps = double(bytes) / t * 1e-9, stream = double(bytes) / t_read * 1e-9;
+  std::printf("%-8s %9.1f %9.2f %12.2f %8.0f%%\n", type.name, 1.0 / t, gbps, stream,
+              100.0 * gbps / stream);
+}
+
 const WeightTypeTraits& parse_type(const std::string& name) {
   for (int t = 0; t < kvrt::simd::kNumWeightTypes; ++t) {
     const WeightTypeTraits* row = kvrt::simd::find_weight_type(uint32_t(t));
@@ -100,5 +158,11 @@ int main(int argc, char** argv) {
   std::printf("\ntok/s through the decode products of %d layers, best windows, 1 thread, %s\n",
               kLayers, mm.implementation());
   for (size_t i = 0; i < types.size(); ++i) std::printf("%-8s %8.1f\n", types[i]->name, tok_s[i]);
+  // A token takes milliseconds: fewer windows, each one token.
+  std::printf("\nstreamed: whole tokens on %d distinct layers (W from memory), best of %d\n",
+              kLayers, std::max(3, windows / 10));
+  std::printf("%-8s %9s %9s %12s %9s\n", "weights", "tok/s", "GB/s(W)", "stream GB/s", "of max");
+  for (const WeightTypeTraits* type : types)
+    streamed_token(*type, mm, std::max(3, windows / 10), rng);
   return 0;
 }

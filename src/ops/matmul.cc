@@ -1,6 +1,7 @@
 // Matmul: picks the kernel for each product. Decode-sized products (ops/decode_size.h) on W of a
-// quantized type run as integer dot products on its packed blocks (matmul_packed.cc); other
-// decode-sized products stream W once through the blocked tiles, in W's stored type; larger
+// type with a decode kernel run on it (matmul_packed.cc: integer dot products on quantized
+// blocks, F16 rows widened in registers); other decode-sized products stream W once through the
+// blocked tiles, in W's stored type; larger
 // products go to oneDNN, with W other than F32 widened kWidenRows rows at a time (the type's
 // to_float kernel) into an L2-sized buffer, and the columns of y they give written densely, then
 // copied into y (oneDNN's fast kernels want a dense y). The threads of the session's pool

@@ -5,10 +5,10 @@
 // Blocking: the pool's threads claim items of contiguous columns of y (rows of W, ops/row_items.h),
 // so at m = 1 W is streamed exactly once. Rows of x are taken kRowBlockBytes at a time so
 // the block stays in L2 while every W tile of the thread passes over it; a W tile (nr rows) is
-// reused by all row tiles of the block. F16 weights run through f16 tiles, which widen W in
-// registers (the same sums as the f32 tiles on the widened rows, bit for bit), and the next
-// tile's rows are read ahead: widened into scratch without read-ahead, F16 decode streamed W far
-// below the rate of a plain read (bench_matmul shows both).
+// reused by all row tiles of the block. F16 weights (decode-sized products have their own kernel,
+// matmul_packed.cc) run through f16 tiles, which widen W in registers (the same sums as the f32
+// tiles on the widened rows, bit for bit), and the next tile's rows are read ahead: widened into
+// scratch without read-ahead, F16 products streamed W far below the rate of a plain read.
 // Other weights are widened one W tile at a time into a per-thread scratch (L1-resident) by the
 // weight type's to_float kernel, then run through the f32 tiles. Either way W is read from memory
 // once, in its stored size.

@@ -1,8 +1,8 @@
-// Decode products on packed weight blocks (simd/weights/decode.h) for matmul.cc: the rows of x are
+// Decode products on W in its stored type (simd/weights/decode.h) for matmul.cc: the rows of x are
 // quantized once per product into the weight type's activation blocks (Q8_0, Q8_1 or Q8_K, by the
-// from_float slot of that format), then the pool's threads claim items of contiguous rows of W
-// (ops/row_items.h), each running the type's decode kernel over them: W is read once, packed,
-// straight from the map.
+// from_float slot of that format; F16 W takes x's F32 rows as they are), then the pool's threads
+// claim items of contiguous rows of W (ops/row_items.h), each running the type's decode kernel over
+// them: W is read once, packed, straight from the map.
 #pragma once
 
 #include <cstddef>
@@ -20,7 +20,7 @@ class PackedDecode {
  public:
   explicit PackedDecode(ThreadPool& pool);
   // Whether run() computes y = x · Wᵀ for W: a weight type with a decode kernel. Each row of y
-  // is the same whatever m (every row is a dot product of its own).
+  // is the same whatever m (every output is a dot product of its own).
   bool handles(const WeightMatrix& w) const;
   void run(const float* x, int64_t m, const WeightMatrix& w, float* y);
   // The activation blocks of products of up to m rows of up to n_in values, allocated now.
@@ -33,7 +33,7 @@ class PackedDecode {
   ThreadPool* pool_;
   const simd::Kernels* kernels_;
   std::string name_;
-  std::vector<uint8_t> act_;  // [m][activation row bytes]: x quantized
+  std::vector<uint8_t> act_;  // [m][activation row bytes]: x quantized (not for F32 activations)
 };
 
 }  // namespace kvrt::ops

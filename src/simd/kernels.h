@@ -150,8 +150,8 @@ struct TileArgs {
   size_t y_stride;
   int64_t n_in;
   // The W rows of the tile that comes next, [nr][w_stride], read ahead as this one runs (a line
-  // of each row per step of k), or null. Without it F16 decode, which reads each W row once,
-  // streamed W from memory well below the rate of a plain read.
+  // of each row per step of k), or null. Without it F16 products on the tiles streamed W from
+  // memory well below the rate of a plain read.
   const W* next = nullptr;
 };
 using MatmulTileArgs = TileArgs<float>;
@@ -187,8 +187,8 @@ struct WeightKernels {
   void (*to_float)(const uint8_t* src, int64_t n, float* dst);
   // n FP32 values (whole blocks) into blocks of this type: the activation side of integer products.
   void (*from_float)(const float* x, int64_t n, uint8_t* dst);
-  // The decode product on packed W rows; null: W tiles are widened with to_float and run through
-  // the FP32 matmul tiles.
+  // The decode product on W rows in this type (packed blocks, or F16 values with F32 activation
+  // rows); null: W tiles are widened with to_float and run through the FP32 matmul tiles.
   void (*decode)(const DecodeArgs&);
 };
 

@@ -1,8 +1,9 @@
 // The register tiles of the blocked GEMM (simd/kernels.h MatmulTiles): every shape of every rung
 // against a double-precision product, and every f16 tile bit for bit as the f32 tile on the
-// widened rows.
+// widened rows; the decode product of F16 W against a double-precision product.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <memory>
@@ -86,6 +87,44 @@ void check_f16_tiles(const Rung& r) {
   }
 }
 
+// The decode product of F16 W (the decode slot of F16; F32 activation rows): every output within
+// f32 rounding of the double-precision product (subnormal weights included), for 1 to 6 rows of x
+// (more than the 4 it takes at a time) and rows short of one batch, of whole 4-batch steps and of
+// a tail; and every row of x's output bit for bit its output alone (lockstep sessions and thread
+// splits rely on it).
+void check_f16_decode(const Rung& r) {
+  const auto decode = r.k.weight[simd::weight_index(simd::WeightType::kF16)].decode;
+  REQUIRE(bool(decode));
+  constexpr int kRows = 7;
+  for (int64_t n_in : {1, 7, 16, 37, 64, 259, 2816}) {
+    MatmulProblem p = make_problem(6, kRows, n_in, simd::WeightType::kF16, uint32_t(n_in) + 3);
+    for (size_t i = 0; i < p.w_16.size(); i += 13) {  // some subnormals
+      p.w_16[i] = uint16_t(0x0001 + i % 0x3ff);
+      p.w[i] = f16_to_f32(p.w_16[i]);
+    }
+    const auto run = [&](int m, int row0) {
+      std::vector<float> y(size_t(m * kRows));  // [m][kRows]
+      decode({reinterpret_cast<const uint8_t*>(p.w_16.data()), size_t(2 * n_in), kRows,
+              reinterpret_cast<const uint8_t*>(p.x.data() + row0 * n_in), size_t(4 * n_in), m, n_in,
+              y.data(), size_t(kRows)});
+      return y;
+    };
+    for (int m = 1; m <= 6; ++m) {
+      MatmulProblem sub = p;  // the first m rows of x
+      sub.m = m;
+      const std::vector<float> y = run(m, 0);
+      std::string first_bad;
+      const int64_t n_bad = test::count_outside_f32(sub, y, first_bad);
+      INFO(std::string(r.k.isa) << ": m " << m << ", n_in " << n_in << "; first: " << first_bad);
+      CHECK(n_bad == 0);
+      for (int i = 0; i < m; ++i) {
+        const std::vector<float> alone = run(1, i);
+        CHECK(std::equal(alone.begin(), alone.end(), y.begin() + i * kRows));
+      }
+    }
+  }
+}
+
 // The full tile of the rung over W rows of 4096 values.
 std::vector<BenchCall> bench_tiles(const Rung& r) {
   const simd::MatmulTiles& t = r.k.matmul;
@@ -107,6 +146,19 @@ std::vector<BenchCall> bench_tiles(const Rung& r) {
            }}};
 }
 
+// One decode step of 4 rows of x on 7 F16 W rows of 2816 values.
+std::vector<BenchCall> bench_f16_decode(const Rung& r) {
+  const int64_t n_in = 2816;
+  auto p = std::make_shared<MatmulProblem>(make_problem(4, 7, n_in, simd::WeightType::kF16, 2));
+  auto y = std::make_shared<std::vector<float>>(4 * 7);
+  const auto decode = r.k.weight[simd::weight_index(simd::WeightType::kF16)].decode;
+  return {{"weight.F16.decode", [=] {
+             decode({reinterpret_cast<const uint8_t*>(p->w_16.data()), size_t(2 * n_in), 7,
+                     reinterpret_cast<const uint8_t*>(p->x.data()), size_t(4 * n_in), 4, n_in,
+                     y->data(), 7});
+           }}};
+}
+
 // The slot names of every tile shape (simd::for_each_slot), f32 W or f16 W.
 std::vector<std::string> tile_slots(const char* prefix) {
   std::vector<std::string> names;
@@ -119,6 +171,7 @@ std::vector<std::string> tile_slots(const char* prefix) {
 const bool kRegistered = [] {
   add({"matmul tiles", tile_slots("matmul.tile"), true, check_tiles, bench_tiles});
   add({"matmul f16 tiles", tile_slots("matmul.tile_f16."), true, check_f16_tiles, nullptr});
+  add({"decode F16", {"weight.F16.decode"}, true, check_f16_decode, bench_f16_decode});
   return true;
 }();
 

@@ -60,6 +60,49 @@ void matmul_tile(const TileArgs<W>& a) {
   }
 }
 
+// Outputs of W rows [j0, j1) of a decode call (f16_decode below), 4 rows of x at a time.
+template <class Batch>
+void f16_decode_block(const DecodeArgs& a, int j0, int j1) {
+  constexpr int64_t kBatch = Batch::size, kStep = 4 * kBatch;
+  for (int i0 = 0; i0 < a.m; i0 += 4) {
+    const int i1 = std::min(a.m, i0 + 4);
+    for (int j = j0; j < j1; ++j) {
+      const uint16_t* w = reinterpret_cast<const uint16_t*>(a.w + size_t(j) * a.w_stride);
+      for (int i = i0; i < i1; ++i) {
+        const float* x = reinterpret_cast<const float*>(a.act + size_t(i) * a.act_stride);
+        Batch acc[4] = {Batch(0.0f), Batch(0.0f), Batch(0.0f), Batch(0.0f)};  // k mod kStep
+        int64_t k = 0;
+        for (; k + kStep <= a.n_in; k += kStep)
+          for (int u = 0; u < 4; ++u)
+            acc[u] = xsimd::fma(Batch::load_unaligned(x + k + u * kBatch),
+                                load_w<Batch>(w + k + u * kBatch), acc[u]);
+        for (; k + kBatch <= a.n_in; k += kBatch)
+          acc[0] = xsimd::fma(Batch::load_unaligned(x + k), load_w<Batch>(w + k), acc[0]);
+        float sum = xsimd::hadd((acc[0] + acc[1]) + (acc[2] + acc[3]));
+        for (; k < a.n_in; ++k) sum = std::fma(x[k], w_value(w[k]), sum);
+        a.y[size_t(i) * a.y_stride + size_t(j)] = sum;
+      }
+    }
+  }
+}
+
+// The decode product of F16 W (the decode slot of F16, DecodeArgs of simd/kernels.h; the
+// activation rows are x's F32 rows): one W row at a time, widened in registers, on four
+// accumulators that take every fourth batch of k. W is then one sequential stream that the hardware
+// prefetchers follow, and the four FMA chains keep the core ahead of memory; the tiles' mr x nr
+// rows at once read nr streams 2 n_in bytes apart, which streamed W from memory more slowly
+// (bench_decode's streamed column). The row stays in L1 for up to 4 rows of x; more rows
+// (lockstep sessions) go 4 at a time over blocks of W rows that stay in L2, rather than reading
+// every row of x for each W row. Each output is the same sum whatever m and whichever thread runs
+// its row; the scalar twin sums in k order.
+template <class Arch>
+void f16_decode(const DecodeArgs& a) {
+  constexpr size_t kBlockBytes = 256 * 1024;  // W rows per block: a quarter of L2 or less
+  const int block = int(std::max<size_t>(1, kBlockBytes / a.w_stride));
+  for (int j0 = 0; j0 < a.n_rows; j0 += block)
+    f16_decode_block<xsimd::batch<float, Arch>>(a, j0, std::min(a.n_rows, j0 + block));
+}
+
 // f16 -> f32 with the conversion instructions this translation unit was compiled for.
 inline void f16_to_float(const uint8_t* bytes, int64_t n, float* dst) {
   const uint16_t* src = reinterpret_cast<const uint16_t*>(bytes);
@@ -100,8 +143,8 @@ inline void bf16_from_float(const float* x, int64_t n, uint8_t* bytes) {
   }
 }
 
-// Every tile shape up to MR x NR (the edges of y), the widening of f16 and bf16 rows and the
-// rounding of f32 to bf16.
+// Every tile shape up to MR x NR (the edges of y), the decode product of F16 W, the widening of
+// f16 and bf16 rows and the rounding of f32 to bf16.
 template <class Arch, int MR, int NR>
 void install_matmul(Kernels& t, const char* isa) {
   t.matmul = {isa, MR, NR, {}, {}};
@@ -111,6 +154,7 @@ void install_matmul(Kernels& t, const char* isa) {
   }
   (std::make_integer_sequence<int, MR * NR>{});
   t.weight[weight_index(WeightType::kF16)].to_float = f16_to_float;
+  t.weight[weight_index(WeightType::kF16)].decode = f16_decode<Arch>;
   t.weight[weight_index(WeightType::kBF16)].to_float = bf16_to_float;
   t.weight[weight_index(WeightType::kBF16)].from_float = bf16_from_float;
 }

@@ -23,6 +23,20 @@ void tile(const TileArgs<W>& a) {
   }
 }
 
+// The decode product of F16 W (DecodeArgs; activation rows F32): the twin of gemm_tiles-inl.h's
+// f16_decode, each output summed in k order.
+void f16_decode(const DecodeArgs& a) {
+  for (int j = 0; j < a.n_rows; ++j) {
+    const uint16_t* w = reinterpret_cast<const uint16_t*>(a.w + size_t(j) * a.w_stride);
+    for (int i = 0; i < a.m; ++i) {
+      const float* x = reinterpret_cast<const float*>(a.act + size_t(i) * a.act_stride);
+      float sum = 0.0f;
+      for (int64_t k = 0; k < a.n_in; ++k) sum += x[k] * f16_to_f32(w[k]);
+      a.y[size_t(i) * a.y_stride + size_t(j)] = sum;
+    }
+  }
+}
+
 }  // namespace
 
 void install_matmul(Kernels& k) {
@@ -42,6 +56,7 @@ void install_matmul(Kernels& k) {
     k.weight[t].to_float = row->to_float_ref;      // computable weight types
     k.weight[t].from_float = row->from_float_ref;  // and the activation formats
   }
+  k.weight[weight_index(WeightType::kF16)].decode = f16_decode;
   install_weight_dots(k);
 }
 
