@@ -133,7 +133,8 @@ using kvrt::kv::KeyAxis;
 // amax/(2 max code) for q8 (amax/254) and (max-min)/(2 max code) for asymmetric formats (q4:
 // (max-min)/30) over each group (along head_dim, or along G tokens per channel for channel-axis
 // keys), with a little slack for float rounding. q4s (d = e / -8, kv/blocks.h) clamps values of
-// the other sign than e at code 7: |x| - 7|d| <= amax/8 (1 + 7·2^-11) with d rounded to FP16.
+// the other sign than e at code 7: |x| - 7|d| <= amax/8 (1 + 7·2^-11) with d rounded to FP16;
+// q4n within kQ4NMaxError amax (kv/blocks.h).
 // Positions before `sinks` are stored exactly; channel groups start after them.
 std::vector<double> stored_error_bound(const std::vector<float>& x, int n, int nkv, int hd,
                                        Format f, bool per_channel, bool rotate, int group,
@@ -153,9 +154,11 @@ std::vector<double> stored_error_bound(const std::vector<float>& x, int n, int n
     const bool symmetric = t.planes == 1;
     const double max_code = symmetric ? (1 << (t.bits - 1)) - 1 : (1 << t.bits) - 1;
     const double half_step = (symmetric ? amax : mx - mn) / (2 * max_code);
-    const double b =
-        (t.code_bias != 0 ? amax / t.code_bias * (1 + 7 * 0x1p-11) : half_step) * (1 + 1e-5) +
-        1e-6 * amax;
+    const double b = (t.levels      ? kvrt::kv::kQ4NMaxError * amax
+                      : t.code_bias ? amax / t.code_bias * (1 + 7 * 0x1p-11)
+                                    : half_step) *
+                         (1 + 1e-5) +
+                     1e-6 * amax;
     for (int i = 0; i < len; ++i) e[index(i)] = b;
   };
   for (int h = 0; h < nkv; ++h) {
@@ -405,12 +408,13 @@ TEST_CASE("byte accounting equals the layout prediction") {
   };
   const double heads_layers = 8 * 4;
   // FP16 scales and minimums. q8: 64/32 blocks of (2 + 32) bytes; q4: 64/32 blocks of (4 + 16)
-  // bytes; q4s: 64/32 blocks of (2 + 16) bytes, 0.5625 bytes/value as llama.cpp's q4_0; f32: 256
-  // bytes.
+  // bytes; q4s and q4n: 64/32 blocks of (2 + 16) bytes, 0.5625 bytes/value as llama.cpp's q4_0
+  // and iq4_nl; f32: 256 bytes.
   CHECK(per_token(Format::kQ8, Format::kQ8, KeyAxis::kToken, 32) == heads_layers * (68 + 68));
   CHECK(per_token(Format::kQ4, Format::kQ4, KeyAxis::kToken, 32) == heads_layers * (40 + 40));
   CHECK(per_token(Format::kQ4S, Format::kQ4S, KeyAxis::kToken, 32) == heads_layers * (36 + 36));
   CHECK(per_token(Format::kQ4S, Format::kQ4, KeyAxis::kToken, 8) == heads_layers * (8 * 6 + 8 * 8));
+  CHECK(per_token(Format::kQ4N, Format::kQ4N, KeyAxis::kToken, 32) == heads_layers * (36 + 36));
   CHECK(per_token(Format::kQ4, Format::kQ8, KeyAxis::kToken, 8) == heads_layers * (8 * 8 + 8 * 10));
   CHECK(per_token(Format::kF32, Format::kQ4, KeyAxis::kToken, 128 / 2) ==
         heads_layers * (256 + 36));
@@ -420,6 +424,8 @@ TEST_CASE("byte accounting equals the layout prediction") {
   CHECK(per_token(Format::kQ4, Format::kF32, KeyAxis::kChannel, 32) ==
         heads_layers * ((64 * 4 + 32 * 32) / 32.0 + 256));
   CHECK(per_token(Format::kQ4S, Format::kF32, KeyAxis::kChannel, 32) ==
+        heads_layers * ((64 * 2 + 32 * 32) / 32.0 + 256));
+  CHECK(per_token(Format::kQ4N, Format::kF32, KeyAxis::kChannel, 32) ==
         heads_layers * ((64 * 2 + 32 * 32) / 32.0 + 256));
   // q2 as KIVI: channel-axis keys, 2-bit codes (a scale and a minimum per channel per 32 tokens);
   // values 64/32 blocks of (4 + 8) bytes.

@@ -56,6 +56,10 @@ TEST_CASE(
   CHECK(sym.k_format == Format::kQ4S);
   CHECK(sym.v_format == Format::kQ4);
   CHECK(same(kv::parse_setting(sym.name()), sym));
+  const KvConfig nonuniform = kv::parse_setting("k=q8,v=q4n");  // the non-uniform 4-bit format
+  CHECK(nonuniform.v_format == Format::kQ4N);
+  CHECK(nonuniform.name().rfind("k=q8,v=q4n,", 0) == 0);
+  CHECK(same(kv::parse_setting(nonuniform.name()), nonuniform));
 }
 
 TEST_CASE(

@@ -18,7 +18,8 @@ thread_local std::string t_last_error;
 // The C enum's values are the rows of kv/formats.h.
 static_assert(KVRT_KV_F32 == int(kv::Format::kF32) && KVRT_KV_Q8 == int(kv::Format::kQ8) &&
               KVRT_KV_Q4 == int(kv::Format::kQ4) && KVRT_KV_Q2 == int(kv::Format::kQ2) &&
-              KVRT_KV_Q4S == int(kv::Format::kQ4S) && kv::kNumFormats == 5);
+              KVRT_KV_Q4S == int(kv::Format::kQ4S) && KVRT_KV_Q4N == int(kv::Format::kQ4N) &&
+              kv::kNumFormats == 6);
 
 kv::Format to_format(int f) {
   if (f < 0 || f >= kv::kNumFormats)

@@ -10,6 +10,9 @@
 //                        magnitude (llama.cpp's q4_0): e is exact at -8, values of its sign within
 //                        |d|/2, values of the other sign clamp at 7, within |d|
 //   asymmetric (q4, q2): x = m + d * q, q in [0, 2^bits - 1], d = (max - min) / (2^bits - 1)
+//   non-uniform (q4n):   x = d * q,     q one of the 16 int8 levels of kQ4NLevels (4-bit codes
+//                        index them), d chosen per group to minimise the squared error (see
+//                        quantize_group_q4n)
 // q4s takes the whole 4-bit range: `kvrt validate`'s mean KL was below that of [-7, 7] with
 // d = max|x| / 7 on stories260K and on the Qwen2-style fixture, both sides, values alone and keys
 // alone (docs/kv-formats.md).
@@ -47,8 +50,18 @@ enum class Format : uint8_t {
   kQ4,   // 4-bit, asymmetric (scale and minimum) per group of G values
   kQ2,   // 2-bit, asymmetric (scale and minimum) per group of G values (KIVI's codes)
   kQ4S,  // 4-bit, symmetric, one scale per group of G values (llama.cpp's q4_0 size)
+  kQ4N,  // 4-bit codes of a fixed non-uniform int8 grid, one scale per group (q4s's size)
 };
-constexpr int kNumFormats = 5;
+constexpr int kNumFormats = 6;
+
+// q4n's levels: the 16 reconstruction levels of the Lloyd-Max quantizer of a unit Gaussian
+// (+-0.1284, 0.3880, 0.6568, 0.9423, 1.2562, 1.6180, 2.0690, 2.7326), scaled so the outermost is
+// 127 and rounded. Rotated keys and values (kv/rotation.h) are near-Gaussian per group, so a grid
+// denser near zero fits them better than q4s's uniform one at the same size. Stored code c in
+// 0..15 means level kQ4NLevels[c]; the levels are odd-symmetric (level 15 - c = -level c), so
+// int8 kernels map codes with one 16-byte table lookup.
+inline constexpr int8_t kQ4NLevels[16] = {-127, -96, -75, -58, -44, -31, -18, -6,
+                                          6,    18,  31,  44,  58,  75,  96,  127};
 constexpr int kMaxGroup = 128;     // largest group G of any format
 constexpr int kMaxHeadDim = 1024;  // longest row of a head the cache and its kernels take
 
@@ -82,6 +95,7 @@ struct QuantFormat {
   static constexpr int kCodeMask = (1 << Bits) - 1;
   static constexpr int kCodeBias =
       Symmetric && Bits < 8 ? 1 << (Bits - 1) : 0;  // stored = q + kCodeBias
+  static constexpr bool kCodebook = false;          // q4n: stored codes index kQ4NLevels
   static constexpr size_t kHeaderBytes = kPlanes * sizeof(Scale);
   static constexpr size_t block_bytes(int group) {
     return kHeaderBytes + static_cast<size_t>(group) * Bits / 8;
@@ -136,8 +150,24 @@ struct Q4S : QuantFormat<Format::kQ4S, 4, true> {
   using Block = Q4SBlock<G>;
 };
 
-// At G = 32: q8 34 bytes (1.0625 bytes/value, as llama.cpp's q8_0), q4 20 (0.625), q4s 18
-// (0.5625, as q4_0), q2 12 (0.375).
+template <int G>
+struct __attribute__((packed)) Q4NBlock {
+  Scale d;            // scale
+  uint8_t qs[G / 2];  // two level indexes per byte, see above
+};
+// Symmetric with 4-bit codes like q4s, but a code is an index into kQ4NLevels rather than q + 8:
+// kMinCode/kMaxCode are the extreme levels, kCodeBias 0 (nothing to take off a stored code).
+struct Q4N : QuantFormat<Format::kQ4N, 4, true> {
+  static constexpr const char* kName = "q4n";
+  template <int G>
+  using Block = Q4NBlock<G>;
+  static constexpr bool kCodebook = true;
+  static constexpr int kCodeBias = 0;
+  static constexpr int kMinCode = kQ4NLevels[0], kMaxCode = kQ4NLevels[15];
+};
+
+// At G = 32: q8 34 bytes (1.0625 bytes/value, as llama.cpp's q8_0), q4 20 (0.625), q4s and q4n 18
+// (0.5625, as q4_0 and iq4_nl), q2 12 (0.375).
 static_assert(sizeof(Q8::Block<8>) == 10 && sizeof(Q8::Block<32>) == Q8::block_bytes(32) &&
               sizeof(Q8::Block<32>) == 34);
 static_assert(sizeof(Q4::Block<8>) == 8 && sizeof(Q4::Block<32>) == Q4::block_bytes(32) &&
@@ -146,36 +176,52 @@ static_assert(sizeof(Q2::Block<8>) == Q2::block_bytes(8) && sizeof(Q2::Block<32>
               sizeof(Q2::Block<128>) == 36);
 static_assert(sizeof(Q4S::Block<8>) == 6 && sizeof(Q4S::Block<32>) == Q4S::block_bytes(32) &&
               sizeof(Q4S::Block<32>) == 18);
+static_assert(sizeof(Q4N::Block<32>) == Q4N::block_bytes(32) && sizeof(Q4N::Block<32>) == 18);
 static_assert(sizeof(Q8::Block<9>) == Q8::block_bytes(9) &&
               sizeof(Q4::Block<2>) == Q4::block_bytes(2) &&
               sizeof(Q2::Block<4>) == Q2::block_bytes(4) &&
               sizeof(Q4S::Block<2>) == Q4S::block_bytes(2));
 
 // The quantized formats, for code that instantiates something per format (kernel tables).
-using QuantFormats = std::tuple<Q8, Q4, Q2, Q4S>;
+using QuantFormats = std::tuple<Q8, Q4, Q2, Q4S, Q4N>;
 
 template <class Fn>
 void for_each_quant_format(Fn&& fn) {
   std::apply([&](auto... f) { (fn(f), ...); }, QuantFormats{});
 }
 
-// Code `idx` of a run of n codes packed as above: q in [kMinCode, kMaxCode].
+// The stored field of code `idx` of a run of n codes packed as above (the int8 code itself for
+// 8-bit formats): what tiles and channel tiles copy.
 template <class F>
-inline int get_code(const uint8_t* codes, int n, int idx) {
+inline int get_stored(const uint8_t* codes, int n, int idx) {
   if constexpr (F::kBits == 8) return static_cast<int8_t>(codes[idx]);
   const int run = n / F::kPerByte;
-  return ((codes[idx % run] >> (idx / run * F::kBits)) & F::kCodeMask) - F::kCodeBias;
+  return (codes[idx % run] >> (idx / run * F::kBits)) & F::kCodeMask;
+}
+
+template <class F>
+inline void set_stored(uint8_t* codes, int n, int idx, int stored) {
+  if constexpr (F::kBits == 8) {
+    codes[idx] = static_cast<uint8_t>(static_cast<int8_t>(stored));
+  } else {
+    const int run = n / F::kPerByte, shift = idx / run * F::kBits;
+    uint8_t& byte = codes[idx % run];
+    byte = static_cast<uint8_t>((byte & ~(F::kCodeMask << shift)) | (stored << shift));
+  }
+}
+
+// Code `idx` of a run of n codes: q in [kMinCode, kMaxCode] (q4n: its level).
+template <class F>
+inline int get_code(const uint8_t* codes, int n, int idx) {
+  const int stored = get_stored<F>(codes, n, idx);
+  if constexpr (F::kCodebook) return kQ4NLevels[stored];
+  else return stored - F::kCodeBias;
 }
 
 template <class F>
 inline void set_code(uint8_t* codes, int n, int idx, int q) {
-  if constexpr (F::kBits == 8) {
-    codes[idx] = static_cast<uint8_t>(static_cast<int8_t>(q));
-  } else {
-    const int run = n / F::kPerByte, shift = idx / run * F::kBits;
-    uint8_t& byte = codes[idx % run];
-    byte = static_cast<uint8_t>((byte & ~(F::kCodeMask << shift)) | ((q + F::kCodeBias) << shift));
-  }
+  static_assert(!F::kCodebook, "q4n stores level indexes: set_stored");
+  set_stored<F>(codes, n, idx, q + F::kCodeBias);
 }
 
 // The scale d and minimum m of a group whose values span [lo, hi] (kAbsScale formats: lo = 0,
@@ -206,20 +252,70 @@ inline void encode_group(const float* x, int group, float d, float m, uint8_t* q
   }
 }
 
+// Index of the level of kQ4NLevels nearest v (a midpoint goes to the lower level), by binary
+// search over the 15 midpoints.
+inline int nearest_q4n_level(float v) {
+  constexpr auto mid = [](int j) { return 0.5f * (kQ4NLevels[j] + kQ4NLevels[j + 1]); };
+  constexpr float kMids[15] = {mid(0), mid(1), mid(2),  mid(3),  mid(4),  mid(5),  mid(6), mid(7),
+                               mid(8), mid(9), mid(10), mid(11), mid(12), mid(13), mid(14)};
+  int c = 0;
+  for (int step = 8; step > 0; step /= 2)
+    if (v > kMids[c + step - 1]) c += step;
+  return c;
+}
+
+// q4n's scale search, as iq4_nl's quantizer: candidate scales d = amax / L put the largest
+// magnitude at L = 79, 83, ..., 135 (inside the outermost level, or just past it). Each takes the
+// codes nearest x / d and their least-squares scale Σ x q / Σ q²; the candidate of least squared
+// error (greatest (Σ x q)² / Σ q²) wins. Its scale, kept within the candidates' range so every
+// value's error stays bounded (kQ4NMaxError), is rounded to FP16 and the codes taken nearest
+// against it.
+constexpr int kQ4NFirstTry = 79, kQ4NTryStep = 4, kQ4NTries = 15;
+constexpr int kQ4NLastTry = kQ4NFirstTry + kQ4NTryStep * (kQ4NTries - 1);
+// Bound of |x - x̂| / amax: half the outermost gap of levels at the largest scale, amax / 79,
+// or what lies past the outermost level at the smallest, amax / 135; plus FP16 rounding of d.
+constexpr double kQ4NMaxError = (kQ4NLevels[15] - kQ4NLevels[14]) / (2.0 * kQ4NFirstTry) + 0x1p-9;
+
+inline void quantize_group_q4n(const float* x, int group, uint8_t* block) {
+  float amax = 0;
+  for (int i = 0; i < group; ++i) amax = std::max(amax, std::fabs(x[i]));
+  double best_sxq = 0, best_sqq = 1;
+  for (int k = 0; k < kQ4NTries && amax > 0; ++k) {
+    const float id = static_cast<float>(kQ4NFirstTry + kQ4NTryStep * k) / amax;
+    double sxq = 0, sqq = 0;
+    for (int i = 0; i < group; ++i) {
+      const int q = kQ4NLevels[nearest_q4n_level(x[i] * id)];
+      sxq += static_cast<double>(x[i]) * q;
+      sqq += q * q;
+    }
+    if (sxq * sxq * best_sqq > best_sxq * best_sxq * sqq) best_sxq = sxq, best_sqq = sqq;
+  }
+  const double d_best = std::clamp(best_sxq / best_sqq, static_cast<double>(amax) / kQ4NLastTry,
+                                   static_cast<double>(amax) / kQ4NFirstTry);
+  const float d = store_scale(block, static_cast<float>(d_best)), id = d != 0 ? 1.0f / d : 0.0f;
+  uint8_t* qs = block + sizeof(Scale);
+  std::fill_n(qs, group / 2, uint8_t{0});
+  for (int i = 0; i < group; ++i) set_stored<Q4N>(qs, group, i, nearest_q4n_level(x[i] * id));
+}
+
 // Reference codec of one group of `group` values (a block of format F).
 template <class F>
 inline void quantize_group(const float* x, int group, uint8_t* block) {
-  float lo = F::kAbsScale ? 0.0f : x[0], hi = F::kAbsScale ? 0.0f : x[0];
-  for (int i = 0; i < group; ++i) {
-    if constexpr (F::kAbsScale) {
-      hi = std::max(hi, std::fabs(x[i]));
-    } else {
-      lo = std::min(lo, x[i]);
-      hi = std::max(hi, x[i]);
+  if constexpr (F::kCodebook) {
+    quantize_group_q4n(x, group, block);
+  } else {
+    float lo = F::kAbsScale ? 0.0f : x[0], hi = F::kAbsScale ? 0.0f : x[0];
+    for (int i = 0; i < group; ++i) {
+      if constexpr (F::kAbsScale) {
+        hi = std::max(hi, std::fabs(x[i]));
+      } else {
+        lo = std::min(lo, x[i]);
+        hi = std::max(hi, x[i]);
+      }
     }
+    const GroupScales s = store_group_scales<F>(lo, hi, block);
+    encode_group<F>(x, group, s.d, s.m, block + F::kHeaderBytes);
   }
-  const GroupScales s = store_group_scales<F>(lo, hi, block);
-  encode_group<F>(x, group, s.d, s.m, block + F::kHeaderBytes);
 }
 
 template <class F>

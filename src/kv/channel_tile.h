@@ -41,7 +41,7 @@ void channel_quantize(const float* x, int group, int head_dim, uint8_t* tile) {
                   block + p * sizeof(Scale), sizeof(Scale));
     }
     for (int t = 0; t < group; ++t)
-      set_code<F>(codes + t * row, head_dim, c, get_code<F>(block + F::kHeaderBytes, group, t));
+      set_stored<F>(codes + t * row, head_dim, c, get_stored<F>(block + F::kHeaderBytes, group, t));
   }
 }
 

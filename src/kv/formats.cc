@@ -17,6 +17,7 @@ constexpr FormatTraits quant_row() {
           .bits = F::kBits,
           .planes = F::kPlanes,
           .code_bias = F::kCodeBias,
+          .levels = F::kCodebook ? kQ4NLevels : nullptr,
           .scale_type = ScaleType::kF16,
           .key_unit = kKeyLaneDims * F::kPerByte,
           .value_unit = kAccColumnDims,
@@ -34,6 +35,7 @@ constexpr FormatTraits kTraits[] = {
      .bits = 32,
      .planes = 0,
      .code_bias = 0,
+     .levels = nullptr,
      .scale_type = ScaleType::kNone,
      .key_unit = 1,
      .value_unit = 1,
@@ -46,6 +48,7 @@ constexpr FormatTraits kTraits[] = {
     quant_row<Q4>(),
     quant_row<Q2>(),
     quant_row<Q4S>(),
+    quant_row<Q4N>(),
 };
 static_assert(std::size(kTraits) == kNumFormats);
 

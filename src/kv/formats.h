@@ -20,11 +20,12 @@ enum class ScaleType : uint8_t {
 constexpr size_t scale_bytes(ScaleType t) { return t == ScaleType::kF16 ? sizeof(Scale) : 0; }
 
 struct FormatTraits {
-  Format format;     // also the slot of its kernels in simd::Kernels::format
-  const char* name;  // the same in code, CLI, TOML and records: "f32", "q8", ...
-  int bits;          // bits per stored value (32 for f32)
-  int planes;        // scale planes per group: 0 (f32), 1 (scale), 2 (scale, minimum)
-  int code_bias;     // stored code - q (kv/blocks.h kCodeBias)
+  Format format;         // also the slot of its kernels in simd::Kernels::format
+  const char* name;      // the same in code, CLI, TOML and records: "f32", "q8", ...
+  int bits;              // bits per stored value (32 for f32)
+  int planes;            // scale planes per group: 0 (f32), 1 (scale), 2 (scale, minimum)
+  int code_bias;         // stored code - q (kv/blocks.h kCodeBias)
+  const int8_t* levels;  // q4n: q = levels[stored code] (kv/blocks.h kQ4NLevels); else null
   ScaleType scale_type;
   // Token tiles need head_dim and the group to be multiples of these (kv/tiles.h key runs are
   // 4 dims per slot of a byte; the value kernels take 8 dims at a time). 1 for f32.
@@ -57,7 +58,7 @@ struct FormatTraits {
     return channel_codes_offset(n) + group * code_bytes(n);
   }
   TileFormat tile(TileRole role, int n, int group) const {
-    return {role, bits, planes, code_bias, n, group};
+    return {role, bits, planes, code_bias, n, group, levels};
   }
   int unit(TileRole role) const { return role == TileRole::kKey ? key_unit : value_unit; }
 };

@@ -45,10 +45,12 @@ struct TileFormat {
   int code_bias;  // stored code - q (kv/blocks.h kCodeBias: 8 for q4s, else 0)
   int n;          // head_dim
   int group;
+  const int8_t* levels;  // q4n: q = levels[stored code] (kv/blocks.h kQ4NLevels); else null
 
   template <class F>
   static TileFormat of(TileRole role, int n, int group) {
-    return {role, F::kBits, F::kPlanes, F::kCodeBias, n, group};
+    return {
+        role, F::kBits, F::kPlanes, F::kCodeBias, n, group, F::kCodebook ? kQ4NLevels : nullptr};
   }
   int per_byte() const { return 8 / bits; }
   int n_groups() const { return n / group; }
@@ -79,20 +81,22 @@ inline float tile_min(const TileFormat& f, const uint8_t* tile, int b, int t) {
   return load_scale(tile + f.scale_offset(1, b, t));
 }
 
-// Code of (token t, dim i): q of kv/blocks.h, int8 for q8, -8..7 for q4s, 0..2^bits-1 for the
-// asymmetric formats.
+// Code of (token t, dim i): q of kv/blocks.h, int8 for q8, -8..7 for q4s, a level for q4n,
+// 0..2^bits-1 for the asymmetric formats.
 inline int tile_code(const TileFormat& f, const uint8_t* tile, int t, int i) {
   int slot;
   const uint8_t byte = tile[f.header_bytes() + f.code_byte(t, i, &slot)];
   if (f.bits == 8) return static_cast<int8_t>(byte);
-  return ((byte >> (slot * f.bits)) & ((1 << f.bits) - 1)) - f.code_bias;
+  const int stored = (byte >> (slot * f.bits)) & ((1 << f.bits) - 1);
+  return f.levels ? f.levels[stored] : stored - f.code_bias;
 }
 
-inline void set_tile_code(const TileFormat& f, uint8_t* tile, int t, int i, int q) {
+// Sets the stored field of (token t, dim i) (kv/blocks.h get_stored).
+inline void set_tile_stored(const TileFormat& f, uint8_t* tile, int t, int i, int stored) {
   int slot;
   uint8_t& byte = tile[f.header_bytes() + f.code_byte(t, i, &slot)];
   const int shift = slot * f.bits, mask = ((1 << f.bits) - 1) << shift;
-  byte = static_cast<uint8_t>((byte & ~mask) | (((q + f.code_bias) << shift) & mask));
+  byte = static_cast<uint8_t>((byte & ~mask) | ((stored << shift) & mask));
 }
 
 // Stores token t of the tile from one row of blocks of format F (kv/blocks.h layout, n values).
@@ -104,7 +108,8 @@ inline void tile_store_row(const TileFormat& f, const uint8_t* row, int t, uint8
     for (int p = 0; p < F::kPlanes; ++p)
       std::memcpy(tile + f.scale_offset(p, b, t), blk + p * sizeof(Scale), sizeof(Scale));
     for (int k = 0; k < f.group; ++k)
-      set_tile_code(f, tile, t, b * f.group + k, get_code<F>(blk + F::kHeaderBytes, f.group, k));
+      set_tile_stored(f, tile, t, b * f.group + k,
+                      get_stored<F>(blk + F::kHeaderBytes, f.group, k));
   }
 }
 

@@ -19,7 +19,8 @@ namespace kvrt::simd {
 // (FP32 values), or the descriptor F of a format of kv/blocks.h for bare codes without scales (the
 // code rows of its channel-axis tiles, kv/channel_tile.h) whose value is the code q of
 // kv/blocks.h: int8 for 8-bit codes, else the stored 0..2^bits-1 less kCodeBias (q4s: -8..7),
-// packed as kv/blocks.h packs a run of codes (the channel kernels read them so).
+// or the level a stored code indexes (q4n), packed as kv/blocks.h packs a run of codes (the channel
+// kernels read them so).
 struct F32Rows {
   static constexpr int kBits = 32;
 };

@@ -35,6 +35,18 @@ inline Vec<A> cvt_codes(const uint8_t* p, int shift) {
       vcvtq_f32_u32(vandq_u32(vshlq_u32(b, vdupq_n_s32(-shift)), vdupq_n_u32((1u << Bits) - 1))));
 }
 
+// 4 codes of 4 bits at bit `shift` of 4 bytes, as the levels of kv::kQ4NLevels they index (tbl),
+// to 4 floats.
+template <class A>
+inline Vec<A> cvt_levels(const uint8_t* p, int shift) {
+  uint32_t w;
+  std::memcpy(&w, p, sizeof w);
+  const uint8x8_t c =
+      vand_u8(vshl_u8(vreinterpret_u8_u32(vdup_n_u32(w)), vdup_n_s8(-shift)), vdup_n_u8(15));
+  const int8x8_t q = vqtbl1_s8(vld1q_s8(kv::kQ4NLevels), c);
+  return Vec<A>(vcvtq_f32_s32(vmovl_s16(vget_low_s16(vmovl_s8(q)))));
+}
+
 // 4 FP16 values (kv::Scale) to 4 floats, exactly (fcvtl, base ARMv8.0; as load_scales of
 // kv/qk_tiles_neon-inl.h and the F16 rows of matmul/gemm_tiles-inl.h).
 template <class A>

@@ -16,6 +16,24 @@
 namespace kvrt::checkasm {
 namespace {
 
+// q4n (kv/blocks.h quantize_group_q4n): the stored scale lies within the candidates' range
+// [amax / 135, amax / 79] to FP16 precision, every value within kQ4NMaxError amax, and every code
+// is the level nearest x / d.
+void check_round_trip_q4n(const float* x, const uint8_t* block, int group) {
+  float amax = 0;
+  for (int i = 0; i < group; ++i) amax = std::max(amax, std::abs(x[i]));
+  const float d = kv::load_scale(block);
+  REQUIRE(d >= amax / kv::kQ4NLastTry * (1 - 0x1p-11));
+  REQUIRE(d <= amax / kv::kQ4NFirstTry * (1 + 0x1p-11));
+  std::vector<float> y(group);
+  kv::dequantize_group<kv::Q4N>(block, group, y.data());
+  for (int i = 0; i < group; ++i) {
+    REQUIRE(std::abs(y[i] - x[i]) <= kv::kQ4NMaxError * amax);
+    for (int8_t level : kv::kQ4NLevels)  // no other level is nearer (to float rounding)
+      REQUIRE(std::abs(y[i] - x[i]) <= std::abs(d * level - x[i]) * (1 + 1e-5) + 1e-6 * amax);
+  }
+}
+
 // The stored FP16 minimum is the group's to FP16 precision, and the stored scale to FP16
 // precision: amax / max code (q8), e / min code for e the value of largest magnitude (q4s,
 // negative for a positive e), or (max - m) / max code (asymmetric).
@@ -52,6 +70,12 @@ void check_round_trip(const float* x, const uint8_t* block, int group) {
 }
 
 template <class F>
+void check_block(const float* x, const uint8_t* block, int group) {
+  if constexpr (F::kCodebook) check_round_trip_q4n(x, block, group);
+  else check_round_trip<F>(x, block, group);
+}
+
+template <class F>
 void check_quantize(const Rung& r) {
   for (int n : {8, 24, 64, 128}) {
     for (int group : {8, 12, 16, 24, 32, 64, 128}) {
@@ -64,7 +88,7 @@ void check_quantize(const Rung& r) {
       INFO(std::string(F::kName) << " n " << n << " group " << group);
       CHECK(r_simd == r_ref);
       for (int g = 0; g < n / group; ++g)
-        check_round_trip<F>(&x[g * group], r_simd.data() + g * F::block_bytes(group), group);
+        check_block<F>(&x[g * group], r_simd.data() + g * F::block_bytes(group), group);
     }
   }
 }

@@ -25,12 +25,15 @@ inline uint8x16_t slot_stored(uint8x16_t v) {
 }
 
 // Slot S of 16 bytes of codes of format F as the codes q of kv/blocks.h (signed bytes): int8
-// codes as they are, narrower ones 0 .. 2^bits - 1, or -8 .. 7 once q4s's bias is taken off.
+// codes as they are, narrower ones 0 .. 2^bits - 1, -8 .. 7 once q4s's bias is taken off, or the
+// levels q4n's codes index (tbl).
 template <class F, int S>
 inline int8x16_t slot_codes(uint8x16_t v) {
-  const int8x16_t c = vreinterpretq_s8_u8(slot_stored<F, S>(v));
-  if constexpr (F::kCodeBias != 0) return vsubq_s8(c, vdupq_n_s8(F::kCodeBias));
-  else return c;
+  const uint8x16_t c = slot_stored<F, S>(v);
+  if constexpr (F::kCodebook) return vqtbl1q_s8(vld1q_s8(kv::kQ4NLevels), c);
+  else if constexpr (F::kCodeBias != 0)
+    return vsubq_s8(vreinterpretq_s8_u8(c), vdupq_n_s8(F::kCodeBias));
+  else return vreinterpretq_s8_u8(c);
 }
 
 // fn(std::integral_constant<int, S>{}) for S = 0 .. N - 1.

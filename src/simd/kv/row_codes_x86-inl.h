@@ -37,6 +37,28 @@ inline Vec<A> cvt_codes(const uint8_t* p, int shift) {
   }
 }
 
+// L 4-bit codes at bit `shift` of L bytes, as the levels of kv::kQ4NLevels they index (pshufb),
+// to L floats.
+template <class A>
+inline Vec<A> cvt_levels(const uint8_t* p, int shift) {
+  const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kv::kQ4NLevels));
+  const auto lookup = [&](__m128i b) {
+    return _mm_shuffle_epi8(
+        table, _mm_and_si128(_mm_srl_epi16(b, _mm_cvtsi32_si128(shift)), _mm_set1_epi8(15)));
+  };
+  if constexpr (kLanes<A> == 16) {
+    return Vec<A>(_mm512_cvtepi32_ps(
+        _mm512_cvtepi8_epi32(lookup(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))))));
+  } else if constexpr (kLanes<A> == 8) {
+    return Vec<A>(_mm256_cvtepi32_ps(
+        _mm256_cvtepi8_epi32(lookup(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))))));
+  } else {
+    int32_t w;
+    std::memcpy(&w, p, sizeof w);
+    return Vec<A>(_mm_cvtepi32_ps(_mm_cvtepi8_epi32(lookup(_mm_cvtsi32_si128(w)))));
+  }
+}
+
 // L FP16 values (kv::Scale) to L floats, exactly (F16C).
 template <class A>
 inline Vec<A> cvt_f16(const uint8_t* p) {

@@ -5,13 +5,17 @@
 
 // L values of a row of codec C (simd/kernels.h) starting at value `off`; for codes narrower than
 // a byte the chunk lies inside one run of n / k codes (kv/blocks.h), which the lane choice
-// guarantees, and symmetric ones lose their storage bias (kv/blocks.h kCodeBias).
+// guarantees, and symmetric ones lose their storage bias (kv/blocks.h kCodeBias) or become the
+// level they index (q4n).
 template <class A, class C>
 inline Vec<A> decode_chunk(const uint8_t* row, int off, int n) {
   if constexpr (C::kBits == 32) {
     return Vec<A>::load_unaligned(reinterpret_cast<const float*>(row) + off);
   } else if constexpr (C::kBits == 8) {
     return cvt_i8<A>(row + off);
+  } else if constexpr (C::kCodebook) {
+    const int run = n / C::kPerByte;
+    return cvt_levels<A>(row + off % run, off / run * C::kBits);
   } else {
     const int run = n / C::kPerByte;
     const Vec<A> x = cvt_codes<A, C::kBits>(row + off % run, off / run * C::kBits);

@@ -5,7 +5,8 @@
 //              q8 uses |k| x sign(q, k) (|products| <= 128 * 127, a pair <= 32512, no int16
 //              saturation); narrower codes x q, summed over the k slots of a byte (q4: pairs
 //              <= 3810, twice); vpmaddwd by ones sums 4 dims per lane. q4s's stored codes are
-//              q + 8 (unsigned, as vpmaddubsw needs): 8 Σq̃ is taken off per group.
+//              q + 8 (unsigned, as vpmaddubsw needs): 8 Σq̃ is taken off per group. q4n's codes
+//              become their levels with vpshufb, then as q8, one slot at a time.
 //   acc (p·V): lanes are 8 dims; p folded into the value scales as int16 weights (AccArgs),
 //              vpmaddwd adds 2 tokens per lane into int32, flushed to FP32 once per kAccChunk run.
 //   dequantize_tile (prefill): 8 dims of a token per vector, bit-exact with kv::tile_load_row.
@@ -28,6 +29,26 @@ struct Avx2 : ColumnDims<kAccColumnDims> {
 };  // this file's tag (kv/tile_loops.h): 8 tokens (dot) or 8 dims (acc) per vector
 
 inline __m256i bcast32(const void* p) { return _mm256_set1_epi32(load32(p)); }
+
+// kv::kQ4NLevels in both 128-bit halves, for vpshufb.
+inline __m256i level_table() {
+  return _mm256_broadcastsi128_si256(
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(kv::kQ4NLevels)));
+}
+
+// The levels that the int16 lanes of x (0..15) index: vpshufb on the low bytes, sign-extended.
+inline __m256i levels16(__m256i x) {
+  return _mm256_srai_epi16(_mm256_slli_epi16(_mm256_shuffle_epi8(level_table(), x), 8), 8);
+}
+
+// The levels that the int32 lanes of x (0..15) index: vpermd on each half of the table.
+inline __m256i levels32(__m256i x) {
+  const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kv::kQ4NLevels));
+  const __m256i lo = _mm256_permutevar8x32_epi32(_mm256_cvtepi8_epi32(t), x),
+                hi = _mm256_permutevar8x32_epi32(_mm256_cvtepi8_epi32(_mm_srli_si128(t, 8)), x);
+  return _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(lo), _mm256_castsi256_ps(hi),
+                                              _mm256_castsi256_ps(_mm256_slli_epi32(x, 28))));
+}
 
 // Lanes [0, n) set (n clamped to 0..8).
 inline __m256i first_lanes(int n) {
@@ -73,6 +94,18 @@ inline void group_sums(const uint8_t* codes, const int8_t* const* qc, int b, int
         const __m256i s16 =
             _mm256_maddubs_epi16(av, _mm256_sign_epi8(bcast32(qc[i] + dims * j), v));
         acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(s16, ones));
+      }
+    } else if constexpr (F::kCodebook) {  // as q8, a slot at a time (two slots could saturate)
+      const __m256i mask = _mm256_set1_epi8(F::kCodeMask), table = level_table();
+      for (int s = 0; s < F::kPerByte; ++s) {
+        const __m256i lv =
+            _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(v, s * F::kBits), mask));
+        const __m256i av = _mm256_abs_epi8(lv);
+        for (int i = 0; i < NQ; ++i) {
+          const __m256i s16 = _mm256_maddubs_epi16(
+              av, _mm256_sign_epi8(bcast32(qc[i] + dims * j + kv::kKeyLaneDims * s), lv));
+          acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(s16, ones));
+        }
       }
     } else {
       const __m256i mask = _mm256_set1_epi8(F::kCodeMask);
@@ -198,6 +231,7 @@ inline void acc_tile(const uint8_t* codes, int n, int col,
         __m256i v = _mm256_and_si256(_mm256_or_si256(_mm256_srli_epi32(x, 2 * p * bits),
                                                      _mm256_slli_epi32(x, 16 - (2 * p + 1) * bits)),
                                      mask);
+        if constexpr (F::kCodebook) v = levels16(v);
         if constexpr (F::kCodeBias != 0) v = _mm256_sub_epi16(v, _mm256_set1_epi16(F::kCodeBias));
         for (int i = 0; i < NQ; ++i)
           acc[i] = _mm256_add_epi32(
@@ -271,8 +305,9 @@ template <class F, kv::TileRole R>
 void dequantize_column(Avx2, const kv::TileFormat& f, const uint8_t* tile, int t, int col,
                        float* x) {
   const int b = col * 8 / f.group;
-  const __m256 c = _mm256_cvtepi32_ps(_mm256_sub_epi32(
-      token_codes<R, F>(tile + f.header_bytes(), f.n, t, col), _mm256_set1_epi32(F::kCodeBias)));
+  const __m256i stored = token_codes<R, F>(tile + f.header_bytes(), f.n, t, col);
+  const __m256 c = _mm256_cvtepi32_ps(
+      F::kCodebook ? levels32(stored) : _mm256_sub_epi32(stored, _mm256_set1_epi32(F::kCodeBias)));
   __m256 v = _mm256_mul_ps(_mm256_set1_ps(kv::tile_scale(f, tile, b, t)), c);
   if constexpr (!F::kSymmetric)
     v = _mm256_add_ps(_mm256_set1_ps(kv::tile_min(f, tile, b, t)), rounded(v));

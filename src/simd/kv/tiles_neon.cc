@@ -102,6 +102,14 @@ void run_weights(Neon, const AccArgs& a, int i0, int t0, int t1, const TileRun& 
   }
 }
 
+// 8 stored codes (0 .. 2^bits - 1) of format F as the codes q of kv/blocks.h: less q4s's bias, or
+// the levels q4n's codes index (tbl).
+template <class F>
+inline int16x8_t codes16(uint8x8_t c) {
+  if constexpr (F::kCodebook) return vmovl_s8(vqtbl1_s8(vld1q_s8(kv::kQ4NLevels), c));
+  else return vsubq_s16(vreinterpretq_s16_u16(vmovl_u8(c)), vdupq_n_s16(F::kCodeBias));
+}
+
 // Adds the value codes of 8 dims (column col) of one tile, times each token's weight, to acc.
 template <int NQ, class F>
 inline void acc_tile(const uint8_t* codes, int n, int col,
@@ -128,7 +136,7 @@ inline void acc_tile(const uint8_t* codes, int n, int col,
       for (int s = 0; s < k; ++s) {
         const uint8x8_t c = vand_u8(vshl_u8(x, vdup_n_s8(static_cast<int8_t>(-s * F::kBits))),
                                     vdup_n_u8(F::kCodeMask));
-        add(vsubq_s16(vreinterpretq_s16_u16(vmovl_u8(c)), vdupq_n_s16(F::kCodeBias)), k * u + s);
+        add(codes16<F>(c), k * u + s);
       }
     }
   }
@@ -191,8 +199,8 @@ template <class F, kv::TileRole R>
 void dequantize_column(Neon, const kv::TileFormat& f, const uint8_t* tile, int t, int col,
                        float* x) {
   const int b = col * 8 / f.group;
-  const int16x8_t c =
-      vsubq_s16(token_codes<R, F>(tile + f.header_bytes(), f.n, t, col), vdupq_n_s16(F::kCodeBias));
+  int16x8_t c = token_codes<R, F>(tile + f.header_bytes(), f.n, t, col);
+  if constexpr (F::kBits < 8) c = codes16<F>(vmovn_u16(vreinterpretq_u16_s16(c)));
   const float d = kv::tile_scale(f, tile, b, t);
   for (int h = 0; h < 2; ++h) {
     const float32x4_t cf = vcvtq_f32_s32(vmovl_s16(h ? vget_high_s16(c) : vget_low_s16(c)));

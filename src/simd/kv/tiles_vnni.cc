@@ -4,10 +4,12 @@
 //   dot (q·k): lanes are the 16 tokens of a key tile; vpdpbusd adds 4 code x query products per
 //              lane, so no horizontal sums. q8 codes are made unsigned with ^0x80 and the 128 Σq̃
 //              it adds is taken off per group; narrower codes take one vpdpbusd per slot of a byte
-//              (q4s's stored codes are q + 8: 8 Σq̃ is taken off the same way).
+//              (q4s's stored codes are q + 8: 8 Σq̃ is taken off the same way); q4n's codes become
+//              their levels + 128 with one vpshufb per slot, then as q8.
 //   acc (p·V): lanes are 16 dims (8, in ymm with AVX512-VL, for rows or groups of 8); p is folded
 //              into the value scales as int16 weights (AccArgs) and vpdpwssd adds 2 tokens per
-//              lane into int32, flushed to FP32 once per kAccChunk run.
+//              lane into int32, flushed to FP32 once per kAccChunk run. q4n's int16 codes become
+//              their levels with vpermw.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -69,6 +71,13 @@ struct Lanes {
       return _mm256_ternarylogic_epi32(_mm256_srli_epi32(x, lo), _mm256_slli_epi32(x, hi),
                                        _mm256_set1_epi32(mask), 0xa8);
   }
+  // the level of kv::kQ4NLevels each int16 lane of x (0..15) indexes
+  static I levels16(I x) {
+    const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kv::kQ4NLevels));
+    if constexpr (W == 16)
+      return _mm512_permutexvar_epi16(x, _mm512_cvtepi8_epi16(_mm256_broadcastsi128_si256(t)));
+    else return _mm256_permutexvar_epi16(x, _mm256_cvtepi8_epi16(t));
+  }
   // every int16 lane of x less `bias`
   static I sub16(I x, int bias) {
     if constexpr (W == 16)
@@ -112,6 +121,17 @@ inline void group_sums(const uint8_t* codes, const int8_t* const* qc, int b, int
       const __m512i u = _mm512_xor_si512(v, _mm512_set1_epi8(static_cast<char>(0x80)));
       for (int i = 0; i < NQ; ++i)
         acc[i] = _mm512_dpbusd_epi32(acc[i], u, bcast32(qc[i] + dims * j));
+    } else if constexpr (F::kCodebook) {
+      const __m512i table = _mm512_broadcast_i32x4(
+          _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kv::kQ4NLevels)),
+                        _mm_set1_epi8(static_cast<char>(0x80))));  // levels + 128
+      const __m512i mask = _mm512_set1_epi8(F::kCodeMask);
+      for (int s = 0; s < F::kPerByte; ++s) {
+        const __m512i u =
+            _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, s * F::kBits), mask));
+        for (int i = 0; i < NQ; ++i)
+          acc[i] = _mm512_dpbusd_epi32(acc[i], u, bcast32(qc[i] + dims * j + kv::kKeyLaneDims * s));
+      }
     } else {
       const __m512i mask = _mm512_set1_epi8(F::kCodeMask);
       for (int s = 0; s < F::kPerByte; ++s) {
@@ -139,8 +159,9 @@ void dot_nq(Vnni<16>, const DotArgs& a, int i0) {
       const __m512 d = load_scales(tile + b * ss);
       for (int i = 0; i < NQ; ++i) {
         const int g = (i0 + i) * ng + b;
-        constexpr int bias =
-            F::kBits == 8 ? 128 : F::kCodeBias;  // added to each code to make it unsigned
+        constexpr int bias = F::kBits == 8 || F::kCodebook
+                                 ? 128
+                                 : F::kCodeBias;  // added to each code to make it unsigned
         const __m512i sum =
             bias != 0 ? _mm512_sub_epi32(acc[i], _mm512_set1_epi32(bias * q.csum[g])) : acc[i];
         s[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(d, _mm512_set1_ps(q.d[g])),
@@ -177,6 +198,7 @@ inline void acc_tile(const uint8_t* codes, int n, int col, const RunWeights<NQ, 
         // (x >> 2p bits | x << (16 - (2p + 1) bits)) & mask: the pair's two codes as int16 lanes
         auto v = L::pair_codes(x, 2 * p * bits, 16 - (2 * p + 1) * bits,
                                F::kCodeMask | F::kCodeMask << 16);
+        if constexpr (F::kCodebook) v = L::levels16(v);
         if constexpr (F::kCodeBias != 0) v = L::sub16(v, F::kCodeBias);
         for (int i = 0; i < NQ; ++i)
           acc[pair & 1][i] = L::dot_pairs(acc[pair & 1][i], v, r.tile(i, b, k_tile) + 2 * pair);
