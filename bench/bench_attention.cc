@@ -2,7 +2,8 @@
 // for the realistic shape (16 query heads, 4 kv heads, head_dim 64). Each timed pass reads all
 // kLayers layers of the cache, as a decode step does, so the data comes from DRAM once it
 // outgrows the L3 cache (one layer of f32 KV at 8k is 16 MB). Prints a table and writes JSON
-// (argv[1], default bench_attention.json). Numbers only; nothing here can fail.
+// (argv[1], default bench_attention.json; opened before the first measurement, so a path that
+// cannot be written fails at once).
 // Each row also shows the machine's streaming-read rate over a buffer of the same size at the same
 // thread count ("stream GB/s"), so the distance of every format to the memory limit is visible.
 //   kernel rows: the fused dot + accumulate kernels of each runnable ISA over the packed cache, 1
@@ -82,6 +83,21 @@ double stream_read_gbps(size_t bytes, int threads) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const std::string arg = argc > 1 ? argv[1] : "";
+  if (arg == "--help" || arg == "-h") {
+    std::printf("usage: bench_attention [OUT.json]  (default bench_attention.json)\n");
+    return 0;
+  }
+  if (argc > 2 || (!arg.empty() && arg[0] == '-')) {
+    std::fprintf(stderr, "bench_attention: usage: bench_attention [OUT.json]\n");
+    return 2;
+  }
+  const std::string out_path = arg.empty() ? "bench_attention.json" : arg;
+  std::ofstream js(out_path);
+  if (!js) {
+    std::fprintf(stderr, "bench_attention: cannot write '%s'\n", out_path.c_str());
+    return 1;
+  }
   std::vector<Row> rows_out;
   std::vector<float> q(kHeads * kHeadDim, 0.1f), out(kHeads * kHeadDim);
   for (int ctx : kContexts) {
@@ -141,7 +157,6 @@ int main(int argc, char** argv) {
                 r.isa.c_str(), r.format.c_str(), r.ctx, r.threads, r.us, r.gbps, r.stream_gbps,
                 100 * r.gbps / r.stream_gbps);
   }
-  std::ofstream js(argc > 1 ? argv[1] : "bench_attention.json");
   js << "{\n  \"shape\": {\"n_heads\": 16, \"n_kv_heads\": 4, \"head_dim\": 64, \"n_layers\": "
      << kLayers << ", \"threads_attention\": [1, " << kThreads << "]},\n  \"rows\": [\n";
   for (size_t i = 0; i < rows_out.size(); ++i) {
@@ -153,5 +168,10 @@ int main(int argc, char** argv) {
        << "\n";
   }
   js << "  ]\n}\n";
+  js.flush();
+  if (!js) {
+    std::fprintf(stderr, "bench_attention: writing '%s' failed\n", out_path.c_str());
+    return 1;
+  }
   return 0;
 }

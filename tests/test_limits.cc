@@ -328,10 +328,10 @@ TEST_CASE("output that cannot be written is a failure on stderr, never exit 0") 
     CAPTURE(c);
     const Shell full = shell("\"$K\" " + c + " >/dev/full", tmp);
     CHECK(full.exit_code != 0);
-    CHECK(full.err.find("No space left on device") != std::string::npos);
+    CHECK_MESSAGE(full.err.find("No space left on device") != std::string::npos, full.err);
     const Shell closed = shell("\"$K\" " + c + " >&-", tmp);
     CHECK(closed.exit_code != 0);
-    CHECK(closed.err.find("Bad file descriptor") != std::string::npos);
+    CHECK_MESSAGE(closed.err.find("Bad file descriptor") != std::string::npos, closed.err);
   }
   write_bytes(tmp / "msg.txt", "Hello\n");
   check_refused(shell("\"$K\" chat " + m + "--chat-format chatml -n 4 <" + quote(tmp / "msg.txt") +
