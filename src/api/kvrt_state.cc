@@ -53,7 +53,9 @@ kvrt_status restore(const kvrt_model& model, std::string_view bytes, const std::
   return KVRT_OK;
 }
 
-kvrt::model::StateExtras extras_of(const kvrt_session& s) { return {.sampler_rng = s.sampler_rng}; }
+kvrt::model::StateExtras extras_of(const kvrt_session& s) {
+  return {.sampler_rng = s.sampler_rng, .app = {}};
+}
 
 std::string state_of(const kvrt_session& s) {
   return kvrt::model::state_bytes(*s.session, kvrt::sha256_file(s.owner->path), extras_of(s));

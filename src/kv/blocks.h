@@ -252,16 +252,21 @@ inline void encode_group(const float* x, int group, float d, float m, uint8_t* q
   }
 }
 
-// Index of the level of kQ4NLevels nearest v (a midpoint goes to the lower level), by binary
-// search over the 15 midpoints.
+// The 7 midpoints between q4n's neighbouring positive levels (6, 18, ..., 127).
+inline constexpr float kQ4NMids[7] = {
+    0.5f * (kQ4NLevels[8] + kQ4NLevels[9]),   0.5f * (kQ4NLevels[9] + kQ4NLevels[10]),
+    0.5f * (kQ4NLevels[10] + kQ4NLevels[11]), 0.5f * (kQ4NLevels[11] + kQ4NLevels[12]),
+    0.5f * (kQ4NLevels[12] + kQ4NLevels[13]), 0.5f * (kQ4NLevels[13] + kQ4NLevels[14]),
+    0.5f * (kQ4NLevels[14] + kQ4NLevels[15])};
+
+// Code of the level of kQ4NLevels nearest v: the level of magnitude kQ4NLevels[8 + k], k the
+// number of midpoints below |v| (a midpoint goes to the smaller magnitude), on v's side (zero
+// takes -6). Counted without branches, as the vector quantizers count it.
 inline int nearest_q4n_level(float v) {
-  constexpr auto mid = [](int j) { return 0.5f * (kQ4NLevels[j] + kQ4NLevels[j + 1]); };
-  constexpr float kMids[15] = {mid(0), mid(1), mid(2),  mid(3),  mid(4),  mid(5),  mid(6), mid(7),
-                               mid(8), mid(9), mid(10), mid(11), mid(12), mid(13), mid(14)};
-  int c = 0;
-  for (int step = 8; step > 0; step /= 2)
-    if (v > kMids[c + step - 1]) c += step;
-  return c;
+  const float a = std::fabs(v);
+  int k = 0;
+  for (const float m : kQ4NMids) k += a > m;
+  return v > 0 ? 8 + k : 7 - k;
 }
 
 // q4n's scale search, as iq4_nl's quantizer: candidate scales d = amax / L put the largest
@@ -276,23 +281,52 @@ constexpr int kQ4NLastTry = kQ4NFirstTry + kQ4NTryStep * (kQ4NTries - 1);
 // or what lies past the outermost level at the smallest, amax / 135; plus FP16 rounding of d.
 constexpr double kQ4NMaxError = (kQ4NLevels[15] - kQ4NLevels[14]) / (2.0 * kQ4NFirstTry) + 0x1p-9;
 
+// The search's bookkeeping, shared by the reference and the vector quantizers. The sums Σ x q
+// are taken over fixed-point copies of the values, x * kFixedOne / amax truncated to int32
+// (|Σ x q| <= 2^15 * 127 * kMaxGroup < 2^31), so they are exact in any order of summation and
+// every rung picks the same candidate and scale.
+class Q4NSearch {
+ public:
+  static constexpr float kFixedOne = 32768.0f;
+
+  explicit Q4NSearch(float amax) : amax_(amax), to_fixed_(amax > 0 ? kFixedOne / amax : 0.0f) {}
+  bool empty() const { return !(amax_ > 0); }
+  float to_fixed() const { return to_fixed_; }  // multiplier of x, truncated: its fixed point
+  float inverse_scale(int t) const {            // 1 / d of candidate t
+    return static_cast<float>(kQ4NFirstTry + kQ4NTryStep * t) / amax_;
+  }
+  void add(int32_t sxq, int32_t sqq) {  // a candidate's Σ x q (fixed point) and Σ q²
+    if (static_cast<__int128>(sxq) * sxq * best_sqq_ >
+        static_cast<__int128>(best_sxq_) * best_sxq_ * sqq)
+      best_sxq_ = sxq, best_sqq_ = sqq;
+  }
+  double scale() const {  // the winner's least-squares d, within the candidates' range
+    const double d = static_cast<double>(best_sxq_) / best_sqq_ * amax_ / kFixedOne;
+    return std::clamp(d, static_cast<double>(amax_) / kQ4NLastTry,
+                      static_cast<double>(amax_) / kQ4NFirstTry);
+  }
+
+ private:
+  float amax_, to_fixed_;
+  int32_t best_sxq_ = 0, best_sqq_ = 1;
+};
+
 inline void quantize_group_q4n(const float* x, int group, uint8_t* block) {
   float amax = 0;
   for (int i = 0; i < group; ++i) amax = std::max(amax, std::fabs(x[i]));
-  double best_sxq = 0, best_sqq = 1;
-  for (int k = 0; k < kQ4NTries && amax > 0; ++k) {
-    const float id = static_cast<float>(kQ4NFirstTry + kQ4NTryStep * k) / amax;
-    double sxq = 0, sqq = 0;
+  Q4NSearch search(amax);
+  for (int t = 0; t < kQ4NTries && !search.empty(); ++t) {
+    const float id = search.inverse_scale(t);
+    int32_t sxq = 0, sqq = 0;
     for (int i = 0; i < group; ++i) {
-      const int q = kQ4NLevels[nearest_q4n_level(x[i] * id)];
-      sxq += static_cast<double>(x[i]) * q;
+      const int32_t q = kQ4NLevels[nearest_q4n_level(x[i] * id)];
+      sxq += static_cast<int32_t>(x[i] * search.to_fixed()) * q;
       sqq += q * q;
     }
-    if (sxq * sxq * best_sqq > best_sxq * best_sxq * sqq) best_sxq = sxq, best_sqq = sqq;
+    search.add(sxq, sqq);
   }
-  const double d_best = std::clamp(best_sxq / best_sqq, static_cast<double>(amax) / kQ4NLastTry,
-                                   static_cast<double>(amax) / kQ4NFirstTry);
-  const float d = store_scale(block, static_cast<float>(d_best)), id = d != 0 ? 1.0f / d : 0.0f;
+  const float d = store_scale(block, static_cast<float>(search.scale()));
+  const float id = d != 0 ? 1.0f / d : 0.0f;
   uint8_t* qs = block + sizeof(Scale);
   std::fill_n(qs, group / 2, uint8_t{0});
   for (int i = 0; i < group; ++i) set_stored<Q4N>(qs, group, i, nearest_q4n_level(x[i] * id));

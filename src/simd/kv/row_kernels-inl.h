@@ -205,6 +205,74 @@ void quantize_row(const float* x, int n, int group, uint8_t* row) {
   }
 }
 
+// q4n on lanes of A, as kv::quantize_group_q4n: the same per-value products and comparisons, and
+// each candidate's sums in int32 lanes, which are exact in any order (kv::Q4NSearch).
+// Number of kv::kQ4NMids below each lane of a = |v| (kv::nearest_q4n_level's k), as a float.
+template <class A>
+inline Vec<A> q4n_steps(const Vec<A>& a) {
+  Vec<A> k(0.0f);
+  for (const float m : kv::kQ4NMids)
+    k = k + xsimd::select(a > Vec<A>(m), Vec<A>(1.0f), Vec<A>(0.0f));
+  return k;
+}
+
+// The level nearest each lane of v, as a float: its magnitude summed step by step.
+template <class A>
+inline Vec<A> q4n_level(const Vec<A>& v) {
+  const Vec<A> a = xsimd::abs(v);
+  Vec<A> m(static_cast<float>(kv::kQ4NLevels[8]));
+  for (int j = 0; j < 7; ++j) {
+    const auto gap = static_cast<float>(kv::kQ4NLevels[9 + j] - kv::kQ4NLevels[8 + j]);
+    m = m + xsimd::select(a > Vec<A>(kv::kQ4NMids[j]), Vec<A>(gap), Vec<A>(0.0f));
+  }
+  return xsimd::select(v > Vec<A>(0.0f), m, -m);
+}
+
+// kv::nearest_q4n_level of each lane of v.
+template <class A>
+inline xsimd::batch<int32_t, A> q4n_code(const Vec<A>& v) {
+  const Vec<A> k = q4n_steps<A>(xsimd::abs(v));
+  return xsimd::to_int(xsimd::select(v > Vec<A>(0.0f), Vec<A>(8.0f) + k, Vec<A>(7.0f) - k));
+}
+
+template <class A>
+void quantize_row_q4n(const float* x, int n, int group, uint8_t* row) {
+  using I = xsimd::batch<int32_t, A>;
+  constexpr int l = kLanes<A>;
+  const int run = group / 2;
+  for (int g = 0; g < n / group; ++g) {
+    const float* xg = x + g * group;
+    uint8_t* block = row + g * kv::Q4N::block_bytes(group);
+    Vec<A> vmax(0.0f);
+    for (int i = 0; i < group; i += l)
+      vmax = xsimd::max(vmax, xsimd::abs(Vec<A>::load_unaligned(xg + i)));
+    kv::Q4NSearch search(lane_max(vmax));
+    alignas(64) int32_t fixed[kv::kMaxGroup];  // the values in fixed point (kv::Q4NSearch)
+    for (int i = 0; i < group; i += l)
+      xsimd::to_int(Vec<A>::load_unaligned(xg + i) * Vec<A>(search.to_fixed()))
+          .store_aligned(fixed + i);
+    for (int t = 0; t < kv::kQ4NTries && !search.empty(); ++t) {
+      const Vec<A> id(search.inverse_scale(t));
+      I sxq(0), sqq(0);
+      for (int i = 0; i < group; i += l) {
+        const I q = xsimd::to_int(q4n_level<A>(Vec<A>::load_unaligned(xg + i) * id));
+        sxq = sxq + I::load_aligned(fixed + i) * q;
+        sqq = sqq + q * q;
+      }
+      search.add(xsimd::hadd(sxq), xsimd::hadd(sqq));
+    }
+    const float d = kv::store_scale(block, static_cast<float>(search.scale()));
+    const Vec<A> id(d != 0 ? 1.0f / d : 0.0f);
+    alignas(64) int32_t lo[l], hi[l];
+    for (int i = 0; i < run; i += l) {  // code i in the low nibble of byte i, code i + run high
+      q4n_code<A>(Vec<A>::load_unaligned(xg + i) * id).store_aligned(lo);
+      q4n_code<A>(Vec<A>::load_unaligned(xg + i + run) * id).store_aligned(hi);
+      for (int j = 0; j < l; ++j)
+        block[sizeof(kv::Scale) + i + j] = static_cast<uint8_t>(lo[j] | hi[j] << 4);
+    }
+  }
+}
+
 template <class A>
 void swiglu_impl(float* gate, const float* up, int64_t n) {
   constexpr int l = kLanes<A>;

@@ -23,14 +23,16 @@ void acc_pick(const AccArgs& a) {
   else scalar::acc(a);
 }
 
-// q4n's scale search (kv/blocks.h quantize_group_q4n) has no vector body: its rows take the
-// reference codec on every rung.
 template <class F, class First, class... Rest>
 void quantize_pick(const float* x, int n, int group, uint8_t* row) {
-  if constexpr (F::kCodebook) scalar::quantize<F>(x, n, group, row);
-  else if (fits_quantize<First, F>(group)) quantize_row<First, F>(x, n, group, row);
-  else if constexpr (sizeof...(Rest) > 0) quantize_pick<F, Rest...>(x, n, group, row);
-  else scalar::quantize<F>(x, n, group, row);
+  if (!fits_quantize<First, F>(group)) {
+    if constexpr (sizeof...(Rest) > 0) quantize_pick<F, Rest...>(x, n, group, row);
+    else scalar::quantize<F>(x, n, group, row);
+  } else if constexpr (F::kCodebook) {
+    quantize_row_q4n<First>(x, n, group, row);
+  } else {
+    quantize_row<First, F>(x, n, group, row);
+  }
 }
 
 // The row kernels (FP32 rows, and the channel-axis key tiles of every format, whose code rows
