@@ -137,20 +137,27 @@ void Scheduler::drop_cancelled() {
 }
 
 void Scheduler::prefill_step() {
-  Slot* next = nullptr;
-  for (Slot& s : slots_)
-    if (s.phase == Phase::kPrefill && (!next || s.order < next->order)) next = &s;
-  if (!next) return;
-  const std::vector<int32_t>& prompt = next->job->input().prompt;
-  const int n = std::min(opt_.prefill_chunk, int(prompt.size()) - next->n_done);
-  try {
-    next->session->eval(prompt.data() + next->n_done, n);
-  } catch (const std::exception& e) {
-    fail(*next, e.what());
-    return;
+  for (int budget = opt_.prefill_chunk; budget > 0;) {
+    Slot* next = nullptr;
+    for (Slot& s : slots_)
+      if (s.phase == Phase::kPrefill && (!next || s.order < next->order)) next = &s;
+    if (!next) return;
+    const std::vector<int32_t>& prompt = next->job->input().prompt;
+    const int rest = int(prompt.size()) - next->n_done;
+    // A prompt is read in whole chunks from where it starts, as when it is alone: one that does
+    // not fit what is left of this step's budget waits for the next step.
+    if (rest > budget && budget < opt_.prefill_chunk) return;
+    const int n = std::min(budget, rest);
+    try {
+      next->session->eval(prompt.data() + next->n_done, n);
+    } catch (const std::exception& e) {
+      fail(*next, e.what());
+      continue;
+    }
+    budget -= n;
+    next->n_done += n;
+    if (next->n_done == int(prompt.size())) next->phase = Phase::kDecode;
   }
-  next->n_done += n;
-  if (next->n_done == int(prompt.size())) next->phase = Phase::kDecode;
 }
 
 void Scheduler::decode_step() {

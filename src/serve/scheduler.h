@@ -1,9 +1,10 @@
 // The slots of the server and the one thread that runs them. Each slot is a Session with its own
 // KV cache. The thread loops: admit queued requests to free slots (each to the slot holding the
-// longest prefix of its prompt, which it keeps: prompt caching), evaluate one chunk of one
-// prompt, then one decode step of every generating slot together through model::Lockstep, so the
-// weights are read once per step for all of them and running streams keep flowing while a long
-// prompt is read. A cancelled job frees its slot at the next step.
+// longest prefix of its prompt, which it keeps: prompt caching), evaluate up to prefill_chunk
+// prompt tokens (the oldest prompts first, several short ones in one pass), then one decode step of
+// every generating slot together through model::Lockstep, so the weights are read once per step for
+// all of them and running streams keep flowing while a long prompt is read. A cancelled job frees
+// its slot at the next step.
 #pragma once
 
 #include <chrono>
