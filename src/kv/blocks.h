@@ -282,17 +282,17 @@ constexpr int kQ4NLastTry = kQ4NFirstTry + kQ4NTryStep * (kQ4NTries - 1);
 constexpr double kQ4NMaxError = (kQ4NLevels[15] - kQ4NLevels[14]) / (2.0 * kQ4NFirstTry) + 0x1p-9;
 
 // The search's bookkeeping, shared by the reference and the vector quantizers. The sums Σ x q
-// are taken over fixed-point copies of the values, x * kFixedOne / amax truncated to int32
-// (|Σ x q| <= 2^15 * 127 * kMaxGroup < 2^31), so they are exact in any order of summation and
-// every rung picks the same candidate and scale.
+// are taken over fixed-point copies of the values, x / amax * kFixedOne truncated to int32 (at
+// most 2^15 in magnitude, also for a subnormal amax; |Σ x q| <= 2^15 * 127 * kMaxGroup < 2^31),
+// so they are exact in any order of summation and every rung picks the same candidate and scale.
 class Q4NSearch {
  public:
   static constexpr float kFixedOne = 32768.0f;
 
-  explicit Q4NSearch(float amax) : amax_(amax), to_fixed_(amax > 0 ? kFixedOne / amax : 0.0f) {}
+  explicit Q4NSearch(float amax) : amax_(amax) {}
   bool empty() const { return !(amax_ > 0); }
-  float to_fixed() const { return to_fixed_; }  // multiplier of x, truncated: its fixed point
-  float inverse_scale(int t) const {            // 1 / d of candidate t
+  float amax() const { return amax_; }
+  float inverse_scale(int t) const {  // 1 / d of candidate t
     return static_cast<float>(kQ4NFirstTry + kQ4NTryStep * t) / amax_;
   }
   void add(int32_t sxq, int32_t sqq) {  // a candidate's Σ x q (fixed point) and Σ q²
@@ -307,7 +307,7 @@ class Q4NSearch {
   }
 
  private:
-  float amax_, to_fixed_;
+  float amax_;
   int32_t best_sxq_ = 0, best_sqq_ = 1;
 };
 
@@ -315,12 +315,15 @@ inline void quantize_group_q4n(const float* x, int group, uint8_t* block) {
   float amax = 0;
   for (int i = 0; i < group; ++i) amax = std::max(amax, std::fabs(x[i]));
   Q4NSearch search(amax);
+  int32_t fixed[kMaxGroup];
+  for (int i = 0; i < group && !search.empty(); ++i)
+    fixed[i] = static_cast<int32_t>(x[i] / amax * Q4NSearch::kFixedOne);
   for (int t = 0; t < kQ4NTries && !search.empty(); ++t) {
     const float id = search.inverse_scale(t);
     int32_t sxq = 0, sqq = 0;
     for (int i = 0; i < group; ++i) {
       const int32_t q = kQ4NLevels[nearest_q4n_level(x[i] * id)];
-      sxq += static_cast<int32_t>(x[i] * search.to_fixed()) * q;
+      sxq += fixed[i] * q;
       sqq += q * q;
     }
     search.add(sxq, sqq);

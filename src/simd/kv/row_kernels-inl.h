@@ -205,8 +205,6 @@ void quantize_row(const float* x, int n, int group, uint8_t* row) {
   }
 }
 
-// q4n on lanes of A, as kv::quantize_group_q4n: the same per-value products and comparisons, and
-// each candidate's sums in int32 lanes, which are exact in any order (kv::Q4NSearch).
 // Number of kv::kQ4NMids below each lane of a = |v| (kv::nearest_q4n_level's k), as a float.
 template <class A>
 inline Vec<A> q4n_steps(const Vec<A>& a) {
@@ -235,6 +233,8 @@ inline xsimd::batch<int32_t, A> q4n_code(const Vec<A>& v) {
   return xsimd::to_int(xsimd::select(v > Vec<A>(0.0f), Vec<A>(8.0f) + k, Vec<A>(7.0f) - k));
 }
 
+// q4n on lanes of A, as kv::quantize_group_q4n: the same per-value products and comparisons, and
+// each candidate's sums in int32 lanes, which are exact in any order (kv::Q4NSearch).
 template <class A>
 void quantize_row_q4n(const float* x, int n, int group, uint8_t* row) {
   using I = xsimd::batch<int32_t, A>;
@@ -248,9 +248,9 @@ void quantize_row_q4n(const float* x, int n, int group, uint8_t* row) {
       vmax = xsimd::max(vmax, xsimd::abs(Vec<A>::load_unaligned(xg + i)));
     kv::Q4NSearch search(lane_max(vmax));
     alignas(64) int32_t fixed[kv::kMaxGroup];  // the values in fixed point (kv::Q4NSearch)
-    for (int i = 0; i < group; i += l)
-      xsimd::to_int(Vec<A>::load_unaligned(xg + i) * Vec<A>(search.to_fixed()))
-          .store_aligned(fixed + i);
+    const Vec<A> amax(search.amax()), one(kv::Q4NSearch::kFixedOne);
+    for (int i = 0; i < group && !search.empty(); i += l)
+      xsimd::to_int(Vec<A>::load_unaligned(xg + i) / amax * one).store_aligned(fixed + i);
     for (int t = 0; t < kv::kQ4NTries && !search.empty(); ++t) {
       const Vec<A> id(search.inverse_scale(t));
       I sxq(0), sqq(0);
