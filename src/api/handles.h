@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <optional>
 #include <string>
@@ -22,6 +23,9 @@ struct kvrt_model {
   std::unique_ptr<kvrt::model::Model> model;
   std::string path;                   // the file it was opened from (validation binds to it)
   std::string arch, name, tokenizer;  // backing store of kvrt_model_info's strings
+  // SHA-256 of the file, taken once on first use: every state saved or loaded binds to it.
+  mutable std::once_flag sha256_once;
+  mutable std::string sha256;
 };
 
 // The thread running a call on a handle (kvrt::api::InUse's tag), 0 when none.

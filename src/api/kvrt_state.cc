@@ -28,12 +28,17 @@ void refresh_flags(kvrt_session& s, bool has_logits) {
   s.has_logits = has_logits && session.n_past() > 0;
 }
 
+const std::string& model_sha256(const kvrt_model& m) {
+  std::call_once(m.sha256_once, [&] { m.sha256 = kvrt::sha256_file(m.path); });
+  return m.sha256;
+}
+
 // Opens the session the state bytes describe: binding, gate, memory cap, then the positions.
 kvrt_status restore(const kvrt_model& model, std::string_view bytes, const std::string& what,
                     const char* record_path, const kvrt_session_options& options,
                     kvrt_session** out_session) {
   const kvrt::model::StateHeader h = kvrt::model::read_state_header(bytes, what);
-  kvrt::model::check_state_binding(h, what, kvrt::sha256_file(model.path), "", h.matmul);
+  kvrt::model::check_state_binding(h, what, model_sha256(model), "", h.matmul);
   kvrt::model::SessionOptions so =
       kvrt::api::to_options(options);  // range checks of the caller's values
   const int n_batch = options.n_batch > 0 ? so.n_batch : h.n_batch;
@@ -58,7 +63,7 @@ kvrt::model::StateExtras extras_of(const kvrt_session& s) {
 }
 
 std::string state_of(const kvrt_session& s) {
-  return kvrt::model::state_bytes(*s.session, kvrt::sha256_file(s.owner->path), extras_of(s));
+  return kvrt::model::state_bytes(*s.session, model_sha256(*s.owner), extras_of(s));
 }
 
 }  // namespace
@@ -94,7 +99,7 @@ kvrt_status kvrt_session_state_size(const kvrt_session* session, size_t* out_siz
   return guard([&] {
     KVRT_REQUIRE(session);
     KVRT_REQUIRE(out_size);
-    *out_size = kvrt::model::state_size(*session->session, kvrt::sha256_file(session->owner->path),
+    *out_size = kvrt::model::state_size(*session->session, model_sha256(*session->owner),
                                         extras_of(*session));
     return KVRT_OK;
   });
@@ -105,7 +110,7 @@ kvrt_status kvrt_session_state_write(const kvrt_session* session, void* buffer, 
   return guard([&] {
     KVRT_REQUIRE(session);
     KVRT_REQUIRE(out_size);
-    const std::string sha = kvrt::sha256_file(session->owner->path);
+    const std::string& sha = model_sha256(*session->owner);
     *out_size = kvrt::model::state_size(*session->session, sha, extras_of(*session));
     if (*out_size > capacity)
       return fail(KVRT_ERR_BUFFER_TOO_SMALL,
