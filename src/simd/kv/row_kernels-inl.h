@@ -250,7 +250,7 @@ void quantize_row_q4n(const float* x, int n, int group, uint8_t* row) {
     alignas(64) int32_t fixed[kv::kMaxGroup];  // the values in fixed point (kv::Q4NSearch)
     const Vec<A> amax(search.amax()), one(kv::Q4NSearch::kFixedOne);
     for (int i = 0; i < group && !search.empty(); i += l)
-      xsimd::to_int(Vec<A>::load_unaligned(xg + i) / amax * one).store_aligned(fixed + i);
+      xsimd::to_int(divide<A>(Vec<A>::load_unaligned(xg + i), amax) * one).store_aligned(fixed + i);
     for (int t = 0; t < kv::kQ4NTries && !search.empty(); ++t) {
       const Vec<A> id(search.inverse_scale(t));
       I sxq(0), sqq(0);
@@ -279,7 +279,7 @@ void swiglu_impl(float* gate, const float* up, int64_t n) {
   int64_t i = 0;
   for (; i + l <= n; i += l) {
     const Vec<A> g = Vec<A>::load_unaligned(gate + i);
-    (g / (Vec<A>(1.0f) + xsimd::exp(-g)) * Vec<A>::load_unaligned(up + i))
+    (divide<A>(g, Vec<A>(1.0f) + xsimd::exp(-g)) * Vec<A>::load_unaligned(up + i))
         .store_unaligned(gate + i);
   }
   scalar::swiglu(gate + i, up + i, n - i);
