@@ -13,12 +13,8 @@ case "${1:-}" in
   *) echo "format.sh: unknown option '$1' (usage: tools/format.sh [--check])" >&2; exit 2 ;;
 esac
 
-if ! command -v clang-format-14 >/dev/null; then
-  sudo_cmd=(); [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
-  "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 update -qq >&2
-  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
-    --no-install-recommends clang-format-14 >&2
-fi
+. "$root/tools/apt_need.sh"
+apt_need clang-format-14
 
 cd "$root"
 mapfile -t files < <(git ls-files '*.c' '*.cc' '*.h')

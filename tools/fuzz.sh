@@ -14,15 +14,8 @@ targets=("$@")
 
 packages=(clang libclang-rt-14-dev libomp-14-dev meson ninja-build pkg-config cmake libdnnl-dev ocl-icd-opencl-dev libxsimd-dev
           libtomlplusplus-dev libsodium-dev)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  sudo_cmd=(); [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
-  "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 update -qq >&2
-  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >&2
-fi
+. "$root/tools/apt_need.sh"
+apt_need "${packages[@]}"
 
 sanitize=(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
 if [ ! -f "$build/build.ninja" ]; then

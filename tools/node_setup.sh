@@ -8,10 +8,8 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 dir="$root/tests/node"
 if ! command -v npm >/dev/null; then
   echo "kvrt node_setup: installing npm from Debian" >&2
-  sudo_cmd=(); [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
-  if ! { "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 update -qq &&
-         DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
-           --no-install-recommends npm; } >&2; then
+  . "$root/tools/apt_need.sh"
+  if ! apt_need npm; then
     echo "kvrt node_setup: npm could not be installed; the openai client test will skip" >&2
     exit 0
   fi

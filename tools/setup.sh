@@ -11,16 +11,8 @@ build="${KVRT_BUILD:-$root/build}"
 # curl: the serve test's curl client and tools/serve_bench.sh.
 packages=(g++ meson ninja-build pkg-config cmake libdnnl-dev ocl-icd-opencl-dev libxsimd-dev libtomlplusplus-dev
           doctest-dev libsodium-dev libcpp-httplib-dev nlohmann-json3-dev curl)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "kvrt setup: installing ${missing[*]}" >&2
-  sudo_cmd=(); [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
-  "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 update -qq >&2
-  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >&2
-fi
+. "$root/tools/apt_need.sh"
+apt_need "${packages[@]}"
 
 if [ ! -f "$build/build.ninja" ]; then
   meson setup "$build" "$root" --buildtype=release >&2

@@ -11,28 +11,14 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${KVRT_ARM_BUILD:-$root/build-aarch64}"
 cross="$root/tools/cross/aarch64-linux-gnu.ini"
 
-sudo_cmd=(); [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
-installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-
-# toml++ is a compiled library and tests run on the arm64 runtime: both from Debian multiarch.
-need_update=0
+# toml++ is a compiled library and tests run on the arm64 runtime: both from Debian multiarch
+# (apt_need updates the package lists, as a new architecture needs, when anything is missing).
 if ! dpkg --print-foreign-architectures | grep -qx arm64; then
-  "${sudo_cmd[@]}" dpkg --add-architecture arm64
-  need_update=1
+  if [ "$(id -u)" -eq 0 ]; then dpkg --add-architecture arm64; else sudo dpkg --add-architecture arm64; fi
 fi
-packages=(g++ g++-aarch64-linux-gnu qemu-user meson ninja-build pkg-config libxsimd-dev doctest-dev
-          libtomlplusplus-dev:arm64 libsodium-dev:arm64 libstdc++6:arm64 libgomp1:arm64)
-missing=()
-for p in "${packages[@]}"; do installed "$p" || missing+=("$p"); done
-if ((${#missing[@]})); then
-  echo "kvrt test_arm: installing ${missing[*]}" >&2
-  need_update=1
-fi
-if ((need_update)); then "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 update -qq >&2; fi
-if ((${#missing[@]})); then
-  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends \
-    "${missing[@]}" >&2
-fi
+. "$root/tools/apt_need.sh"
+apt_need g++ g++-aarch64-linux-gnu qemu-user meson ninja-build pkg-config libxsimd-dev doctest-dev \
+  libtomlplusplus-dev:arm64 libsodium-dev:arm64 libstdc++6:arm64 libgomp1:arm64
 
 if [ ! -f "$build/build.ninja" ]; then
   # kvrt serve is left out: its arm64 HTTP library would pull arm64 OpenSSL, zlib and brotli

@@ -8,16 +8,8 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 
 packages=(python3-torch python3-numpy libopenblas0-openmp)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "canary setup: installing ${missing[*]}" >&2
-  sudo_cmd=(); [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
-  "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 update -qq >&2
-  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >&2
-fi
+. "$root/tools/apt_need.sh"
+apt_need "${packages[@]}"
 "$root/tools/setup.sh"
 build="${KVRT_BUILD:-$root/build}"
 meson configure "$build" -Dcanary=true >&2
