@@ -110,30 +110,36 @@ struct TensorDesc {
   bool required;
 };
 
+// The fields after rope_pairing default to a plain llama's: a row names what differs.
 struct Architecture {
   const char* name;  // general.architecture, also the prefix of its metadata keys
   std::span<const TensorDesc> model_tensors;
   std::span<const TensorDesc> layer_tensors;
   RopePairing rope_pairing;
-  int nope_period;  // layers il with (il + 1) % nope_period == 0 apply no RoPE; 0: none
-  NormKind norm;
-  QkNorm qk_norm;
-  Activation activation;
-  bool scale_embeddings;  // x = token_embd[token] * sqrt(d_model)
-  QueryScale query_scale;
-  const char* attn_softcap_key;   // key after "<name>." of the attention logit soft-cap; null: none
-  const char* final_softcap_key;  // key of the final logit soft-cap; null: none
-  bool softcaps_optional;  // a soft-cap key absent from the file means no cap (else an error)
-  const char* sliding_window_key;  // key of the window length (0: none); null: no sliding window
-  bool window_optional;            // an absent window key means no window (else an error)
-  WindowLayers window_layers;      // the layers it applies to
-  int window_period;               // kPattern: the period when the file has no pattern key
-  const char* window_pattern_key;  // kPattern: key of the period; null: window_period is fixed
+  int nope_period = 0;  // layers il with (il + 1) % nope_period == 0 apply no RoPE; 0: none
+  NormKind norm = NormKind::kRms;
+  QkNorm qk_norm = QkNorm::kNone;
+  Activation activation = Activation::kSilu;
+  bool scale_embeddings = false;  // x = token_embd[token] * sqrt(d_model)
+  QueryScale query_scale = QueryScale::kHeadDim;
+  // Key after "<name>." of the attention logit soft-cap; null: none.
+  const char* attn_softcap_key = nullptr;
+  const char* final_softcap_key = nullptr;  // key of the final logit soft-cap; null: none
+  // A soft-cap key absent from the file means no cap (else an error).
+  bool softcaps_optional = false;
+  // Key of the window length (0: none); null: no sliding window.
+  const char* sliding_window_key = nullptr;
+  bool window_optional = false;  // an absent window key means no window (else an error)
+  WindowLayers window_layers = WindowLayers::kNone;  // the layers it applies to
+  int window_period = 0;  // kPattern: the period when the file has no pattern key
+  // kPattern: key of the period; null: window_period is fixed.
+  const char* window_pattern_key = nullptr;
   // The RoPE base of the windowed layers, which then turn unscaled (Gemma 3: 10000 when absent);
   // null: every layer uses rope.freq_base and its scaling.
-  const char* window_rope_base_key;
-  ScaleKeys scales;
-  const char* pre_tokenizer;  // what llama.cpp's loader assumes without tokenizer.ggml.pre
+  const char* window_rope_base_key = nullptr;
+  ScaleKeys scales = {};
+  // What llama.cpp's loader assumes without tokenizer.ggml.pre.
+  const char* pre_tokenizer = "default";
 };
 
 // Every described architecture (each a row of architecture.cc).
