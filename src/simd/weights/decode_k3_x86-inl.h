@@ -67,8 +67,6 @@ inline __m512i q3_scale_of(int s0, int s1) {
   return _mm512_inserti64x4(_mm512_castsi256_si512(half), half, 1);
 }
 
-using K3Acc = __m512;
-
 inline __m512 q3_k_block(const BlockQ3_K& x, const K3Act& a, __m512 acc) {
   const __m256i sc16 = _mm256_cvtepi8_epi16(q3_k_scales(x.scales));  // scale s at word s
   // 128-bit lanes: scales 0..7, 0..7, 8..15, 8..15
@@ -99,8 +97,6 @@ inline __m512 q3_k_block(const BlockQ3_K& x, const K3Act& a, __m512 acc) {
 }
 
 #else
-
-using K3Acc = __m256;
 
 inline __m256 q3_k_block(const BlockQ3_K& x, const K3Act& a, __m256 acc) {
   const __m256i sc16 = _mm256_cvtepi8_epi16(q3_k_scales(x.scales));  // scale s at word s
@@ -133,26 +129,5 @@ inline __m256 q3_k_block(const BlockQ3_K& x, const K3Act& a, __m256 acc) {
 }
 
 #endif
-
-void decode_q3_k(const DecodeArgs& a) {
-  const int64_t nb = a.n_in / kQK_K;
-  thread_local std::vector<K3Act> acts;
-  if (acts.size() < size_t(a.m * nb)) acts.resize(size_t(a.m * nb));
-  for (int i = 0; i < a.m; ++i)
-    k3_acts(reinterpret_cast<const BlockQ8_K*>(a.act + size_t(i) * a.act_stride), nb,
-            acts.data() + i * nb);
-  for (int j = 0; j < a.n_rows; ++j) {
-    const BlockQ3_K* x = reinterpret_cast<const BlockQ3_K*>(a.w + size_t(j) * a.w_stride);
-    for (int i = 0; i < a.m; ++i) {
-      const K3Act* act = acts.data() + i * nb;
-      K3Acc acc{};
-      for (int64_t b = 0; b < nb; ++b) {
-        k_read_ahead(x + b);
-        acc = q3_k_block(x[b], act[b], acc);
-      }
-      a.y[size_t(i) * a.y_stride + size_t(j)] = hsum(acc);
-    }
-  }
-}
 
 }  // namespace

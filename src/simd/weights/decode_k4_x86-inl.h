@@ -52,6 +52,14 @@ inline __m128 k_affine_scales(const Block& x, const KAffineAct& a) {
   return _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(int(d_dmin))), _mm_set1_ps(a.d));
 }
 
+// A row's sums so far: d_a d_w Σ scale_s Σ q a in the lanes of sum, d_a dmin_w Σ min_s sums_s
+// in the 4 of min.
+struct KAffineAcc {
+  KAcc sum;
+  __m128 min;
+};
+inline float hsum(const KAffineAcc& a) { return hsum(a.sum) - hsum(_mm256_zextps128_ps256(a.min)); }
+
 #if defined(__AVX512VNNI__)
 
 // The 8 scales (bytes 0..7) and 8 mins (bytes 8..15) of a Q4_K / Q5_K block, 6 bits each, from
@@ -104,10 +112,10 @@ inline __m512i k_scale_of(int s0, int s1) {
                             _mm256_set1_epi32(int(kZ | uint32_t(s1))), 1);
 }
 
-// Block b of a row: Σ scale_s Σ q a as 16 int32 lanes (summed in acc by d_a d_w) and Σ min_s
-// sums_s as 4 lanes (summed in acc_min by d_a dmin_w).
+// acc + block x: Σ scale_s Σ q a as 16 int32 lanes (added to acc.sum times d_a d_w) and Σ min_s
+// sums_s as 4 lanes (to acc.min times d_a dmin_w).
 template <class Block, bool kFifthBit>
-inline void k_affine_block(const Block& x, const KAffineAct& a, __m512& acc, __m128& acc_min) {
+inline KAffineAcc k_affine_block(const Block& x, const KAffineAct& a, KAffineAcc acc) {
   const __m128i sm = k_scales_mins(x.scales);
   const __m512i sc = _mm512_broadcast_i32x4(sm);
   __m512i hb = _mm512_setzero_si512();
@@ -124,32 +132,22 @@ inline void k_affine_block(const Block& x, const KAffineAct& a, __m512& acc, __m
         _mm512_dpwssd_epi32(sum1, dhi, _mm512_shuffle_epi8(sc, k_scale_of(4 * p + 1, 4 * p + 3)));
   }
   const __m128 d = k_affine_scales(x, a);
-  acc = _mm512_fmadd_ps(_mm512_broadcastss_ps(d), _mm512_cvtepi32_ps(_mm512_add_epi32(sum0, sum1)),
-                        acc);
+  acc.sum = _mm512_fmadd_ps(_mm512_broadcastss_ps(d),
+                            _mm512_cvtepi32_ps(_mm512_add_epi32(sum0, sum1)), acc.sum);
   const __m128i mins = _mm_madd_epi16(_mm_unpackhi_epi8(sm, _mm_setzero_si128()),
                                       _mm_load_si128(reinterpret_cast<const __m128i*>(a.sums)));
-  acc_min = _mm_fmadd_ps(_mm_shuffle_ps(d, d, 0x55), _mm_cvtepi32_ps(mins), acc_min);
-}
-
-template <class Block, bool kFifthBit>
-float k_affine_row(const Block* x, const KAffineAct* act, int64_t nb) {
-  __m512 acc = _mm512_setzero_ps();
-  __m128 acc_min = _mm_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    k_read_ahead(x + b);
-    k_affine_block<Block, kFifthBit>(x[b], act[b], acc, acc_min);
-  }
-  return _mm512_reduce_add_ps(acc) - hsum(_mm256_zextps128_ps256(acc_min));
+  acc.min = _mm_fmadd_ps(_mm_shuffle_ps(d, d, 0x55), _mm_cvtepi32_ps(mins), acc.min);
+  return acc;
 }
 
 #else
 
-// Block b of a row, as the avx512-vnni one on ymm: 32 codes per instruction, the products of
+// acc + block x, as the avx512-vnni step on ymm: 32 codes per instruction, the products of
 // nibbles and activations in int16 pairs by vpmaddubsw (2 * 31 * 128 < 2^15), times the sub-block
 // scale by vpmaddwd; the scales and mins unpacked in integer registers (k_scale_min of
 // simd/weights/blocks.h for all 8 sub-blocks at once, as ggml's utmp).
 template <class Block, bool kFifthBit>
-inline void k_affine_block(const Block& x, const KAffineAct& a, __m256& acc, __m128& acc_min) {
+inline KAffineAcc k_affine_block(const Block& x, const KAffineAct& a, KAffineAcc acc) {
   constexpr uint32_t kLow6 = 0x3f3f3f3f, kLow4 = 0x0f0f0f0f, kLow2 = 0x03030303;
   uint32_t u[3];
   std::memcpy(u, x.scales, sizeof u);
@@ -181,41 +179,15 @@ inline void k_affine_block(const Block& x, const KAffineAct& a, __m256& acc, __m
                                 _mm256_maddubs_epi16(hi, _mm256_load_si256(act + 1))));
   }
   const __m128 d = k_affine_scales(x, a);
-  acc = _mm256_fmadd_ps(_mm256_broadcastss_ps(d), _mm256_cvtepi32_ps(_mm256_add_epi32(sum0, sum1)),
-                        acc);
+  acc.sum = _mm256_fmadd_ps(_mm256_broadcastss_ps(d),
+                            _mm256_cvtepi32_ps(_mm256_add_epi32(sum0, sum1)), acc.sum);
   const __m128i mins =
       _mm_madd_epi16(_mm_cvtepu8_epi16(_mm_set_epi32(0, 0, int(sm[3]), int(sm[2]))),
                      _mm_load_si128(reinterpret_cast<const __m128i*>(a.sums)));
-  acc_min = _mm_fmadd_ps(_mm_shuffle_ps(d, d, 0x55), _mm_cvtepi32_ps(mins), acc_min);
-}
-
-template <class Block, bool kFifthBit>
-float k_affine_row(const Block* x, const KAffineAct* act, int64_t nb) {
-  __m256 acc = _mm256_setzero_ps();
-  __m128 acc_min = _mm_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    k_read_ahead(x + b);
-    k_affine_block<Block, kFifthBit>(x[b], act[b], acc, acc_min);
-  }
-  return hsum(acc) - hsum(_mm256_zextps128_ps256(acc_min));
+  acc.min = _mm_fmadd_ps(_mm_shuffle_ps(d, d, 0x55), _mm_cvtepi32_ps(mins), acc.min);
+  return acc;
 }
 
 #endif
-
-template <class Block, bool kFifthBit>
-void decode_k_affine(const DecodeArgs& a) {
-  const int64_t nb = a.n_in / kQK_K;
-  thread_local std::vector<KAffineAct> acts;
-  if (acts.size() < size_t(a.m * nb)) acts.resize(size_t(a.m * nb));
-  for (int i = 0; i < a.m; ++i)
-    k_affine_acts(reinterpret_cast<const BlockQ8_K*>(a.act + size_t(i) * a.act_stride), nb,
-                  acts.data() + i * nb);
-  for (int j = 0; j < a.n_rows; ++j) {
-    const Block* x = reinterpret_cast<const Block*>(a.w + size_t(j) * a.w_stride);
-    for (int i = 0; i < a.m; ++i)
-      a.y[size_t(i) * a.y_stride + size_t(j)] =
-          k_affine_row<Block, kFifthBit>(x, acts.data() + i * nb, nb);
-  }
-}
 
 }  // namespace

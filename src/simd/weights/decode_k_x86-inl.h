@@ -96,8 +96,11 @@ inline __m512 q6_k_block(const BlockQ6_K& x, const KAct& a, __m512 acc) {
 }
 
 inline float hsum(__m512 x) { return _mm512_reduce_add_ps(x); }
+using KAcc = __m512;
 
 #else
+
+using KAcc = __m256;
 
 // Q6_K: run (n, k) of 32 values from ql[64n + 32(k % 2) ..] (nibble k / 2) and bits 2k of
 // qh[32n ..]; codes 0..63 times a, less 32 Σ_s scale_s bsums[s] (lanes of the same sum).
@@ -137,18 +140,22 @@ inline __m256 q6_k_block(const BlockQ6_K& x, const KAct& a, __m256 acc) {
 
 #endif
 
-template <class Block, class Acc, Acc (*Step)(const Block&, const KAct&, Acc)>
+// The decode product of a K type: each activation row laid out once per call (Lay), then each W
+// row's blocks stepped into an accumulator (Step) that hsum reduces. Q6_K's with KAct; Q3_K, Q4_K
+// and Q5_K have layouts of their own (decode_k3_x86-inl.h, decode_k4_x86-inl.h).
+template <class Block, class Act, class Acc, void (*Lay)(const BlockQ8_K*, int64_t, Act*),
+          Acc (*Step)(const Block&, const Act&, Acc)>
 void decode_k(const DecodeArgs& a) {
   const int64_t nb = a.n_in / kQK_K;
-  thread_local std::vector<KAct> acts;
+  thread_local std::vector<Act> acts;
   if (acts.size() < size_t(a.m * nb)) acts.resize(size_t(a.m * nb));
   for (int i = 0; i < a.m; ++i)
-    k_acts(reinterpret_cast<const BlockQ8_K*>(a.act + size_t(i) * a.act_stride), nb,
-           acts.data() + i * nb);
+    Lay(reinterpret_cast<const BlockQ8_K*>(a.act + size_t(i) * a.act_stride), nb,
+        acts.data() + i * nb);
   for (int j = 0; j < a.n_rows; ++j) {
     const Block* x = reinterpret_cast<const Block*>(a.w + size_t(j) * a.w_stride);
     for (int i = 0; i < a.m; ++i) {
-      const KAct* act = acts.data() + i * nb;
+      const Act* act = acts.data() + i * nb;
       Acc acc{};
       for (int64_t b = 0; b < nb; ++b) {
         k_read_ahead(x + b);

@@ -153,12 +153,10 @@ void install(Kernels& k) {
   k.weight[weight_index(W::kQ4_1)].decode = decode_rows<dot_affine<BlockQ4_1>>;
   k.weight[weight_index(W::kQ5_1)].decode = decode_rows<dot_affine<BlockQ5_1>>;
   k.weight[weight_index(W::kQ2_K)].decode = decode_rows<dot_q2_k>;
-  k.weight[weight_index(W::kQ3_K)].decode = decode_q3_k;
-  k.weight[weight_index(W::kQ4_K)].decode = decode_k_affine<BlockQ4_K, false>;
-  k.weight[weight_index(W::kQ5_K)].decode = decode_k_affine<BlockQ5_K, true>;
-#if defined(__AVX512VNNI__)
-  k.weight[weight_index(W::kQ6_K)].decode = decode_k<BlockQ6_K, __m512, q6_k_block>;
-#else
-  k.weight[weight_index(W::kQ6_K)].decode = decode_k<BlockQ6_K, __m256, q6_k_block>;
-#endif
+  k.weight[weight_index(W::kQ3_K)].decode = decode_k<BlockQ3_K, K3Act, KAcc, k3_acts, q3_k_block>;
+  k.weight[weight_index(W::kQ4_K)].decode =
+      decode_k<BlockQ4_K, KAffineAct, KAffineAcc, k_affine_acts, k_affine_block<BlockQ4_K, false>>;
+  k.weight[weight_index(W::kQ5_K)].decode =
+      decode_k<BlockQ5_K, KAffineAct, KAffineAcc, k_affine_acts, k_affine_block<BlockQ5_K, true>>;
+  k.weight[weight_index(W::kQ6_K)].decode = decode_k<BlockQ6_K, KAct, KAcc, k_acts, q6_k_block>;
 }
