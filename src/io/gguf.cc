@@ -20,25 +20,9 @@ const char* value_type_name(GgufType t) {
   return i < 13 ? names[i] : "unknown";
 }
 
-size_t scalar_size(GgufType t) {
-  switch (t) {
-    case GgufType::kU8:
-    case GgufType::kI8:
-    case GgufType::kBool: return 1;
-    case GgufType::kU16:
-    case GgufType::kI16: return 2;
-    case GgufType::kU32:
-    case GgufType::kI32:
-    case GgufType::kF32: return 4;
-    case GgufType::kU64:
-    case GgufType::kI64:
-    case GgufType::kF64: return 8;
-    default: return 0;
-  }
-}
-
 bool is_integer(GgufType t) {
-  return scalar_size(t) != 0 && t != GgufType::kF32 && t != GgufType::kF64 && t != GgufType::kBool;
+  return gguf_scalar_size(t) != 0 && t != GgufType::kF32 && t != GgufType::kF64 &&
+         t != GgufType::kBool;
 }
 
 // Bounds-checked little-endian cursor over the mapping.
@@ -172,7 +156,7 @@ void read_array(Cursor& c, const GgufFile& f, const std::string& key, GgufValue&
              " strings, more than the file can hold");
     for (uint64_t e = 0; e < v.n_elems; ++e) c.read_string(key.c_str());
   } else {
-    const uint64_t es = scalar_size(v.elem_type);
+    const uint64_t es = gguf_scalar_size(v.elem_type);
     if (v.n_elems > c.left() / es)
       f.fail("array '" + key + "' of " + std::to_string(v.n_elems) + " elements at byte offset " +
              std::to_string(v.file_offset) + " runs past the end of the file");
@@ -250,6 +234,23 @@ std::vector<GgufTensor> read_tensor_infos(Cursor& c, const GgufFile& f, uint64_t
 }
 
 }  // namespace
+
+size_t gguf_scalar_size(GgufType t) {
+  switch (t) {
+    case GgufType::kU8:
+    case GgufType::kI8:
+    case GgufType::kBool: return 1;
+    case GgufType::kU16:
+    case GgufType::kI16: return 2;
+    case GgufType::kU32:
+    case GgufType::kI32:
+    case GgufType::kF32: return 4;
+    case GgufType::kU64:
+    case GgufType::kI64:
+    case GgufType::kF64: return 8;
+    default: return 0;
+  }
+}
 
 GgufFile::GgufFile(const std::string& path) : file_(std::make_unique<MmapFile>(path)) { parse(); }
 
@@ -376,7 +377,7 @@ std::vector<int32_t> GgufFile::get_int_array(std::string_view key) const {
   const GgufValue& v = require(key, GgufType::kArray);
   if (!is_integer(v.elem_type))
     fail("metadata array '" + std::string(key) + "' does not hold integers");
-  size_t es = scalar_size(v.elem_type);
+  size_t es = gguf_scalar_size(v.elem_type);
   std::vector<int32_t> out(v.n_elems);
   for (uint64_t e = 0; e < v.n_elems; ++e) {
     const uint8_t* p = v.elems + es * e;

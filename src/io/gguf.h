@@ -30,6 +30,9 @@ enum class GgufType : uint32_t {
   kF64 = 12,
 };
 
+// Bytes of one value of a scalar type; 0 for string, array and numbers outside the enum.
+size_t gguf_scalar_size(GgufType t);
+
 struct GgufValue {
   GgufType type = GgufType::kU8;
   uint64_t file_offset = 0;  // where the value starts, for error messages

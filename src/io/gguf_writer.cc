@@ -31,23 +31,6 @@ void put_string(std::string& out, std::string_view s) {
   out.append(s);
 }
 
-size_t scalar_bytes(GgufType t) {
-  switch (t) {
-    case GgufType::kU8:
-    case GgufType::kI8:
-    case GgufType::kBool: return 1;
-    case GgufType::kU16:
-    case GgufType::kI16: return 2;
-    case GgufType::kU32:
-    case GgufType::kI32:
-    case GgufType::kF32: return 4;
-    case GgufType::kU64:
-    case GgufType::kI64:
-    case GgufType::kF64: return 8;
-    default: return 0;
-  }
-}
-
 // Removes a partly written output, but never a device or anything else that is not a file.
 void remove_partial(const std::string& path) {
   std::error_code ec;
@@ -110,7 +93,7 @@ void GgufWriter::add_string(std::string_view k, std::string_view v) {
 
 void GgufWriter::add_array(std::string_view key, GgufType elem_type, const void* raw,
                            uint64_t n_elems) {
-  const size_t es = scalar_bytes(elem_type);
+  const size_t es = gguf_scalar_size(elem_type);
   if (es == 0) usage_error("GGUF array '" + std::string(key) + "' needs a scalar element type");
   begin_kv(key, GgufType::kArray);
   put<uint32_t>(kv_bytes_, static_cast<uint32_t>(elem_type));
