@@ -21,21 +21,16 @@
 #include "ops/matmul.h"
 #include "simd/dispatch.h"
 #include "simd/weights/types.h"
+#include "realistic_shape.h"
 
 namespace {
 
+using kvrt::bench::kLayers;
+using kvrt::bench::kShapes;
+using kvrt::bench::parse_type;
+using kvrt::bench::Shape;
 using kvrt::simd::WeightTypeTraits;
 
-struct Shape {
-  const char* name;
-  int64_t n_out, n_in;
-  int per_layer;  // how many matrices of this shape one layer has
-};
-constexpr Shape kShapes[] = {{"q,o", 1024, 1024, 2},
-                             {"k,v", 256, 1024, 2},
-                             {"gate,up", 2816, 1024, 2},
-                             {"down", 1024, 2816, 1}};
-constexpr int kLayers = 8;
 constexpr double kWindowSeconds = 2e-3;  // below a scheduler slice, so most windows run unpreempted
 
 // The best seconds per call of f over `windows` windows of about kWindowSeconds each.
@@ -69,10 +64,7 @@ void streamed_token(const WeightTypeTraits& type, kvrt::ops::Matmul& mm, int win
   for (int layer = 0; layer < kLayers; ++layer) {
     for (const Shape& s : kShapes) {
       for (int c = 0; c < s.per_layer; ++c) {
-        std::vector<float> w(size_t(s.n_out * s.n_in));  // [n_out][n_in]
-        for (float& v : w) v = normal(rng);
-        stored.emplace_back(size_t(type.row_bytes(s.n_in) * s.n_out));
-        type.from_float_ref(w.data(), int64_t(w.size()), stored.back().data());
+        stored.push_back(kvrt::bench::random_weights(type, s, rng));
         bytes += stored.back().size();
         n_max = std::max({n_max, s.n_in, s.n_out});
       }
@@ -111,22 +103,13 @@ void streamed_token(const WeightTypeTraits& type, kvrt::ops::Matmul& mm, int win
               100.0 * gbps / stream);
 }
 
-const WeightTypeTraits& parse_type(const std::string& name) {
-  for (int t = 0; t < kvrt::simd::kNumWeightTypes; ++t) {
-    const WeightTypeTraits* row = kvrt::simd::find_weight_type(uint32_t(t));
-    if (row != nullptr && row->computable() && name == row->name) return *row;
-  }
-  std::fprintf(stderr, "bench_decode: unknown weight type '%s' (valid: %s)\n", name.c_str(),
-               kvrt::simd::computable_weight_type_names());
-  std::exit(2);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<const WeightTypeTraits*> types;
   std::istringstream list(argc > 1 ? argv[1] : "Q4_0,Q3_K,Q4_K,Q5_K,Q6_K");
-  for (std::string name; std::getline(list, name, ',');) types.push_back(&parse_type(name));
+  for (std::string name; std::getline(list, name, ',');)
+    types.push_back(&parse_type("bench_decode", name));
   const int windows = argc > 2 ? std::atoi(argv[2]) : 200;
   if (windows < 1) {
     std::fprintf(stderr, "bench_decode: WINDOWS must be a positive count, not '%s'\n", argv[2]);
@@ -141,12 +124,9 @@ int main(int argc, char** argv) {
   for (const WeightTypeTraits* type : types) {
     double layer_seconds = 0.0;
     for (const Shape& s : kShapes) {
-      std::vector<float> w(size_t(s.n_out * s.n_in)), x(size_t(s.n_in)),
-          y(size_t(s.n_out));  // W [n_out][n_in]
-      for (float& v : w) v = normal(rng);
+      const std::vector<uint8_t> stored = kvrt::bench::random_weights(*type, s, rng);
+      std::vector<float> x(size_t(s.n_in)), y(size_t(s.n_out));
       for (float& v : x) v = normal(rng);
-      std::vector<uint8_t> stored(size_t(type->row_bytes(s.n_in) * s.n_out));
-      type->from_float_ref(w.data(), int64_t(w.size()), stored.data());
       const kvrt::ops::WeightMatrix wm{stored.data(), type->type, s.n_out, s.n_in};
       const double t = best_seconds_per_call([&] { mm.run(x.data(), 1, wm, y.data()); }, windows);
       layer_seconds += t * s.per_layer;

@@ -15,22 +15,17 @@
 #include "ops/matmul.h"
 #include "simd/dispatch.h"
 #include "simd/weights/types.h"
+#include "realistic_shape.h"
 
 namespace {
 
+using kvrt::bench::kLayers;
+using kvrt::bench::kShapes;
+using kvrt::bench::parse_type;
+using kvrt::bench::Shape;
 using kvrt::simd::WeightType;
 using kvrt::simd::WeightTypeTraits;
 
-struct Shape {
-  const char* name;
-  int64_t n_out, n_in;
-  int per_layer;  // how many matrices of this shape one layer has
-};
-constexpr Shape kShapes[] = {{"q,o", 1024, 1024, 2},
-                             {"k,v", 256, 1024, 2},
-                             {"gate,up", 2816, 1024, 2},
-                             {"down", 1024, 2816, 1}};
-constexpr int kLayers = 8;
 constexpr double kSecondsPerTiming = 0.3;
 
 // Seconds per call of f, from enough calls to fill kSecondsPerTiming (after one untimed call,
@@ -50,33 +45,12 @@ double seconds_per_call(F&& f) {
   return elapsed / calls;
 }
 
-const WeightTypeTraits& parse_type(const std::string& name) {
-  for (int t = 0; t < kvrt::simd::kNumWeightTypes; ++t) {
-    const WeightTypeTraits* row = kvrt::simd::find_weight_type(uint32_t(t));
-    if (row != nullptr && row->computable() && name == row->name) return *row;
-  }
-  std::fprintf(stderr, "bench_matmul: unknown weight type '%s' (valid: %s)\n", name.c_str(),
-               kvrt::simd::computable_weight_type_names());
-  std::exit(2);
-}
-
 struct TypeResult {
   const char* name;
   double tok_s[2];          // m = 1, m = prefill rows: through the products of kLayers layers
   double widen_ref = 0;     // to_float rates, values per ns: the reference codec
   double widen_kernel = 0;  // and this process's kernel
 };
-
-// W [n_out][n_in] of normal values, stored in `type` by its reference encoder.
-std::vector<uint8_t> random_weights(const WeightTypeTraits& type, const Shape& s,
-                                    std::mt19937& rng) {
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> w(size_t(s.n_out * s.n_in));
-  for (float& v : w) v = normal(rng);
-  std::vector<uint8_t> stored(size_t(type.row_bytes(s.n_in) * s.n_out));
-  type.from_float_ref(w.data(), int64_t(w.size()), stored.data());
-  return stored;
-}
 
 TypeResult bench_type(kvrt::ops::Matmul& mm, const WeightTypeTraits& type, int64_t prefill_rows) {
   TypeResult r{type.name, {0, 0}};
@@ -85,7 +59,7 @@ TypeResult bench_type(kvrt::ops::Matmul& mm, const WeightTypeTraits& type, int64
   std::printf("%-8s %-8s %6s %6s %6s %10s %9s %9s\n", "weights", "matrix", "m", "n_out", "n_in",
               "us/call", "GFLOP/s", "GB/s(W)");
   std::vector<std::vector<uint8_t>> stored;  // [shape] W in `type`
-  for (const Shape& s : kShapes) stored.push_back(random_weights(type, s, rng));
+  for (const Shape& s : kShapes) stored.push_back(kvrt::bench::random_weights(type, s, rng));
   for (int mi = 0; mi < 2; ++mi) {
     const int64_t m = mi == 0 ? 1 : prefill_rows;
     double layer_seconds = 0.0;
@@ -128,7 +102,8 @@ int main(int argc, char** argv) {
       kvrt::ops::parse_matmul_precision(argc > 3 ? argv[3] : "f32");
   std::vector<const WeightTypeTraits*> types;
   std::istringstream list(argc > 4 ? argv[4] : "F32");
-  for (std::string name; std::getline(list, name, ',');) types.push_back(&parse_type(name));
+  for (std::string name; std::getline(list, name, ',');)
+    types.push_back(&parse_type("bench_matmul", name));
   kvrt::ops::Matmul mm(n_threads, precision);
   std::vector<TypeResult> results;
   for (const WeightTypeTraits* t : types) results.push_back(bench_type(mm, *t, prefill_rows));
