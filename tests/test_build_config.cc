@@ -17,17 +17,6 @@ using namespace kvrt;
 
 namespace {
 
-// The value after "key:" on the line of `text` that starts with it ("" when absent).
-std::string field(const std::string& text, const std::string& key) {
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind(key + ":", 0) == 0) {
-      const size_t begin = line.find_first_not_of(' ', key.size() + 1);
-      return begin == std::string::npos ? "" : line.substr(begin);
-    }
-  return "";
-}
-
 std::string env_or_empty(const char* name) {
   const char* v = std::getenv(name);
   return v ? v : "";
@@ -41,7 +30,7 @@ TEST_CASE("a default x86-64 build uses oneDNN for prefill, and kvrt info says so
   test::TempDir tmp;
   const auto r = test::run_kvrt("info", tmp);  // the default model
   REQUIRE(r.exit_code == 0);
-  const std::string matmul = field(r.out, "matmul");
+  const std::string matmul = test::field(r.out, "matmul");
   INFO("kvrt info: matmul: " << matmul << " (host " << cpu << ", -Ddnnl=" << option << ")");
   CHECK(matmul == ops::matmul_backends());
   CHECK(matmul.find("kvrt-blocked:") != std::string::npos);
@@ -77,7 +66,7 @@ TEST_CASE("run, bench and validate name the matmul backends") {
                          "' --json '" + tmp / "v.json" + "'",
                      tmp);
   CHECK(validate.exit_code == 0);
-  CHECK(field(validate.out, "matmul") == backends);
+  CHECK(test::field(validate.out, "matmul") == backends);
   CHECK(test::read_file(tmp / "v.json").find("\"matmul\": \"" + backends + "\"") !=
         std::string::npos);
 }
@@ -87,7 +76,7 @@ TEST_CASE("the uninstalled build finds its data and default model in the source 
   const auto r = test::run_kvrt("info", tmp);
   REQUIRE(r.exit_code == 0);
   namespace fs = std::filesystem;
-  CHECK(fs::equivalent(field(r.out, "data dir"), test::source_dir()));
-  const std::string file = field(r.out, "file");
+  CHECK(fs::equivalent(test::field(r.out, "data dir"), test::source_dir()));
+  const std::string file = test::field(r.out, "file");
   CHECK(file.rfind(fs::canonical(test::stories_path()).string() + " (", 0) == 0);
 }

@@ -21,18 +21,6 @@ constexpr const char* kSanitizeFlags = " -fsanitize=address,undefined";
 constexpr const char* kSanitizeFlags = "";
 #endif
 
-// Runs a shell command; returns its exit status and appends its stdout to *out.
-int sh(const std::string& cmd, std::string* out = nullptr) {
-  std::FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0)
-    if (out) out->append(buf.data(), n);
-  const int status = pclose(p);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-}
-
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
@@ -45,22 +33,24 @@ TEST_CASE("generate.c builds against the installed library and prints the golden
   REQUIRE(build != nullptr);
   kvrt::test::TempDir tmp;
   const std::string root = tmp / "root";
-  REQUIRE(sh("meson install -C '" + std::string(build) + "' --no-rebuild --quiet --destdir '" +
-             root + "' >'" + tmp / "install.log" + "' 2>&1") == 0);
+  REQUIRE(kvrt::test::shell("meson install -C '" + std::string(build) +
+                            "' --no-rebuild --quiet --destdir '" + root + "' >'" +
+                            tmp / "install.log" + "' 2>&1") == 0);
   std::string pc_file;
-  REQUIRE(sh("find '" + root + "' -name kvrt.pc", &pc_file) == 0);
+  REQUIRE(kvrt::test::shell("find '" + root + "' -name kvrt.pc", &pc_file) == 0);
   pc_file = trim(pc_file);
   REQUIRE_MESSAGE(!pc_file.empty(), "kvrt.pc was not installed");
-  CHECK(sh("find '" + root + "' -path '*/include/kvrt/kvrt.h' | grep -q .") == 0);
+  CHECK(kvrt::test::shell("find '" + root + "' -path '*/include/kvrt/kvrt.h' | grep -q .") == 0);
 
   // The .pc file names the install prefix; point it at the DESTDIR copy.
   const std::string pc_dir = pc_file.substr(0, pc_file.rfind('/'));
   std::string prefix;
-  REQUIRE(sh("PKG_CONFIG_PATH='" + pc_dir + "' pkg-config --variable=prefix kvrt", &prefix) == 0);
+  REQUIRE(kvrt::test::shell("PKG_CONFIG_PATH='" + pc_dir + "' pkg-config --variable=prefix kvrt",
+                            &prefix) == 0);
   const std::string pkg = "PKG_CONFIG_PATH='" + pc_dir + "' pkg-config --define-variable=prefix='" +
                           root + trim(prefix) + "' ";
   std::string libdir;
-  REQUIRE(sh(pkg + "--variable=libdir kvrt", &libdir) == 0);
+  REQUIRE(kvrt::test::shell(pkg + "--variable=libdir kvrt", &libdir) == 0);
   libdir = trim(libdir);
 
   const std::string src = std::string(KVRT_SOURCE_DIR) + "/tools/example_c/generate.c";
@@ -70,12 +60,14 @@ TEST_CASE("generate.c builds against the installed library and prints the golden
   const std::string wrapper = wrapper_env ? std::string(wrapper_env) + " " : "";
   const std::string cc = std::string(cc_env ? cc_env : "cc") + " -std=c99 -Wall -Wextra -Werror" +
                          std::string(kSanitizeFlags) + " '" + src + "' ";
-  REQUIRE(sh(cc + "$(" + pkg + "--cflags --libs kvrt) -o '" + tmp / "generate_shared" + "'") == 0);
-  REQUIRE(sh(cc + "$(" + pkg +
-             "--static --cflags --libs kvrt | sed 's/-lkvrt\\b/-l:libkvrt.a/') -o '" +
-             tmp / "generate_static" + "'") == 0);
+  REQUIRE(kvrt::test::shell(cc + "$(" + pkg + "--cflags --libs kvrt) -o '" +
+                            tmp / "generate_shared" + "'") == 0);
+  REQUIRE(
+      kvrt::test::shell(cc + "$(" + pkg +
+                        "--static --cflags --libs kvrt | sed 's/-lkvrt\\b/-l:libkvrt.a/') -o '" +
+                        tmp / "generate_static" + "'") == 0);
   std::string needed;
-  sh("readelf -d '" + tmp / "generate_static" + "'", &needed);
+  kvrt::test::shell("readelf -d '" + tmp / "generate_static" + "'", &needed);
   CHECK(needed.find("libkvrt.so") == std::string::npos);
 
   const std::string golden =
@@ -83,10 +75,10 @@ TEST_CASE("generate.c builds against the installed library and prints the golden
   for (const char* exe : {"generate_shared", "generate_static"}) {
     CAPTURE(exe);
     std::string out;
-    const int rc =
-        sh("LD_LIBRARY_PATH='" + libdir + "' " + wrapper + "'" + tmp / exe + "' '" +
-               kvrt::test::stories_path() + "' 'Once upon a time' 65 2>'" + tmp / "stderr" + "'",
-           &out);
+    const int rc = kvrt::test::shell("LD_LIBRARY_PATH='" + libdir + "' " + wrapper + "'" +
+                                         tmp / exe + "' '" + kvrt::test::stories_path() +
+                                         "' 'Once upon a time' 65 2>'" + tmp / "stderr" + "'",
+                                     &out);
     CHECK(rc == 0);
     CHECK(trim(out) == golden);
     CHECK(kvrt::test::read_file(tmp / "stderr").find("context full after 65 positions") !=

@@ -17,29 +17,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Runs a shell command; returns its exit status and appends its stdout to *out.
-int sh(const std::string& cmd, std::string* out = nullptr) {
-  std::FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0)
-    if (out) out->append(buf.data(), n);
-  const int status = pclose(p);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-}
-
-// The value after "key:" on the line of `text` that starts with it ("" when absent).
-std::string field(const std::string& text, const std::string& key) {
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind(key + ":", 0) == 0) {
-      const size_t begin = line.find_first_not_of(' ', key.size() + 1);
-      return begin == std::string::npos ? "" : line.substr(begin);
-    }
-  return "";
-}
-
 // One install for the whole program.
 struct Install {
   kvrt::test::TempDir tmp;
@@ -50,9 +27,10 @@ struct Install {
   Install() {
     const char* build = std::getenv("KVRT_BUILD_DIR");
     REQUIRE(build != nullptr);
-    REQUIRE(sh("meson install -C '" + std::string(build) + "' --no-rebuild --quiet --destdir '" +
-               root + "' >'" + tmp / "install.log" + "' 2>&1") == 0);
-    REQUIRE(sh("find '" + root + "' -path '*/bin/kvrt' -type f", &kvrt) == 0);
+    REQUIRE(kvrt::test::shell("meson install -C '" + std::string(build) +
+                              "' --no-rebuild --quiet --destdir '" + root + "' >'" +
+                              tmp / "install.log" + "' 2>&1") == 0);
+    REQUIRE(kvrt::test::shell("find '" + root + "' -path '*/bin/kvrt' -type f", &kvrt) == 0);
     while (!kvrt.empty() && kvrt.back() == '\n') kvrt.pop_back();
     REQUIRE_MESSAGE(!kvrt.empty(), "bin/kvrt was not installed");
     data_dir = fs::canonical(fs::path(kvrt).parent_path() / ".." / "share" / "kvrt").string();
@@ -65,14 +43,14 @@ struct Install {
     fs::create_directories(work);
     const char* wrapper = std::getenv("KVRT_EXE_WRAPPER");  // cross builds: the emulator
     kvrt::test::CommandResult r;
-    r.exit_code =
-        sh("cd '" + work +
-               "' && env -u KVRT_DATA_DIR -u KVRT_VALIDATION_DIR -u KVRT_MODEL -u KVRT_EXE "
-               "-u KVRT_STATE_DIR HOME='" +
-               home + "' XDG_STATE_HOME='" + home + "/state' " + env + " " +
-               (wrapper ? std::string(wrapper) + " " : "") + "'" + kvrt + "' " + args + " 2>'" +
-               tmp / "stderr" + "'",
-           &r.out);
+    r.exit_code = kvrt::test::shell(
+        "cd '" + work +
+            "' && env -u KVRT_DATA_DIR -u KVRT_VALIDATION_DIR -u KVRT_MODEL -u KVRT_EXE "
+            "-u KVRT_STATE_DIR HOME='" +
+            home + "' XDG_STATE_HOME='" + home + "/state' " + env + " " +
+            (wrapper ? std::string(wrapper) + " " : "") + "'" + kvrt + "' " + args + " 2>'" +
+            tmp / "stderr" + "'",
+        &r.out);
     r.err = kvrt::test::read_file(tmp / "stderr");
     return r;
   }
@@ -102,8 +80,8 @@ TEST_CASE("the installed kvrt finds its default model and data under share/kvrt"
   const auto r = in.run("info");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  CHECK(field(r.out, "data dir") == in.data_dir);
-  CHECK(field(r.out, "file").rfind(in.data_dir + "/models/stories260K.gguf (", 0) == 0);
+  CHECK(kvrt::test::field(r.out, "data dir") == in.data_dir);
+  CHECK(kvrt::test::field(r.out, "file").rfind(in.data_dir + "/models/stories260K.gguf (", 0) == 0);
 }
 
 TEST_CASE("the installed kvrt validates with the bundled acceptance set and thresholds") {
@@ -141,7 +119,7 @@ std::string loaded_bytes(const fs::path& file, const kvrt::test::TempDir& tmp) {
   REQUIRE_MESSAGE(strip != nullptr, "tests/meson.build sets KVRT_STRIP");
   const std::string copy = tmp / "stripped";
   fs::copy_file(file, copy, fs::copy_options::overwrite_existing);
-  REQUIRE(sh("'" + std::string(strip) + "' --strip-debug '" + copy + "'") == 0);
+  REQUIRE(kvrt::test::shell("'" + std::string(strip) + "' --strip-debug '" + copy + "'") == 0);
   return kvrt::test::read_file(copy);
 }
 

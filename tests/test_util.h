@@ -1,6 +1,7 @@
 // Helpers shared by the tests: where the test data is, temporary files, running the CLI.
 #pragma once
 
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -106,6 +107,31 @@ inline CommandResult run_kvrt(const std::string& args, const TempDir& tmp) {
   r.out = read_file(out);
   r.err = read_file(err);
   return r;
+}
+
+// Runs a shell command; returns its exit status (128 + the signal that ended it, -1 when it could
+// not start) and appends its stdout to *out.
+inline int shell(const std::string& cmd, std::string* out = nullptr) {
+  std::FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return -1;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0)
+    if (out) out->append(buf.data(), n);
+  const int status = pclose(p);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// The value after "key:" on the line of `text` that starts with it ("" when absent): a field of
+// kvrt info's output.
+inline std::string field(const std::string& text, const std::string& key) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(key + ":", 0) == 0) {
+      const size_t begin = line.find_first_not_of(' ', key.size() + 1);
+      return begin == std::string::npos ? "" : line.substr(begin);
+    }
+  return "";
 }
 
 }  // namespace kvrt::test
