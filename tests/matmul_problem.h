@@ -87,4 +87,16 @@ inline int64_t count_outside_f32(const MatmulProblem& p, const std::vector<float
       [&](double abs_sum) { return 2.0 * double(p.n_in) * 0x1p-24 * abs_sum; }, first);
 }
 
+// y = x Wᵀ by mm, y first filled with NaN: every output must be written.
+inline std::vector<float> run_problem(ops::Matmul& mm, const MatmulProblem& p) {
+  std::vector<float> y(size_t(p.m * p.n_out), std::nanf(""));
+  mm.run(p.x.data(), p.m, p.weights(), y.data());
+  return y;
+}
+
+// The sizes of a product: m rows of x, W [n_out][n_in].
+struct ProblemShape {
+  int64_t m, n_out, n_in;
+};
+
 }  // namespace kvrt::test

@@ -34,15 +34,8 @@ void check_against_reference(const Problem& p, const std::vector<float>& y) {
   CHECK(n_bad == 0);
 }
 
-std::vector<float> run(Matmul& mm, const Problem& p) {
-  std::vector<float> y(size_t(p.m * p.n_out), std::nanf(""));  // every output must be written
-  mm.run(p.x.data(), p.m, p.weights(), y.data());
-  return y;
-}
-
-struct Shape {
-  int64_t m, n_out, n_in;
-};
+using Shape = kvrt::test::ProblemShape;
+using kvrt::test::run_problem;
 // Decode (m = 1), a short prompt with odd sizes everywhere, prefill-sized blocks, sizes below
 // one vector so every tile edge and k tail is taken, and more W rows than one widened block (256).
 constexpr Shape kShapes[] = {{1, 64, 64},    {1, 257, 1023}, {7, 33, 29},
@@ -56,7 +49,7 @@ TEST_CASE("matmul: f32 weights match a double-precision reference") {
   uint32_t seed = 1;
   for (const Shape& s : kShapes) {
     const Problem p = make_problem(s.m, s.n_out, s.n_in, WeightType::kF32, seed++);
-    check_against_reference(p, run(mm, p));
+    check_against_reference(p, run_problem(mm, p));
   }
   MESSAGE("implementation: " << std::string(mm.implementation()));
 }
@@ -67,7 +60,7 @@ TEST_CASE("matmul: f16 and bf16 weights match a double-precision reference") {
   for (WeightType type : {WeightType::kF16, WeightType::kBF16}) {
     for (const Shape& s : kShapes) {
       const Problem p = make_problem(s.m, s.n_out, s.n_in, type, seed++);
-      check_against_reference(p, run(mm, p));
+      check_against_reference(p, run_problem(mm, p));
     }
   }
 }
@@ -77,7 +70,7 @@ TEST_CASE("matmul: one and two threads give identical outputs") {
   Matmul one(1), two(2);
   for (WeightType type : {WeightType::kF32, WeightType::kF16, WeightType::kBF16}) {
     const Problem p = make_problem(3, 257, 515, type, 7);  // decode-sized: the blocked tiles
-    CHECK(run(one, p) == run(two, p));
+    CHECK(run_problem(one, p) == run_problem(two, p));
   }
 }
 
@@ -87,9 +80,9 @@ TEST_CASE("matmul: prefill-sized products give identical outputs on one and two 
   Matmul one(1), two(2);
   for (WeightType type : {WeightType::kF32, WeightType::kF16}) {
     const Problem p = make_problem(40, 600, 512, type, 9);  // five blocks, the last one partial
-    const std::vector<float> y = run(two, p);
+    const std::vector<float> y = run_problem(two, p);
     check_against_reference(p, y);
-    CHECK(run(one, p) == y);
+    CHECK(run_problem(one, p) == y);
   }
 }
 
@@ -97,8 +90,8 @@ TEST_CASE("matmul: a cached shape reused with new data gives new results") {
   Matmul mm(2);
   const Problem a = make_problem(7, 33, 29, WeightType::kF32, 11);
   const Problem b = make_problem(7, 33, 29, WeightType::kF32, 12);
-  check_against_reference(a, run(mm, a));
-  check_against_reference(b, run(mm, b));
+  check_against_reference(a, run_problem(mm, a));
+  check_against_reference(b, run_problem(mm, b));
   CHECK(std::string(mm.implementation()) != "none");
 }
 

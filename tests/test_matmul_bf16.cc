@@ -37,15 +37,8 @@ using Problem = kvrt::test::MatmulProblem;
 using kvrt::test::count_outside;
 using kvrt::test::make_problem;
 
-std::vector<float> run(Matmul& mm, const Problem& p) {
-  std::vector<float> y(size_t(p.m * p.n_out), std::nanf(""));  // every output must be written
-  mm.run(p.x.data(), p.m, p.weights(), y.data());
-  return y;
-}
-
-struct Shape {
-  int64_t m, n_out, n_in;
-};
+using Shape = kvrt::test::ProblemShape;
+using kvrt::test::run_problem;
 // Prefill-sized (m above the decode limit of 4): odd sizes, more W rows than one rounded block
 // (256), k tails of every length.
 constexpr Shape kPrefill[] = {{5, 3, 3},      {7, 33, 29},    {64, 100, 130},
@@ -68,7 +61,7 @@ TEST_CASE("matmul bf16: prefill products are the f32 sums of the bf16-rounded x 
       const Problem p = make_problem(s.m, s.n_out, s.n_in, type, seed++);
       std::string first;
       const auto bound = [&](double abs_sum) { return 2.0 * double(p.n_in) * kU32 * abs_sum; };
-      const int64_t n_bad = count_outside(p, run(mm, p), round_bf16, bound, first);
+      const int64_t n_bad = count_outside(p, run_problem(mm, p), round_bf16, bound, first);
       INFO("type " << kvrt::simd::weight_type_name(type) << ", m " << p.m << ", n_out " << p.n_out
                    << ", n_in " << p.n_in << "; first: " << first);
       CHECK(n_bad == 0);
@@ -87,7 +80,7 @@ TEST_CASE(
   const double u = kUBf16;
   Matmul bf16(2, MatmulPrecision::kBf16);
   const Problem p = make_problem(300, 67, 515, WeightType::kF32, 77);
-  const std::vector<float> y = run(bf16, p);
+  const std::vector<float> y = run_problem(bf16, p);
   const auto exact = [](float v) { return v; };
   std::string first;
   const auto bf16_bound = [&](double s) {
@@ -106,7 +99,7 @@ TEST_CASE("matmul bf16: decode-sized products keep the f32 kernels") {
   Matmul f32(2), bf16(2, MatmulPrecision::kBf16);
   for (int64_t m = 1; m <= 4; ++m) {
     const Problem p = make_problem(m, 257, 515, WeightType::kF16, uint32_t(m));
-    CHECK(run(f32, p) == run(bf16, p));
+    CHECK(run_problem(f32, p) == run_problem(bf16, p));
   }
   CHECK(std::string(bf16.implementation()).find("gemm none") == 0);
 }
