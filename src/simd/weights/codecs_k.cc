@@ -55,8 +55,11 @@ void q3_k_to_float(const uint8_t* src, int64_t n, float* dst) {
 }
 
 // Q4_K: 64 values per 32 bytes of qs: sub-block 2k in the low nibbles, 2k + 1 in the high ones.
-void q4_k_to_float(const uint8_t* src, int64_t n, float* dst) {
-  const BlockQ4_K* b = blocks<BlockQ4_K>(src);
+// Q5_K (kFifthBit): plus bit s of qh[l] as the fifth bit of value l of sub-block s.
+namespace {
+template <class Block, bool kFifthBit>
+void k_affine_to_float(const uint8_t* src, int64_t n, float* dst) {
+  const Block* b = blocks<Block>(src);
   for (int64_t i = 0; i < n / kQK_K; ++i) {
     const float d = h(b[i].d), dmin = h(b[i].dmin);
     for (int s = 0; s < 8; ++s, dst += 32) {
@@ -65,26 +68,22 @@ void q4_k_to_float(const uint8_t* src, int64_t n, float* dst) {
       const float d1 = d * float(sc), m1 = dmin * float(m);
       const uint8_t* q = b[i].qs + 32 * (s / 2);
       const int shift = 4 * (s % 2);
-      for (int l = 0; l < 32; ++l) dst[l] = d1 * float((q[l] >> shift) & 0xF) - m1;
+      for (int l = 0; l < 32; ++l) {
+        int code = (q[l] >> shift) & 0xF;
+        if constexpr (kFifthBit) code += ((b[i].qh[l] >> s) & 1) << 4;
+        dst[l] = d1 * float(code) - m1;
+      }
     }
   }
 }
 
-// Q5_K: Q4_K plus bit s of qh[l] as the fifth bit of value l of sub-block s.
+}  // namespace
+
+void q4_k_to_float(const uint8_t* src, int64_t n, float* dst) {
+  k_affine_to_float<BlockQ4_K, false>(src, n, dst);
+}
 void q5_k_to_float(const uint8_t* src, int64_t n, float* dst) {
-  const BlockQ5_K* b = blocks<BlockQ5_K>(src);
-  for (int64_t i = 0; i < n / kQK_K; ++i) {
-    const float d = h(b[i].d), dmin = h(b[i].dmin);
-    for (int s = 0; s < 8; ++s, dst += 32) {
-      uint8_t sc, m;
-      k_scale_min(s, b[i].scales, sc, m);
-      const float d1 = d * float(sc), m1 = dmin * float(m);
-      const uint8_t* q = b[i].qs + 32 * (s / 2);
-      const int shift = 4 * (s % 2);
-      for (int l = 0; l < 32; ++l)
-        dst[l] = d1 * float(((q[l] >> shift) & 0xF) + (((b[i].qh[l] >> s) & 1) << 4)) - m1;
-    }
-  }
+  k_affine_to_float<BlockQ5_K, true>(src, n, dst);
 }
 
 // Q6_K: value 128n + 32k + l has its low 4 bits in ql[64n + 32(k % 2) + l] (low nibble for
