@@ -159,4 +159,16 @@ inline int q3_k_scale(int i, const uint8_t* s) {
   return low | (high << 4);
 }
 
+// q3_k_scale of all 16 sub-blocks at once (as ggml's utmp): scale i is byte i % 4 of word i / 4,
+// the words little-endian.
+inline void q3_k_scale_words(const uint8_t* s, uint32_t w[4]) {
+  constexpr uint32_t kLow4 = 0x0f0f0f0f, kLow2 = 0x03030303;
+  uint32_t u[3];
+  std::memcpy(u, s, sizeof u);
+  w[0] = (u[0] & kLow4) | ((u[2] & kLow2) << 4);
+  w[1] = (u[1] & kLow4) | (((u[2] >> 2) & kLow2) << 4);
+  w[2] = ((u[0] >> 4) & kLow4) | (((u[2] >> 4) & kLow2) << 4);
+  w[3] = ((u[1] >> 4) & kLow4) | (((u[2] >> 6) & kLow2) << 4);
+}
+
 }  // namespace kvrt::simd

@@ -42,17 +42,12 @@ void k3_acts(const BlockQ8_K* y, int64_t nb, K3Act* out) {
   }
 }
 
-// The 16 scales of a Q3_K block less 32, as int8 (q3_k_scale of simd/weights/blocks.h for all 16
-// at once, as ggml's utmp): low 4 bits from the nibbles of bytes 0..7, high 2 from bytes 8..11.
+// The 16 scales of a Q3_K block less 32, as int8 (q3_k_scale_words of simd/weights/blocks.h).
 inline __m128i q3_k_scales(const uint8_t* packed) {
-  constexpr uint32_t kLow4 = 0x0f0f0f0f, kLow2 = 0x03030303;
-  uint32_t u[3];
-  std::memcpy(u, packed, sizeof u);
-  const __m128i s = _mm_setr_epi32(int((u[0] & kLow4) | ((u[2] & kLow2) << 4)),
-                                   int((u[1] & kLow4) | (((u[2] >> 2) & kLow2) << 4)),
-                                   int(((u[0] >> 4) & kLow4) | (((u[2] >> 4) & kLow2) << 4)),
-                                   int(((u[1] >> 4) & kLow4) | (((u[2] >> 6) & kLow2) << 4)));
-  return _mm_sub_epi8(s, _mm_set1_epi8(32));
+  uint32_t w[4];
+  q3_k_scale_words(packed, w);
+  return _mm_sub_epi8(_mm_setr_epi32(int(w[0]), int(w[1]), int(w[2]), int(w[3])),
+                      _mm_set1_epi8(32));
 }
 
 #if defined(__AVX512VNNI__)

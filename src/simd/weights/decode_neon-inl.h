@@ -81,16 +81,20 @@ float dot_affine(const uint8_t* w, const uint8_t* act, int64_t n) {
   return sum;
 }
 
-// Σ x y over 16 values as one int.
-inline int32_t dot16_sum(int8x16_t x, const int8_t* a) {
-  return vaddvq_s32(dot16(vdupq_n_s32(0), x, vld1q_s8(a)));
+// The K types' sums Σ_s scale_s Σ q a: each sub-block's Σ q a stays in int32 lanes, times its
+// scale lane by lane (vmlaq_n_s32), so a block takes one horizontal add, not one per sub-block.
+// Exact as the scalar twin's int32 sum: |lane| < 2^31 for every K type's codes and scales.
+
+// acc + scale Σ x a over 16 values, in lanes.
+inline int32x4_t scaled_dot16(int32x4_t acc, int8x16_t x, const int8_t* a, int scale) {
+  return vmlaq_n_s32(acc, dot16(vdupq_n_s32(0), x, vld1q_s8(a)), scale);
 }
 
 // Q2_K and Q3_K: sub-block s = 8n + 2j + half holds bits 2j of qs[32n + 16half ..] (Q3_K: plus 4
 // times bit 4n + j of hmask[16half ..], less 4); Σ_s scale_s Σ q a.
 template <bool kHighBit>
 int32_t k2_sum(const uint8_t* qs, const uint8_t* hmask, const int8_t* a, const int* scale) {
-  int32_t sum = 0;
+  int32x4_t sum = vdupq_n_s32(0);
   for (int s = 0; s < 16; ++s) {
     const int n2 = s / 8, j = (s % 8) / 2, half = s % 2;
     uint8x16_t q = vandq_u8(
@@ -101,9 +105,9 @@ int32_t k2_sum(const uint8_t* qs, const uint8_t* hmask, const int8_t* a, const i
           vshlq_u8(vld1q_u8(hmask + 16 * half), vdupq_n_s8(int8_t(-(4 * n2 + j)))), vdupq_n_u8(1));
       c = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(q, vshlq_n_u8(hb, 2))), vdupq_n_s8(4));
     }
-    sum += scale[s] * dot16_sum(c, a + 16 * s);
+    sum = scaled_dot16(sum, c, a + 16 * s, scale[s]);
   }
-  return sum;
+  return vaddvq_s32(sum);
 }
 
 float dot_q2_k(const uint8_t* w, const uint8_t* act, int64_t n) {
@@ -129,8 +133,11 @@ float dot_q3_k(const uint8_t* w, const uint8_t* act, int64_t n) {
   const BlockQ8_K* y = reinterpret_cast<const BlockQ8_K*>(act);
   float sum = 0.0f;
   for (int64_t b = 0; b < n / kQK_K; ++b) {
+    uint32_t words[4];
+    q3_k_scale_words(x[b].scales, words);
+    const uint8_t* biased = reinterpret_cast<const uint8_t*>(words);
     int scale[16];
-    for (int s = 0; s < 16; ++s) scale[s] = q3_k_scale(s, x[b].scales) - 32;
+    for (int s = 0; s < 16; ++s) scale[s] = biased[s] - 32;
     sum += q8_k_scale(y[b]) * h(x[b].d) * float(k2_sum<true>(x[b].qs, x[b].hmask, y[b].qs, scale));
   }
   return sum;
@@ -144,7 +151,8 @@ float dot_k_affine(const uint8_t* w, const uint8_t* act, int64_t n) {
   const BlockQ8_K* y = reinterpret_cast<const BlockQ8_K*>(act);
   float sum = 0.0f;
   for (int64_t b = 0; b < n / kQK_K; ++b) {
-    int32_t isum = 0, msum = 0;
+    int32x4_t isum = vdupq_n_s32(0);
+    int32_t msum = 0;
     for (int s = 0; s < 8; ++s) {
       uint8_t sc, m;
       k_scale_min(s, x[b].scales, sc, m);
@@ -158,11 +166,14 @@ float dot_k_affine(const uint8_t* w, const uint8_t* act, int64_t n) {
         }
         c.val[part] = vreinterpretq_s8_u8(q);
       }
-      isum += sc * dot32(c, y[b].qs + 32 * s);
+      const int8_t* as = y[b].qs + 32 * s;
+      const int32x4_t d =
+          dot16(dot16(vdupq_n_s32(0), c.val[0], vld1q_s8(as)), c.val[1], vld1q_s8(as + 16));
+      isum = vmlaq_n_s32(isum, d, sc);
       msum += m * (y[b].bsums[2 * s] + y[b].bsums[2 * s + 1]);
     }
     const float da = q8_k_scale(y[b]);
-    sum += da * h(x[b].d) * float(isum) - da * h(x[b].dmin) * float(msum);
+    sum += da * h(x[b].d) * float(vaddvq_s32(isum)) - da * h(x[b].dmin) * float(msum);
   }
   return sum;
 }
@@ -174,7 +185,7 @@ float dot_q6_k(const uint8_t* w, const uint8_t* act, int64_t n) {
   const BlockQ8_K* y = reinterpret_cast<const BlockQ8_K*>(act);
   float sum = 0.0f;
   for (int64_t b = 0; b < n / kQK_K; ++b) {
-    int32_t isum = 0;
+    int32x4_t isum = vdupq_n_s32(0);
     for (int n2 = 0; n2 < 2; ++n2) {
       for (int k = 0; k < 4; ++k) {
         for (int part = 0; part < 2; ++part) {
@@ -184,12 +195,12 @@ float dot_q6_k(const uint8_t* w, const uint8_t* act, int64_t n) {
               vshlq_u8(vld1q_u8(x[b].qh + 32 * n2 + 16 * part), vdupq_n_s8(int8_t(-2 * k)));
           const uint8x16_t q = vorrq_u8(low, vshlq_n_u8(vandq_u8(hb, vdupq_n_u8(3)), 4));
           const int s = 8 * n2 + 2 * k + part;
-          isum += x[b].scales[s] *
-                  dot16_sum(vsubq_s8(vreinterpretq_s8_u8(q), vdupq_n_s8(32)), y[b].qs + 16 * s);
+          isum = scaled_dot16(isum, vsubq_s8(vreinterpretq_s8_u8(q), vdupq_n_s8(32)),
+                              y[b].qs + 16 * s, x[b].scales[s]);
         }
       }
     }
-    sum += q8_k_scale(y[b]) * h(x[b].d) * float(isum);
+    sum += q8_k_scale(y[b]) * h(x[b].d) * float(vaddvq_s32(isum));
   }
   return sum;
 }
