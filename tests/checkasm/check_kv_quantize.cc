@@ -77,35 +77,32 @@ void check_block(const float* x, const uint8_t* block, int group) {
 
 template <class F>
 void check_quantize(const Rung& r) {
+  // The rung's bytes of x in groups of `group`, checked equal to the scalar twin's.
+  const auto same_bytes = [&](const std::vector<float>& x, int n, int group) {
+    std::vector<uint8_t> got(F::block_bytes(group) * (n / group)), want(got.size());
+    r.k.format[static_cast<int>(F::kFormat)].quantize(x.data(), n, group, got.data());
+    simd::scalar::quantize<F>(x.data(), n, group, want.data());
+    CHECK(got == want);
+    return got;
+  };
   for (int n : {8, 24, 64, 128}) {
     for (int group : {8, 12, 16, 24, 32, 64, 128}) {
       if (n % group) continue;
       std::vector<float> x = randn(n, 11 * n + group, 3.0f);
       if (n > group) std::fill_n(x.begin(), group, 0.0f);  // an all-zero group
-      const size_t rb = F::block_bytes(group) * (n / group);
-      std::vector<uint8_t> r_simd(rb), r_ref(rb);
-      r.k.format[static_cast<int>(F::kFormat)].quantize(x.data(), n, group, r_simd.data());
-      simd::scalar::quantize<F>(x.data(), n, group, r_ref.data());
       INFO(std::string(F::kName) << " n " << n << " group " << group);
-      CHECK(r_simd == r_ref);
+      const std::vector<uint8_t> row = same_bytes(x, n, group);
       for (int g = 0; g < n / group; ++g)
-        check_block<F>(&x[g * group], r_simd.data() + g * F::block_bytes(group), group);
+        check_block<F>(&x[g * group], row.data() + g * F::block_bytes(group), group);
       if constexpr (F::kCodebook) {  // values far below FP16's range: the same bytes as the twin
         for (float& v : x) v *= 0x1p-140f;
-        r.k.format[static_cast<int>(F::kFormat)].quantize(x.data(), n, group, r_simd.data());
-        simd::scalar::quantize<F>(x.data(), n, group, r_ref.data());
-        CHECK(r_simd == r_ref);
+        same_bytes(x, n, group);
       }
     }
   }
   // A rare disagreement (an ulp of one division, a tie) shows in a thousand groups, not in a few.
-  const int n = 32768, group = 32;
-  const std::vector<float> x = randn(n, 5, 2.0f);
-  std::vector<uint8_t> r_simd(F::block_bytes(group) * (n / group)), r_ref(r_simd.size());
-  r.k.format[static_cast<int>(F::kFormat)].quantize(x.data(), n, group, r_simd.data());
-  simd::scalar::quantize<F>(x.data(), n, group, r_ref.data());
-  INFO(std::string(F::kName) << " n " << n << " group " << group);
-  CHECK(r_simd == r_ref);
+  INFO(std::string(F::kName) << " n 32768 group 32");
+  same_bytes(randn(32768, 5, 2.0f), 32768, 32);
 }
 
 template <class F>

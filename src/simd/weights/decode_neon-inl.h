@@ -11,10 +11,13 @@
 
 namespace {
 
-// Σ x y over the 32 values of a block (codes in value order: c[0] values 0..15, c[1] 16..31).
+// Σ x y over the 32 values of a block (codes in value order: c[0] values 0..15, c[1] 16..31), in
+// int32 lanes, and as one int.
+inline int32x4_t dot32_lanes(const int8x16x2_t& c, const int8_t* a) {
+  return dot16(dot16(vdupq_n_s32(0), c.val[0], vld1q_s8(a)), c.val[1], vld1q_s8(a + 16));
+}
 inline int32_t dot32(const int8x16x2_t& c, const int8_t* a) {
-  return vaddvq_s32(
-      dot16(dot16(vdupq_n_s32(0), c.val[0], vld1q_s8(a)), c.val[1], vld1q_s8(a + 16)));
+  return vaddvq_s32(dot32_lanes(c, a));
 }
 
 // An FP16 scale as a float: fcvt (base ARMv8.0 floating point), equal to f16_to_f32 for every
@@ -166,10 +169,7 @@ float dot_k_affine(const uint8_t* w, const uint8_t* act, int64_t n) {
         }
         c.val[part] = vreinterpretq_s8_u8(q);
       }
-      const int8_t* as = y[b].qs + 32 * s;
-      const int32x4_t d =
-          dot16(dot16(vdupq_n_s32(0), c.val[0], vld1q_s8(as)), c.val[1], vld1q_s8(as + 16));
-      isum = vmlaq_n_s32(isum, d, sc);
+      isum = vmlaq_n_s32(isum, dot32_lanes(c, y[b].qs + 32 * s), sc);
       msum += m * (y[b].bsums[2 * s] + y[b].bsums[2 * s + 1]);
     }
     const float da = q8_k_scale(y[b]);
