@@ -3,9 +3,15 @@
 # architecture (or as an arch-all package): once tools/test_arm.sh has added arm64 libraries, a
 # package installed for arm64 alone must not hide that the native one is missing. A name:arch is
 # looked up for that architecture.
+
+# as_root COMMAND...: runs it as root (through sudo unless this is root).
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
 apt_need() {
   local native p
-  local missing=() sudo_cmd=()
+  local missing=()
   native="$(dpkg --print-architecture)"
   for p in "$@"; do
     if [[ "$p" == *:* ]]; then
@@ -17,8 +23,7 @@ apt_need() {
   done
   ((${#missing[@]})) || return 0
   echo "kvrt: installing ${missing[*]}" >&2
-  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
-  "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 update -qq >&2 &&
-    DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
+  as_root apt-get -o DPkg::Lock::Timeout=600 update -qq >&2 &&
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
       --no-install-recommends "${missing[@]}" >&2
 }

@@ -13,10 +13,8 @@ cross="$root/tools/cross/aarch64-linux-gnu.ini"
 
 # toml++ is a compiled library and tests run on the arm64 runtime: both from Debian multiarch
 # (apt_need updates the package lists, as a new architecture needs, when anything is missing).
-if ! dpkg --print-foreign-architectures | grep -qx arm64; then
-  if [ "$(id -u)" -eq 0 ]; then dpkg --add-architecture arm64; else sudo dpkg --add-architecture arm64; fi
-fi
 . "$root/tools/apt_need.sh"
+dpkg --print-foreign-architectures | grep -qx arm64 || as_root dpkg --add-architecture arm64
 apt_need g++ g++-aarch64-linux-gnu qemu-user meson ninja-build pkg-config libxsimd-dev doctest-dev \
   libtomlplusplus-dev:arm64 libsodium-dev:arm64 libstdc++6:arm64 libgomp1:arm64
 
