@@ -11,7 +11,8 @@
 #                       weights  decode at short context, 4096 and 8192 positions and prefill of 512
 #                                tokens for each --types on the realistic synthetic shape
 #                                (synth_model --type f16, quantized by the peer's llama-quantize);
-#                                each runtime's default cache (kvrt f32, llama.cpp f16)
+#                                each runtime's default cache (kvrt f32, llama.cpp f16); where
+#                                `kvrt info` offers bf16 products, kvrt's prefill with them too
 #                       kv       decode at 8192 positions on the Q4_0 file: kvrt f32/q8/q4 caches
 #                                against llama.cpp f16/q8_0/q4_0 with flash attention (-fa 1)
 #                       arch     decode at short context and 8192 positions on each --arch-model
@@ -154,6 +155,10 @@ weights_file() {
 }
 
 decode_ctx="4096,8192"
+# kvrt's bf16 products (AVX512-BF16 or AMX through oneDNN), where this CPU has them: a second
+# prefill of 512 tokens in the weights section.
+bf16=""
+"$kvrt" info -m "$f16" 2>/dev/null | grep -q '^matmul bf16: *available' && bf16=1
 for section in ${sections//,/ }; do
   case "$section" in
     weights)
@@ -164,6 +169,10 @@ for section in ${sections//,/ }; do
             "$bin/llama-bench" -m "$m" -t "$t" -p 512 -n 32 -r "$reps"
           step weights "$type" "$t" kvrt "pp512" "$kvrt" bench -m "$m" -t "$t" \
             --settings "$(printf 'f32;%.0s' $(seq 0 "$reps") | sed 's/;$//')" --ctx 512 --prefill-tokens 512 --decode-tokens 1
+          if [ -n "$bf16" ]; then
+            step weights "$type" "$t" kvrt "pp512" "$kvrt" bench -m "$m" -t "$t" --matmul bf16 \
+              --settings "$(printf 'f32;%.0s' $(seq 0 "$reps") | sed 's/;$//')" --ctx 512 --prefill-tokens 512 --decode-tokens 1
+          fi
           step weights "$type" "$t" llama.cpp "decode at depth" \
             "$bin/llama-bench" -m "$m" -t "$t" -p 0 -n 32 -d "$decode_ctx" -r "$reps"
           step weights "$type" "$t" kvrt "decode" "$kvrt" bench -m "$m" -t "$t" --settings f32 \

@@ -7,8 +7,9 @@
 // copied into y (oneDNN's fast kernels want a dense y). The threads of the session's pool
 // (common/thread_pool.h) claim the blocks of W rows, each running oneDNN on one thread: no OpenMP
 // team, whose joins spin on threads that another process has descheduled.
-// At bf16 precision, x is rounded to bf16 once per call and W kWidenRows rows at a time (to_float,
-// then the BF16 type's from_float), except W stored as BF16, which oneDNN reads in place.
+// At bf16 precision, x is rounded to bf16 once per call and W kWidenRows rows at a time (the type's
+// to_bf16, or to_float then the BF16 type's from_float), except W stored as BF16, which oneDNN
+// reads in place.
 //
 // W is rounded per call rather than once at load: a bf16 copy of the weights would cost 2 bytes
 // per parameter for the life of the model (for an F16 model, as much again as the file; for a
@@ -153,9 +154,9 @@ struct Matmul::Impl {
     for (int64_t i = 0; i < m; ++i) std::copy_n(y_block + i * nb, nb, y + i * ldy);
   }
 
-  // The same with x and W rounded to bf16; W rows other than F32 pass through FP32 first (one row
-  // at a time, in L1), which rounds exactly as rounding the stored value would. W stored as BF16
-  // is read in place.
+  // The same with x and W rounded to bf16: W in one pass where its type has a to_bf16 kernel,
+  // else W rows other than F32 pass through FP32 first (one row at a time, in L1), which rounds
+  // exactly as rounding the stored value would. W stored as BF16 is read in place.
   void gemm_bf16(const float* x, int64_t m, const WeightMatrix& w, float* y) {
     const auto to_bf16 = weight_kernels(simd::WeightType::kBF16).from_float;
     grow(x_bf16, m * w.n_in);
@@ -165,6 +166,7 @@ struct Matmul::Impl {
       to_bf16(x + i0 * w.n_in, n * w.n_in, reinterpret_cast<uint8_t*>(x_bf16.data() + i0 * w.n_in));
     });
     const bool in_place = w.type == simd::WeightType::kBF16;
+    const auto fused = weight_kernels(w.type).to_bf16;
     const auto to_float =
         w.type == simd::WeightType::kF32 || in_place ? nullptr : weight_kernels(w.type).to_float;
     pool->run((w.n_out + kWidenRows - 1) / kWidenRows, [&](int64_t block, int t) {
@@ -173,8 +175,9 @@ struct Matmul::Impl {
       const uint16_t* rows = reinterpret_cast<const uint16_t*>(w.row(j0));
       if (!in_place) {
         grow(g.w_bf16, nb * w.n_in);
-        if (to_float) grow(g.widened, w.n_in);
-        for (int64_t r = 0; r < nb; ++r) {
+        if (fused) fused(w.row(j0), nb * w.n_in, g.w_bf16.data());
+        if (to_float && !fused) grow(g.widened, w.n_in);
+        for (int64_t r = 0; r < (fused ? 0 : nb); ++r) {
           const float* row = reinterpret_cast<const float*>(w.row(j0 + r));
           if (to_float) {
             to_float(w.row(j0 + r), w.n_in, g.widened.data());

@@ -188,6 +188,9 @@ struct WeightKernels {
   void (*to_float)(const uint8_t* src, int64_t n, float* dst);
   // n FP32 values (whole blocks) into blocks of this type: the activation side of integer products.
   void (*from_float)(const float* x, int64_t n, uint8_t* dst);
+  // dst[0 .. n) = n stored values rounded to bf16 in one pass: to_float, then BF16's from_float,
+  // bit for bit; the W side of bf16 prefill products. Null: those two kernels one after the other.
+  void (*to_bf16)(const uint8_t* src, int64_t n, uint16_t* dst);
   // The decode product on W rows in this type (packed blocks, or F16 values with F32 activation
   // rows); null: W tiles are widened with to_float and run through the FP32 matmul tiles.
   void (*decode)(const DecodeArgs&);
@@ -252,6 +255,7 @@ void for_each_slot(K& k, F&& f) {
     const std::string name = std::string("weight.") + row->name + ".";
     f((name + "to_float").c_str(), k.weight[t].to_float);
     f((name + "from_float").c_str(), k.weight[t].from_float);
+    f((name + "to_bf16").c_str(), k.weight[t].to_bf16);
     f((name + "decode").c_str(), k.weight[t].decode);
   }
 }

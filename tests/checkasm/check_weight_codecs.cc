@@ -1,6 +1,6 @@
-// The codecs of every weight type (the slots to_float and from_float): bit for bit as the type's
-// reference codec on encoded random values; and on the edge cases of their kind: every f16 value
-// widened, every bf16 rounding case, the activation quantizers' ties and empty blocks.
+// The codecs of every weight type (the slots to_float, from_float and to_bf16): bit for bit as the
+// type's reference codec on encoded random values; and on the edge cases of their kind: every f16
+// value widened, every bf16 rounding case, the activation quantizers' ties and empty blocks.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -69,6 +69,16 @@ std::vector<BenchCall> bench_codec(WeightType type, const Rung& r) {
   return calls;
 }
 
+std::vector<BenchCall> bench_f16_to_bf16(const Rung& r) {
+  const int64_t n = 4096;
+  auto bytes = std::make_shared<std::vector<uint8_t>>(size_t(2 * n));
+  simd::weight_type_traits(WeightType::kF16)
+      .from_float_ref(gaussian(size_t(n), 1).data(), n, bytes->data());
+  auto out = std::make_shared<std::vector<uint16_t>>(size_t(n));
+  const auto to_bf16 = slots(r.k, WeightType::kF16).to_bf16;
+  return {{"weight.F16.to_bf16", [=] { to_bf16(bytes->data(), n, out->data()); }}};
+}
+
 void check_f16_widening(const Rung& r) {
   std::vector<uint16_t> all(65536);
   for (size_t i = 0; i < all.size(); ++i) all[i] = uint16_t(i);
@@ -80,6 +90,18 @@ void check_f16_widening(const Rung& r) {
     const float ref = f16_to_f32(all[i]);
     n_bad += std::isnan(ref) ? !std::isnan(out[i]) : out[i] != ref;
   }
+  CHECK(n_bad == 0);
+}
+
+// Every f16 value rounded to bf16 in one pass, as widening it and rounding the f32 would.
+void check_f16_to_bf16(const Rung& r) {
+  std::vector<uint16_t> all(65536 + 7);  // a tail shorter than a vector too
+  for (size_t i = 0; i < all.size(); ++i) all[i] = uint16_t(i);
+  std::vector<uint16_t> out(all.size());
+  slots(r.k, WeightType::kF16)
+      .to_bf16(reinterpret_cast<const uint8_t*>(all.data()), int64_t(all.size()), out.data());
+  int n_bad = 0;
+  for (size_t i = 0; i < all.size(); ++i) n_bad += out[i] != f32_to_bf16(f16_to_f32(all[i]));
   CHECK(n_bad == 0);
 }
 
@@ -132,6 +154,7 @@ const bool kRegistered = [] {
   }
   add({"f16 widening", {"weight.F16.to_float"}, true, check_f16_widening, nullptr});
   add({"bf16 rounding", {"weight.BF16.from_float"}, true, check_bf16_rounding, nullptr});
+  add({"f16 to bf16", {"weight.F16.to_bf16"}, false, check_f16_to_bf16, bench_f16_to_bf16});
   add({"activation quantizers",
        {"weight.Q8_0.from_float", "weight.Q8_1.from_float", "weight.Q8_K.from_float"},
        true,

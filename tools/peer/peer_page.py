@@ -91,7 +91,8 @@ def decode_table(by, loads, measures_, kvrt_cache="f32", llama_cache="f16"):
 
 
 def title(m):
-    return {"pp512": "prefill 512", "tg@0": "decode, short context"}.get(m, f"decode @{m[3:]}")
+    return {"pp512": "prefill 512", "tg@0": "decode, short context", "pp512 bf16": "prefill 512, kvrt bf16",
+            "bf16 / f32": "kvrt prefill bf16 / f32"}.get(m, f"decode @{m[3:]}")
 
 
 def size(n):
@@ -125,7 +126,17 @@ if by:
               "`auto`). Short context: llama-bench `tg32` from position 0 against `kvrt bench` 32 steps "
               "after 16 positions; at depth, 32 steps after 4096 or 8192 positions; prefill 512 tokens in "
               "one batch, after a warm-up run in both.\n")
-    md.append(table(["weights", "threads"] + [title(m) for m in ms] + ["load"], decode_table(by, loads, ms)))
+    rows = decode_table(by, loads, ms)
+    if any(k[0] == "kvrt" and k[2] == "f32 mm=bf16" for cell in by.values() for k in cell):
+        md.append("`prefill 512, kvrt bf16` is `kvrt bench --matmul bf16` (x and W rounded to bf16 for "
+                  "the products, oneDNN's AVX512-BF16 or AMX kernels) against the same llama-bench "
+                  "run; `bf16 / f32` compares kvrt's two prefills.\n")
+        for row, cell in zip(rows, by.values()):
+            k16, k32 = cell.get(("kvrt", "pp512", "f32 mm=bf16")), cell.get(("kvrt", "pp512", "f32"))
+            row[-1:-1] = [pair(k16, cell.get(("llama.cpp", "pp512", "f16"))),
+                          f"**{k16 / k32:.2f}**" if k16 and k32 else "-"]
+        ms += ["pp512 bf16", "bf16 / f32"]
+    md.append(table(["weights", "threads"] + [title(m) for m in ms] + ["load"], rows))
 
 by, loads = collect(steps, "kv")
 if by:

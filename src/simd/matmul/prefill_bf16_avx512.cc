@@ -1,10 +1,12 @@
 // The avx512-bf16 rung: the bf16 prefill tiles (simd/kernels.h GemmBf16Args) with vdpbf16ps, which
-// sums 32 products into 16 f32 lanes, twice the FMAs'.
+// sums 32 products into 16 f32 lanes, twice the FMAs'; and the rounding to bf16 of the operands of
+// bf16 matrix products (activations, F16 weights) with vcvtneps2bf16.
 #include <immintrin.h>
 
 #include <cstddef>
 #include <cstdint>
 
+#include "common/half.h"
 #include "simd/kernels_isa.h"
 #include "simd/kernels_scalar.h"
 
@@ -74,11 +76,44 @@ void pairs(const float* x0, const float* x1, int step, int n, uint32_t* dst) {
   if (i < n) scalar::bf16_pairs(x0 + i * step, x1 ? x1 + i * step : nullptr, step, n - i, dst + i);
 }
 
+// f32 -> bf16 with vcvtneps2bf16, which rounds as the twin (common/half.h f32_to_bf16) but for
+// denormal inputs, which it flushes to zero: a vector holding one goes through the twin.
+void bf16_from_float(const float* x, int64_t n, uint8_t* bytes) {
+  uint16_t* dst = reinterpret_cast<uint16_t*>(bytes);
+  constexpr int kDenormal = 0x20;  // the fpclass category of denormal inputs
+  int64_t k = 0;
+  for (; k + 16 <= n; k += 16) {
+    const __m512 v = _mm512_loadu_ps(x + k);
+    if (_mm512_fpclass_ps_mask(v, kDenormal) != 0) {
+      for (int j = 0; j < 16; ++j) dst[k + j] = f32_to_bf16(x[k + j]);
+      continue;
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k),
+                        reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v)));
+  }
+  for (; k < n; ++k) dst[k] = f32_to_bf16(x[k]);
+}
+
+// f16 -> bf16 through f32 in registers: an f16 value widens to a normal f32 (or zero), which
+// vcvtneps2bf16 rounds as the twin.
+void f16_to_bf16(const uint8_t* src, int64_t n, uint16_t* dst) {
+  const uint16_t* h = reinterpret_cast<const uint16_t*>(src);
+  int64_t k = 0;
+  for (; k + 16 <= n; k += 16) {
+    const __m512 v = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + k)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k),
+                        reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v)));
+  }
+  for (; k < n; ++k) dst[k] = f32_to_bf16(f16_to_f32(h[k]));
+}
+
 }  // namespace
 
 void install(Kernels& t) {
   t.gemm_bf16 = gemm;
   t.bf16_pairs = pairs;
+  t.weight[weight_index(WeightType::kBF16)].from_float = bf16_from_float;
+  t.weight[weight_index(WeightType::kF16)].to_bf16 = f16_to_bf16;
 }
 
 }  // namespace kvrt::simd::avx512bf16

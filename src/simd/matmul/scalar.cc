@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "simd/kernels_scalar.h"
+#include "simd/weights/codecs.h"
 #include "simd/weights/decode.h"
 
 namespace kvrt::simd::scalar {
@@ -57,6 +58,7 @@ void install_matmul(Kernels& k) {
     k.weight[t].from_float = row->from_float_ref;  // and the activation formats
   }
   k.weight[weight_index(WeightType::kF16)].decode = f16_decode;
+  k.weight[weight_index(WeightType::kF16)].to_bf16 = ref::f16_to_bf16;
   install_weight_dots(k);
 }
 

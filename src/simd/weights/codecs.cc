@@ -56,6 +56,10 @@ void bf16_to_float(const uint8_t* src, int64_t n, float* dst) {
   for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(load<uint16_t>(src + 2 * i));
 }
 
+void f16_to_bf16(const uint8_t* src, int64_t n, uint16_t* dst) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_bf16(f16_to_f32(load<uint16_t>(src + 2 * i)));
+}
+
 void q8_0_to_float(const uint8_t* src, int64_t n, float* dst) {
   for (int64_t b = 0; b < n / 32; ++b) {
     const uint8_t* block = src + b * sizeof(BlockQ8_0);

@@ -10,6 +10,8 @@ namespace kvrt::simd::ref {
 void f32_to_float(const uint8_t* src, int64_t n, float* dst);
 void f16_to_float(const uint8_t* src, int64_t n, float* dst);
 void bf16_to_float(const uint8_t* src, int64_t n, float* dst);
+// f16 rounded to bf16 (the F16 type's to_bf16 slot): as f16_to_float, then bf16_from_float.
+void f16_to_bf16(const uint8_t* src, int64_t n, uint16_t* dst);
 void q8_0_to_float(const uint8_t* src, int64_t n, float* dst);
 // weights/codecs_q.cc: the other 32-value block types and Q8_1.
 void q4_0_to_float(const uint8_t* src, int64_t n, float* dst);
