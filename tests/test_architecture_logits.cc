@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -242,13 +243,14 @@ TEST_CASE(
 }
 
 namespace {
-// The slots of a rung's table but the bf16 prefill products, by name.
+// The slots of a rung's table but those of the bf16 prefill products (their operands' rounding
+// and their tiles), by name.
 std::map<std::string, const void*> f32_slots(simd::Isa isa) {
+  const std::set<std::string> bf16 = {"prefill.gemm_bf16", "prefill.bf16_pairs",
+                                      "weight.BF16.from_float", "weight.F16.to_bf16"};
   std::map<std::string, const void*> m;
   simd::for_each_slot(simd::kernels_for(isa), [&](const char* name, auto fn) {
-    const std::string n = name;
-    if (n != "prefill.gemm_bf16" && n != "prefill.bf16_pairs")
-      m[n] = reinterpret_cast<const void*>(fn);
+    if (!bf16.count(name)) m[name] = reinterpret_cast<const void*>(fn);
   });
   return m;
 }
@@ -265,8 +267,8 @@ TEST_CASE(
   // their kernels are checked against the scalar twin on every ISA by checkasm and test_attention.
   // Emulation also leaves out the scalar rung: it is the same C++ on every host, and the native
   // suite runs it. A rung whose table differs from one already run only in the bf16 prefill slots
-  // (avx512-bf16 over avx512-vnni) computes the same here: the fixtures run at matmul precision
-  // f32.
+  // (avx512-bf16 over avx512-vnni, avx512-amx over avx512-bf16) computes the same here: the
+  // fixtures run at matmul precision f32.
   const bool emulated = wrapper && *wrapper;
   const bool slow_runner = emulated || test::kSanitizedBuild;
   const std::string cases = slow_runner ? "--test-case='*llama.cpp*logits and greedy*'"

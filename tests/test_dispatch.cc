@@ -25,7 +25,7 @@ std::map<std::string, const void*> slots_of(const Kernels& k) {
 
 TEST_CASE("dispatch: rung names round-trip and bad names are usage errors") {
   for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni, Isa::kAvx512Bf16,
-                  Isa::kNeon, Isa::kNeonDotprod, Isa::kNeonI8mm}) {
+                  Isa::kAvx512Amx, Isa::kNeon, Isa::kNeonDotprod, Isa::kNeonI8mm}) {
     CHECK(parse_isa(isa_to_string(isa)) == isa);
   }
   try {
@@ -54,6 +54,7 @@ TEST_CASE("dispatch: the runnable rungs follow the CPU features, scalar first") 
     if (isa == Isa::kAvx512) CHECK((f.avx512f && f.avx512bw && f.avx512dq && f.avx512vl));
     if (isa == Isa::kAvx512Vnni) CHECK(f.avx512vnni);
     if (isa == Isa::kAvx512Bf16) CHECK(f.avx512bf16);
+    if (isa == Isa::kAvx512Amx) CHECK((f.amx_tile && f.amx_bf16));
     if (isa == Isa::kNeon) CHECK(f.neon);
     if (isa == Isa::kNeonDotprod) CHECK(f.dotprod);
     if (isa == Isa::kNeonI8mm) CHECK(f.i8mm);
@@ -63,6 +64,7 @@ TEST_CASE("dispatch: the runnable rungs follow the CPU features, scalar first") 
   const auto runs = [&](Isa isa) { return std::find(isas.begin(), isas.end(), isa) != isas.end(); };
   if (runs(Isa::kAvx512Vnni) && f.avx512bf16)
     CHECK(runs(Isa::kAvx512Bf16));  // KVRT_ISA can choose it
+  if (runs(Isa::kAvx512Bf16) && f.amx_tile && f.amx_bf16) CHECK(runs(Isa::kAvx512Amx));
   if (f.neon && f.dotprod) CHECK(runs(Isa::kNeonDotprod));
   if (f.neon && f.dotprod && f.i8mm) CHECK(runs(Isa::kNeonI8mm));
   if (!f.dotprod) CHECK(!runs(Isa::kNeonDotprod));

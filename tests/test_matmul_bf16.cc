@@ -119,6 +119,9 @@ TEST_CASE("matmul bf16: refused, with the reason, where it cannot run") {
   CHECK(says(kvrt::ops::bf16_unavailable(bf16, Isa::kAvx2), "KVRT_ISA"));
   CHECK(kvrt::ops::bf16_unavailable(bf16, Isa::kAvx512Vnni).empty() == bool(KVRT_HAVE_DNNL));
   CHECK(kvrt::ops::bf16_unavailable(bf16, Isa::kAvx512Bf16).empty() == bool(KVRT_HAVE_DNNL));
+  std::vector<Isa> amx = bf16;
+  amx.push_back(Isa::kAvx512Amx);
+  CHECK(kvrt::ops::bf16_unavailable(amx, Isa::kAvx512Amx).empty() == bool(KVRT_HAVE_DNNL));
   // In this process: a Matmul at bf16 is made exactly when the check says it can run.
   if (bf16_here()) {
     CHECK_NOTHROW(Matmul(1, MatmulPrecision::kBf16));

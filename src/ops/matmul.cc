@@ -69,7 +69,8 @@ std::string bf16_unavailable(const std::vector<simd::Isa>& runnable, simd::Isa i
       rungs += (rungs.empty() ? "" : ", ") + std::string(simd::isa_to_string(r));
     return "this CPU does not run the avx512-bf16 rung (it runs: " + rungs + ")";
   }
-  if (isa != simd::Isa::kAvx512 && isa != simd::Isa::kAvx512Vnni && isa != simd::Isa::kAvx512Bf16)
+  if (isa != simd::Isa::kAvx512 && isa != simd::Isa::kAvx512Vnni && isa != simd::Isa::kAvx512Bf16 &&
+      isa != simd::Isa::kAvx512Amx)
     return std::string("this process runs the ") + simd::isa_to_string(isa) +
            " kernels (KVRT_ISA), below the AVX-512 that bf16 products need";
   return "";

@@ -6,6 +6,10 @@
 #if defined(__aarch64__) && defined(__linux__)
 #include <sys/auxv.h>
 #endif
+#if defined(__x86_64__) && defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 namespace kvrt::simd {
 namespace {
@@ -32,13 +36,25 @@ uint64_t os_saved_state() {
   return (uint64_t{hi} << 32) | lo;
 }
 
+// Linux lets a process use the AMX tile data only after it asks (arch_prctl ARCH_REQ_XCOMP_PERM
+// for XFEATURE_XTILEDATA); the first tile instruction of a process that has not is a SIGILL. The
+// permission, once given, holds for every thread of the process.
+bool amx_permitted() {
+#if defined(__linux__)
+  constexpr int kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
+
 CpuFeatures detect() {
   CpuFeatures f;
   const uint32_t max_leaf = cpuid(0, 0).eax;
   if (max_leaf < 7) return f;
   const uint64_t xcr0 = os_saved_state();
   const bool os_avx = (xcr0 & 0x6) == 0x6, os_avx512 = os_avx && (xcr0 & 0xe0) == 0xe0;
-  const bool os_amx = (xcr0 & 0x60000) == 0x60000;
+  const bool os_amx = (xcr0 & 0x60000) == 0x60000 && bit(cpuid(7, 0).edx, 24) && amx_permitted();
   const Regs l1 = cpuid(1, 0), l7 = cpuid(7, 0), l7s1 = cpuid(7, 1);
   f.fma = os_avx && bit(l1.ecx, 12);
   f.f16c = os_avx && bit(l1.ecx, 29);

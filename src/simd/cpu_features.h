@@ -1,5 +1,6 @@
 // What this CPU and OS can run, detected once per process: the one place kvrt asks the hardware.
-// x86-64 reads CPUID and XGETBV (a feature counts only when the OS also saves its registers);
+// x86-64 reads CPUID and XGETBV (a feature counts only when the OS also saves its registers, and
+// for AMX only when Linux gave this process the tile data it asked for);
 // aarch64 reads the kernel's HWCAP words (getauxval). The dispatch ladder (simd/dispatch.cc),
 // `kvrt info` and the reports read it from here.
 #pragma once

@@ -13,8 +13,9 @@
 namespace kvrt::simd {
 namespace {
 
-constexpr Isa kAllIsas[] = {Isa::kScalar,     Isa::kAvx2, Isa::kAvx512,      Isa::kAvx512Vnni,
-                            Isa::kAvx512Bf16, Isa::kNeon, Isa::kNeonDotprod, Isa::kNeonI8mm};
+constexpr Isa kAllIsas[] = {Isa::kScalar,     Isa::kAvx2,        Isa::kAvx512,
+                            Isa::kAvx512Vnni, Isa::kAvx512Bf16,  Isa::kAvx512Amx,
+                            Isa::kNeon,       Isa::kNeonDotprod, Isa::kNeonI8mm};
 constexpr size_t kNumIsas = std::size(kAllIsas);
 
 struct Rung {
@@ -37,6 +38,8 @@ constexpr Rung kLadder[] = {
      avx512::install},
     {Isa::kAvx512Vnni, [](const CpuFeatures& f) { return f.avx512vnni; }, avx512vnni::install},
     {Isa::kAvx512Bf16, [](const CpuFeatures& f) { return f.avx512bf16; }, avx512bf16::install},
+    {Isa::kAvx512Amx, [](const CpuFeatures& f) { return f.amx_tile && f.amx_bf16; },
+     avx512amx::install},
 #elif defined(__aarch64__)
     {Isa::kNeon, [](const CpuFeatures& f) { return f.neon; }, neon::install},
     {Isa::kNeonDotprod, [](const CpuFeatures& f) { return f.dotprod; }, neon_dotprod::install},
@@ -105,6 +108,7 @@ const char* isa_to_string(Isa isa) {
     case Isa::kAvx512: return "avx512";
     case Isa::kAvx512Vnni: return "avx512-vnni";
     case Isa::kAvx512Bf16: return "avx512-bf16";
+    case Isa::kAvx512Amx: return "avx512-amx";
     case Isa::kNeon: return "neon";
     case Isa::kNeonDotprod: return "neon-dotprod";
     case Isa::kNeonI8mm: return "neon-i8mm";

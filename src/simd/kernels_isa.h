@@ -33,6 +33,9 @@ void install(Kernels& table);
 namespace avx512bf16 {
 void install(Kernels& table);
 }  // namespace avx512bf16
+namespace avx512amx {
+void install(Kernels& table);
+}  // namespace avx512amx
 namespace neon {
 void install(Kernels& table);
 }
