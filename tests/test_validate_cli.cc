@@ -373,5 +373,5 @@ TEST_CASE("usage and input errors exit with 2 and name the file and line") {
   CHECK(bad.exit_code == 2);
   CHECK(bad.err.find(tmp / "t.toml" + ":5: ") != std::string::npos);
   CHECK(run_kvrt("validate --only-cases", tmp).exit_code == 2);
-  CHECK(run_kvrt("validate --kv q3", tmp).exit_code == 2);
+  CHECK(run_kvrt("validate --kv q5", tmp).exit_code == 2);
 }
