@@ -40,14 +40,16 @@ constexpr const char* kUsage =
     "read float32 logits files [chunks * N][n_vocab] and compare them with --peer-ref's.\n";
 
 // Each setting without and with rotation (the default of a quantized setting), the q4n ones
-// rotated only (the grid fits rotated values), then two at 3.5 bits/value or less: q4 or q4s
-// channel keys and q2 values in groups of 64, with the FP32 window.
+// rotated only (the grid fits rotated values), then four at 3.5 bits/value or less: q4 or q4s
+// channel keys and q2 values in groups of 64, and q3 channel keys and values in groups of 32 and
+// 64, with the FP32 window.
 constexpr const char* kDefaultSettings =
     "q8,rot=0;q8;k=q8,v=q4s,rot=0;k=q8,v=q4s;k=q8,v=q4n;q4,rot=0;q4;q4s,rot=0;q4s;q4n;"
     "q4,axis=channel,r=32,rot=0;q4,axis=channel,r=32;q4s,axis=channel,rot=0;q4s,axis=channel;"
     "q4n,axis=channel;k=q4s,v=q4n,axis=channel;"
     "q2,axis=channel,r=128,rot=0;q2,axis=channel,r=128;"
-    "k=q4,v=q2,g=64,axis=channel,r=32;k=q4s,v=q2,g=64,axis=channel,r=32";
+    "k=q4,v=q2,g=64,axis=channel,r=32;k=q4s,v=q2,g=64,axis=channel,r=32;"
+    "q3,axis=channel,r=32;q3,g=64,axis=channel,r=32";
 
 struct Peer {
   std::string label;

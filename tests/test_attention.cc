@@ -133,8 +133,9 @@ using kvrt::kv::KeyAxis;
 // amax/(2 max code) for q8 (amax/254) and (max-min)/(2 max code) for asymmetric formats (q4:
 // (max-min)/30) over each group (along head_dim, or along G tokens per channel for channel-axis
 // keys), with a little slack for float rounding. q4s (d = e / -8, kv/blocks.h) clamps values of
-// the other sign than e at code 7: |x| - 7|d| <= amax/8 (1 + 7·2^-11) with d rounded to FP16;
-// q4n within kQ4NMaxError amax (kv/blocks.h).
+// the other sign than e at code 7: |x| - 7|d| <= amax/8 (1 + 7·2^-11) with d rounded to FP16, and
+// q3 (d = e / -4) at code 3: |x| - 3|d| <= amax/4 (1 + 3·2^-11); q4n within kQ4NMaxError amax
+// (kv/blocks.h).
 // Positions before `sinks` are stored exactly; channel groups start after them.
 std::vector<double> stored_error_bound(const std::vector<float>& x, int n, int nkv, int hd,
                                        Format f, bool per_channel, bool rotate, int group,
@@ -238,10 +239,10 @@ TEST_CASE("quantized attention stays within the bound derived from the quantizat
             cfg.residual = variant == 1 || variant == 4 ? 5 : 0;
             cfg.rotate = variant == 2;
             cfg.sinks = variant == 3 ? 5 : variant == 4 ? 21 : 0;
-            cfg.group_size = hd == 8 ? 8 : 16;
-            if (axis == KeyAxis::kToken &&
-                cfg.group_size % kvrt::kv::format_traits(kf).unit(kvrt::kv::TileRole::kKey))
-              continue;
+            const int key_unit = kvrt::kv::format_traits(kf).unit(kvrt::kv::TileRole::kKey);
+            // 16, or q3's 32-dim key unit on the token axis
+            cfg.group_size = hd == 8 ? 8 : axis == KeyAxis::kToken ? std::max(16, key_unit) : 16;
+            if (axis == KeyAxis::kToken && cfg.group_size % key_unit) continue;
             const bool per_channel = axis == KeyAxis::kChannel && kf != Format::kF32;
             const auto ek = stored_error_bound(d.k, n, 2, hd, kf, per_channel, cfg.rotate,
                                                cfg.group_size, cfg.sinks);
@@ -415,6 +416,8 @@ TEST_CASE("byte accounting equals the layout prediction") {
   CHECK(per_token(Format::kQ4S, Format::kQ4S, KeyAxis::kToken, 32) == heads_layers * (36 + 36));
   CHECK(per_token(Format::kQ4S, Format::kQ4, KeyAxis::kToken, 8) == heads_layers * (8 * 6 + 8 * 8));
   CHECK(per_token(Format::kQ4N, Format::kQ4N, KeyAxis::kToken, 32) == heads_layers * (36 + 36));
+  // q3: 64/32 blocks of (2 + 8 + 4) bytes, 0.4375 bytes/value (3.5 bits).
+  CHECK(per_token(Format::kQ3, Format::kQ3, KeyAxis::kToken, 32) == heads_layers * (28 + 28));
   CHECK(per_token(Format::kQ4, Format::kQ8, KeyAxis::kToken, 8) == heads_layers * (8 * 8 + 8 * 10));
   CHECK(per_token(Format::kF32, Format::kQ4, KeyAxis::kToken, 128 / 2) ==
         heads_layers * (256 + 36));
@@ -427,6 +430,8 @@ TEST_CASE("byte accounting equals the layout prediction") {
         heads_layers * ((64 * 2 + 32 * 32) / 32.0 + 256));
   CHECK(per_token(Format::kQ4N, Format::kF32, KeyAxis::kChannel, 32) ==
         heads_layers * ((64 * 2 + 32 * 32) / 32.0 + 256));
+  CHECK(per_token(Format::kQ3, Format::kF32, KeyAxis::kChannel, 32) ==
+        heads_layers * ((64 * 2 + 32 * 24) / 32.0 + 256));
   // q2 as KIVI: channel-axis keys, 2-bit codes (a scale and a minimum per channel per 32 tokens);
   // values 64/32 blocks of (4 + 8) bytes.
   CHECK(per_token(Format::kQ2, Format::kQ2, KeyAxis::kChannel, 32) ==
@@ -514,7 +519,7 @@ TEST_CASE("invalid KV settings are clear errors") {
   CHECK(KvCache(cfg, shape).layout().layers[0].k.rot_block == 16);
   CHECK_THROWS_WITH_AS(KvCache(cfg, CacheShape{1, 2, 7, 32}),
                        doctest::Contains("needs an even head_dim"), kvrt::Error);
-  CHECK_THROWS_AS(kvrt::kv::parse_format("q3"), kvrt::Error);
+  CHECK_THROWS_AS(kvrt::kv::parse_format("q5"), kvrt::Error);
   KvConfig odd;  // channel-axis q4 keys: a code row is two channels per byte
   odd.k_format = Format::kQ4;
   odd.k_axis = KeyAxis::kChannel;

@@ -122,7 +122,7 @@ TEST_CASE("bad flags and values are usage errors (exit 2)") {
       {"temperature out of range", "run " + m + "--temp -1", 2, "-1"},
       {"top-p out of range", "run " + m + "--top-p 2", 2, "2"},
       {"trailing garbage in a number", "run " + m + "-c 12x", 2, "12x"},
-      {"unknown KV format", "run " + m + "--kv q3 -p hi", 2, "q3"},
+      {"unknown KV format", "run " + m + "--kv q5 -p hi", 2, "q5"},
       {"unknown key format", "run " + m + "--kv-k int2 -p hi", 2, "int2"},
       {"unknown key axis", "run " + m + "--kv q8 --k-axis diagonal -p hi", 2, "diagonal"},
       {"bad layer list", "run " + m + "--kv 'q4,layers[0,x]=q8' -p hi", 2,

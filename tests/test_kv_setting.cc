@@ -60,6 +60,11 @@ TEST_CASE(
   CHECK(nonuniform.v_format == Format::kQ4N);
   CHECK(nonuniform.name().rfind("k=q8,v=q4n,", 0) == 0);
   CHECK(same(kv::parse_setting(nonuniform.name()), nonuniform));
+  const KvConfig three = kv::parse_setting("q3,axis=channel");  // the 3-bit format
+  CHECK(three.k_format == Format::kQ3);
+  CHECK(three.v_format == Format::kQ3);
+  CHECK(three.name().rfind("k=q3,v=q3,", 0) == 0);
+  CHECK(same(kv::parse_setting(three.name()), three));
 }
 
 TEST_CASE(
@@ -88,7 +93,7 @@ TEST_CASE(
 
 TEST_CASE("bad settings are usage errors that name the field") {
   CHECK(error_of("").find("empty") != std::string::npos);
-  CHECK(error_of("q3").find("q3") != std::string::npos);
+  CHECK(error_of("q5").find("q5") != std::string::npos);
   CHECK(error_of("k=q8,colour=blue").find("colour") != std::string::npos);
   CHECK(error_of("k=q8,g=-4").find("g=-4") != std::string::npos);
   CHECK(error_of("k=q8,r=lots").find("r=lots") != std::string::npos);

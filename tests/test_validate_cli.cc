@@ -90,7 +90,7 @@ TEST_CASE("the default run covers every shipped setting, and kvrt run honours it
   INFO(v.out, v.err);
   REQUIRE((v.exit_code == 0 || v.exit_code == 1));
   for (const char* label :
-       {"q8/q8", "q8/q4", "q8/q4n", "q4/q4", "q4s/q4s", "q4/q4 ch r32", "q4s/q4n ch"})
+       {"q8/q8", "q8/q4", "q8/q4n", "q4/q4", "q4s/q4s", "q4/q4 ch r32", "q4s/q4n ch", "q3 ch r32"})
     CHECK(v.out.find(std::string("\n") + label + " ") != std::string::npos);
   // The bf16 settings run where the CPU has bf16, and are skipped with the reason elsewhere.
   for (const char* label : {"bf16", "q8/q8 bf16"})
@@ -373,5 +373,5 @@ TEST_CASE("usage and input errors exit with 2 and name the file and line") {
   CHECK(bad.exit_code == 2);
   CHECK(bad.err.find(tmp / "t.toml" + ":5: ") != std::string::npos);
   CHECK(run_kvrt("validate --only-cases", tmp).exit_code == 2);
-  CHECK(run_kvrt("validate --kv q3", tmp).exit_code == 2);
+  CHECK(run_kvrt("validate --kv q5", tmp).exit_code == 2);
 }

@@ -74,8 +74,10 @@ extern "C" {
  * 10: the sampler's generator travels with a session's state: kvrt_session_keep_sampler and
  *    kvrt_session_restore_sampler; additions only.
  * 11: KVRT_KV_Q4N, the non-uniform 4-bit KV format (4-bit indexes into a fixed 16-level grid, one
- *    FP16 scale per group); an addition only. */
-#define KVRT_API_VERSION 11
+ *    FP16 scale per group); an addition only.
+ * 12: KVRT_KV_Q3, the symmetric 3-bit KV format (one FP16 scale per group, no minimum); an
+ *    addition only. */
+#define KVRT_API_VERSION 12
 
 /* Most threads a session or a validation run may use (n_threads); more is
  * KVRT_ERR_INVALID_ARGUMENT. When the system cannot create the threads asked for, the call that
@@ -175,7 +177,8 @@ typedef enum kvrt_kv_format {
   KVRT_KV_Q4 = 2,
   KVRT_KV_Q2 = 3,
   KVRT_KV_Q4S = 4,
-  KVRT_KV_Q4N = 5
+  KVRT_KV_Q4N = 5,
+  KVRT_KV_Q3 = 6
 } kvrt_kv_format;
 typedef enum kvrt_key_axis { KVRT_KEY_AXIS_TOKEN = 0, KVRT_KEY_AXIS_CHANNEL = 1 } kvrt_key_axis;
 
@@ -212,13 +215,13 @@ typedef struct kvrt_kv_config {
 KVRT_EXPORT void kvrt_kv_config_default(kvrt_kv_config* out_config);
 
 /* Parses a setting, as `kvrt run --kv` and validation/settings.toml do: a format name for both
- * sides ("f32", "q8", "q4", "q2", "q4s", "q4n"), then key=value fields, or the canonical form used
- * in reports and validation records, "k=q4,v=q8,g=32,axis=token,r=0,rot=0" (any subset, any order,
- * applied left to right; e.g. "q4,axis=channel,r=32"; without a rot field a setting that quantizes
- * anything is rotated, as `--kv` is: "q4" reads as "q4,rot=1"), with "sinks=N" and per-layer
- * formats such as "layers[0,1,-2,-1]=q8", "k[0]=f32", "v[-1]=q8". Unknown names, bad layer lists
- * and empty text are KVRT_ERR_INVALID_ARGUMENT; layer indices are checked against a model when a
- * session or a validation check uses the setting. */
+ * sides ("f32", "q8", "q4", "q2", "q4s", "q4n", "q3"), then key=value fields, or the canonical form
+ * used in reports and validation records, "k=q4,v=q8,g=32,axis=token,r=0,rot=0" (any subset, any
+ * order, applied left to right; e.g. "q4,axis=channel,r=32"; without a rot field a setting that
+ * quantizes anything is rotated, as `--kv` is: "q4" reads as "q4,rot=1"), with "sinks=N" and
+ * per-layer formats such as "layers[0,1,-2,-1]=q8", "k[0]=f32", "v[-1]=q8". Unknown names, bad
+ * layer lists and empty text are KVRT_ERR_INVALID_ARGUMENT; layer indices are checked against a
+ * model when a session or a validation check uses the setting. */
 KVRT_EXPORT kvrt_status kvrt_kv_config_parse(const char* text, kvrt_kv_config* out_config);
 
 /* ---- matrix-product precision ------------------------------------------------------------ */

@@ -19,7 +19,7 @@ thread_local std::string t_last_error;
 static_assert(KVRT_KV_F32 == int(kv::Format::kF32) && KVRT_KV_Q8 == int(kv::Format::kQ8) &&
               KVRT_KV_Q4 == int(kv::Format::kQ4) && KVRT_KV_Q2 == int(kv::Format::kQ2) &&
               KVRT_KV_Q4S == int(kv::Format::kQ4S) && KVRT_KV_Q4N == int(kv::Format::kQ4N) &&
-              kv::kNumFormats == 6);
+              KVRT_KV_Q3 == int(kv::Format::kQ3) && kv::kNumFormats == 7);
 
 kv::Format to_format(int f) {
   if (f < 0 || f >= kv::kNumFormats)

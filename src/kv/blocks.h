@@ -9,6 +9,8 @@
 //   symmetric  (q4s):    x = d * q,     q in [-8, 7], d = e / -8 for e the value of largest
 //                        magnitude (llama.cpp's q4_0): e is exact at -8, values of its sign within
 //                        |d|/2, values of the other sign clamp at 7, within |d|
+//   symmetric  (q3):     x = d * q,     q in [-4, 3], d = e / -4, as q4s: values of e's sign
+//                        within |d|/2, values of the other sign clamp at 3, within |d|
 //   asymmetric (q4, q2): x = m + d * q, q in [0, 2^bits - 1], d = (max - min) / (2^bits - 1)
 //   non-uniform (q4n):   x = d * q,     q one of the 16 int8 levels of kQ4NLevels (4-bit codes
 //                        index them), d chosen per group to minimise the squared error (see
@@ -25,6 +27,10 @@
 // d rounds to zero stores all-zero codes.
 // Codes narrower than a byte: byte i of a run of n codes holds code i + s * (n / k) in bits
 // [s * bits, (s + 1) * bits) for s < k = 8 / bits, so one load of bytes yields k contiguous runs.
+// 3-bit codes (q3) are two such planes: the low 2 bits of the n codes as q2 packs them (n / 4
+// bytes, k = 4), then their high bits as 1-bit codes (n / 8 bytes, k = 8: bit s of byte i is the
+// high bit of code i + s * n / 8). A load of each plane, a shift and a mask give a contiguous run
+// of low bits and one of high bits; n is a multiple of 8.
 //
 // Adding a format: its block struct and descriptor here (with the static_assert on its size),
 // its entry in QuantFormats, its row in kv/formats.cc; the kernels are templates over the
@@ -51,8 +57,9 @@ enum class Format : uint8_t {
   kQ2,   // 2-bit, asymmetric (scale and minimum) per group of G values (KIVI's codes)
   kQ4S,  // 4-bit, symmetric, one scale per group of G values (llama.cpp's q4_0 size)
   kQ4N,  // 4-bit codes of a fixed non-uniform int8 grid, one scale per group (q4s's size)
+  kQ3,   // 3-bit, symmetric, one scale per group of G values (a 2-bit and a 1-bit plane)
 };
-constexpr int kNumFormats = 6;
+constexpr int kNumFormats = 7;
 
 // q4n's levels: the 16 reconstruction levels of the Lloyd-Max quantizer of a unit Gaussian
 // (+-0.1284, 0.3880, 0.6568, 0.9423, 1.2562, 1.6180, 2.0690, 2.7326), scaled so the outermost is
@@ -85,14 +92,19 @@ template <Format F, int Bits, bool Symmetric>
 struct QuantFormat {
   static constexpr Format kFormat = F;
   static constexpr int kBits = Bits;
-  static constexpr bool kSymmetric = Symmetric;      // signed codes, no minimum
-  static constexpr int kPerByte = 8 / Bits;          // codes per byte
-  static constexpr int kPlanes = Symmetric ? 1 : 2;  // scale planes: d (and m)
+  static constexpr bool kSymmetric = Symmetric;  // signed codes, no minimum
+  // 3-bit codes: a plane of the low 2 bits and one of the high bit (see above).
+  static constexpr bool kHighPlane = Bits == 3;
+  static constexpr int kLowBits = kHighPlane ? 2 : Bits;   // bits per code of the first plane
+  static constexpr int kPerByte = 8 / kLowBits;            // codes per byte of the first plane
+  static constexpr int kRuns = kHighPlane ? 8 : kPerByte;  // runs a run of codes is cut into
+  static constexpr int kPlanes = Symmetric ? 1 : 2;        // scale planes: d (and m)
   static constexpr int kMaxCode = Symmetric ? (1 << (Bits - 1)) - 1 : (1 << Bits) - 1;
   // Symmetric int8 is balanced, scaled by max|x|; narrower symmetric codes reach -2^(bits - 1).
   static constexpr bool kAbsScale = Symmetric && Bits == 8;
   static constexpr int kMinCode = !Symmetric ? 0 : kAbsScale ? -kMaxCode : -(1 << (Bits - 1));
   static constexpr int kCodeMask = (1 << Bits) - 1;
+  static constexpr int kLowMask = (1 << kLowBits) - 1;
   static constexpr int kCodeBias =
       Symmetric && Bits < 8 ? 1 << (Bits - 1) : 0;  // stored = q + kCodeBias
   static constexpr bool kCodebook = false;          // q4n: stored codes index kQ4NLevels
@@ -166,8 +178,20 @@ struct Q4N : QuantFormat<Format::kQ4N, 4, true> {
   static constexpr int kMinCode = kQ4NLevels[0], kMaxCode = kQ4NLevels[15];
 };
 
+template <int G>
+struct __attribute__((packed)) Q3Block {
+  Scale d;            // scale
+  uint8_t qs[G / 4];  // low 2 bits of each code + 4, four per byte, see above
+  uint8_t qh[G / 8];  // high bit of each code + 4, eight per byte, see above
+};
+struct Q3 : QuantFormat<Format::kQ3, 3, true> {
+  static constexpr const char* kName = "q3";
+  template <int G>
+  using Block = Q3Block<G>;
+};
+
 // At G = 32: q8 34 bytes (1.0625 bytes/value, as llama.cpp's q8_0), q4 20 (0.625), q4s and q4n 18
-// (0.5625, as q4_0 and iq4_nl), q2 12 (0.375).
+// (0.5625, as q4_0 and iq4_nl), q3 14 (0.4375), q2 12 (0.375).
 static_assert(sizeof(Q8::Block<8>) == 10 && sizeof(Q8::Block<32>) == Q8::block_bytes(32) &&
               sizeof(Q8::Block<32>) == 34);
 static_assert(sizeof(Q4::Block<8>) == 8 && sizeof(Q4::Block<32>) == Q4::block_bytes(32) &&
@@ -177,13 +201,15 @@ static_assert(sizeof(Q2::Block<8>) == Q2::block_bytes(8) && sizeof(Q2::Block<32>
 static_assert(sizeof(Q4S::Block<8>) == 6 && sizeof(Q4S::Block<32>) == Q4S::block_bytes(32) &&
               sizeof(Q4S::Block<32>) == 18);
 static_assert(sizeof(Q4N::Block<32>) == Q4N::block_bytes(32) && sizeof(Q4N::Block<32>) == 18);
+static_assert(sizeof(Q3::Block<8>) == Q3::block_bytes(8) && sizeof(Q3::Block<32>) == 14 &&
+              sizeof(Q3::Block<128>) == Q3::block_bytes(128));
 static_assert(sizeof(Q8::Block<9>) == Q8::block_bytes(9) &&
               sizeof(Q4::Block<2>) == Q4::block_bytes(2) &&
               sizeof(Q2::Block<4>) == Q2::block_bytes(4) &&
               sizeof(Q4S::Block<2>) == Q4S::block_bytes(2));
 
 // The quantized formats, for code that instantiates something per format (kernel tables).
-using QuantFormats = std::tuple<Q8, Q4, Q2, Q4S, Q4N>;
+using QuantFormats = std::tuple<Q8, Q4, Q2, Q4S, Q4N, Q3>;
 
 template <class Fn>
 void for_each_quant_format(Fn&& fn) {
@@ -196,7 +222,10 @@ template <class F>
 inline int get_stored(const uint8_t* codes, int n, int idx) {
   if constexpr (F::kBits == 8) return static_cast<int8_t>(codes[idx]);
   const int run = n / F::kPerByte;
-  return (codes[idx % run] >> (idx / run * F::kBits)) & F::kCodeMask;
+  const int low = (codes[idx % run] >> (idx / run * F::kLowBits)) & F::kLowMask;
+  if constexpr (!F::kHighPlane) return low;
+  const int high_run = n / 8;
+  return low | ((codes[n / F::kPerByte + idx % high_run] >> (idx / high_run)) & 1) << F::kLowBits;
 }
 
 template <class F>
@@ -204,9 +233,16 @@ inline void set_stored(uint8_t* codes, int n, int idx, int stored) {
   if constexpr (F::kBits == 8) {
     codes[idx] = static_cast<uint8_t>(static_cast<int8_t>(stored));
   } else {
-    const int run = n / F::kPerByte, shift = idx / run * F::kBits;
+    const int run = n / F::kPerByte, shift = idx / run * F::kLowBits;
     uint8_t& byte = codes[idx % run];
-    byte = static_cast<uint8_t>((byte & ~(F::kCodeMask << shift)) | (stored << shift));
+    byte =
+        static_cast<uint8_t>((byte & ~(F::kLowMask << shift)) | ((stored & F::kLowMask) << shift));
+    if constexpr (F::kHighPlane) {
+      const int high_run = n / 8, high_shift = idx / high_run;
+      uint8_t& high = codes[run + idx % high_run];
+      high = static_cast<uint8_t>((high & ~(1 << high_shift)) | (stored >> F::kLowBits & 1)
+                                                                    << high_shift);
+    }
   }
 }
 

@@ -62,11 +62,11 @@ void check_group(const KvConfig& c, const CacheShape& s, int group) {
   // Channel-axis key tiles pack a token's channels, and a channel's G tokens, in whole bytes.
   for (int layer = 0; layer < s.n_layers; ++layer) {
     const FormatTraits& k = format_traits(c.format(TileRole::kKey, layer));
-    if (k.quantized() && c.k_axis == KeyAxis::kChannel &&
-        (head_dim * k.bits % 8 != 0 || group * k.bits % 8 != 0))
-      throw Error(std::string(k.name) + " channel-axis keys pack " + std::to_string(8 / k.bits) +
-                      " codes per byte: head_dim " + std::to_string(head_dim) + " and the group " +
-                      std::to_string(group) + " must be multiples of that",
+    const int unit = k.quantized() ? 8 / std::gcd(k.bits, 8) : 1;  // codes in whole bytes
+    if (c.k_axis == KeyAxis::kChannel && (head_dim % unit != 0 || group % unit != 0))
+      throw Error(std::string(k.name) + " channel-axis keys pack " + std::to_string(unit) +
+                      " codes in whole bytes: head_dim " + std::to_string(head_dim) +
+                      " and the group " + std::to_string(group) + " must be multiples of that",
                   ErrorKind::kUsage);
   }
   const TokenTiled t = token_tiled(c, s.n_layers);

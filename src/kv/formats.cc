@@ -19,7 +19,7 @@ constexpr FormatTraits quant_row() {
           .code_bias = F::kCodeBias,
           .levels = F::kCodebook ? kQ4NLevels : nullptr,
           .scale_type = ScaleType::kF16,
-          .key_unit = kKeyLaneDims * F::kPerByte,
+          .key_unit = kKeyLaneDims * F::kRuns,
           .value_unit = kAccColumnDims,
           .quantize_group = quantize_group<F>,
           .dequantize_group = dequantize_group<F>,
@@ -49,6 +49,7 @@ constexpr FormatTraits kTraits[] = {
     quant_row<Q2>(),
     quant_row<Q4S>(),
     quant_row<Q4N>(),
+    quant_row<Q3>(),
 };
 static_assert(std::size(kTraits) == kNumFormats);
 

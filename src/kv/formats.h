@@ -28,7 +28,8 @@ struct FormatTraits {
   const int8_t* levels;  // q4n: q = levels[stored code] (kv/blocks.h kQ4NLevels); else null
   ScaleType scale_type;
   // Token tiles need head_dim and the group to be multiples of these (kv/tiles.h key runs are
-  // 4 dims per slot of a byte; the value kernels take 8 dims at a time). 1 for f32.
+  // 4 dims per slot of a byte, 32 dims for q3's high-bit plane; the value kernels take 8 dims at a
+  // time). 1 for f32.
   int key_unit, value_unit;
   // Reference codec of one group of `group` values (kv/blocks.h); null for f32.
   void (*quantize_group)(const float* x, int group, uint8_t* block);

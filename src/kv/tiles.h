@@ -16,6 +16,9 @@
 //   key c[n/4][16][4] (dim 4j+e of token t), value c[8][n][2] (dim i of token 2u+e);
 // for q4 (k = 2) the high nibble of a key byte is dim 4 further, of a value byte the next token;
 // for q2 (k = 4) slot s of a key byte is dim 4 s further, of a value byte token s further.
+// 3-bit codes (q3) are two code planes, each laid out as above: the low 2 bits as q2's codes
+// (16 n / 4 bytes), then the high bits as 1-bit codes (k = 8, 16 n / 8 bytes: key byte (j, t, e),
+// bit s: dim 32 j + 4 s + e; value byte (u, i), bit s: token 8 u + s of dim i).
 #pragma once
 
 #include <cstddef>
@@ -52,13 +55,18 @@ struct TileFormat {
     return {
         role, F::kBits, F::kPlanes, F::kCodeBias, n, group, F::kCodebook ? kQ4NLevels : nullptr};
   }
-  int per_byte() const { return 8 / bits; }
+  bool high_plane() const { return bits == 3; }
+  int low_bits() const { return high_plane() ? 2 : bits; }  // bits per code of the first plane
+  int per_byte() const { return 8 / low_bits(); }
   int n_groups() const { return n / group; }
   size_t header_bytes() const { return planes * n_groups() * kScaleStride; }
   size_t bytes() const { return header_bytes() + static_cast<size_t>(kTileTokens) * n * bits / 8; }
-  // Byte of the codes holding (token t, dim i), and the slot of the code in that byte.
-  size_t code_byte(int t, int i, int* slot) const {
-    const int k = per_byte();
+  // Offset of the high-bit plane from the start of the codes (3-bit codes).
+  size_t high_offset() const { return static_cast<size_t>(kTileTokens) * n * low_bits() / 8; }
+  // Byte of the codes holding (token t, dim i), and the slot of the code in that byte, in a plane
+  // of k codes per byte (the first plane's, or 8 for the high-bit plane).
+  size_t code_byte(int t, int i, int* slot) const { return code_byte(t, i, slot, per_byte()); }
+  size_t code_byte(int t, int i, int* slot, int k) const {
     if (role == TileRole::kKey) {
       *slot = i % (kKeyLaneDims * k) / kKeyLaneDims;
       return static_cast<size_t>(i / (kKeyLaneDims * k)) * kKeyCodeStride + t * kKeyLaneDims +
@@ -85,18 +93,28 @@ inline float tile_min(const TileFormat& f, const uint8_t* tile, int b, int t) {
 // 0..2^bits-1 for the asymmetric formats.
 inline int tile_code(const TileFormat& f, const uint8_t* tile, int t, int i) {
   int slot;
-  const uint8_t byte = tile[f.header_bytes() + f.code_byte(t, i, &slot)];
+  const uint8_t* codes = tile + f.header_bytes();
+  const uint8_t byte = codes[f.code_byte(t, i, &slot)];
   if (f.bits == 8) return static_cast<int8_t>(byte);
-  const int stored = (byte >> (slot * f.bits)) & ((1 << f.bits) - 1);
+  int stored = (byte >> (slot * f.low_bits())) & ((1 << f.low_bits()) - 1);
+  if (f.high_plane()) {
+    const uint8_t high = codes[f.high_offset() + f.code_byte(t, i, &slot, 8)];
+    stored |= (high >> slot & 1) << f.low_bits();
+  }
   return f.levels ? f.levels[stored] : stored - f.code_bias;
 }
 
 // Sets the stored field of (token t, dim i) (kv/blocks.h get_stored).
 inline void set_tile_stored(const TileFormat& f, uint8_t* tile, int t, int i, int stored) {
   int slot;
-  uint8_t& byte = tile[f.header_bytes() + f.code_byte(t, i, &slot)];
-  const int shift = slot * f.bits, mask = ((1 << f.bits) - 1) << shift;
+  uint8_t* codes = tile + f.header_bytes();
+  uint8_t& byte = codes[f.code_byte(t, i, &slot)];
+  const int shift = slot * f.low_bits(), mask = ((1 << f.low_bits()) - 1) << shift;
   byte = static_cast<uint8_t>((byte & ~mask) | ((stored << shift) & mask));
+  if (f.high_plane()) {
+    uint8_t& high = codes[f.high_offset() + f.code_byte(t, i, &slot, 8)];
+    high = static_cast<uint8_t>((high & ~(1 << slot)) | (stored >> f.low_bits() & 1) << slot);
+  }
 }
 
 // Stores token t of the tile from one row of blocks of format F (kv/blocks.h layout, n values).

@@ -157,7 +157,7 @@ void check_tiles(const Rung& r) {
   for (int n : {8, 64, 128, 96, 48}) {
     // 12: q8 key groups of an odd number of 4-dim lanes, which values (8 dims a column) refuse
     for (int group : {8, 12, 16, 24, 32, 64, 128}) {
-      if (n % group || group % (kv::kKeyLaneDims * F::kPerByte)) continue;
+      if (n % group || group % (kv::kKeyLaneDims * F::kRuns)) continue;
       const bool values = group % kv::kAccColumnDims == 0;
       INFO(std::string(F::kName) << " n " << n << " group " << group);
       if (values) check_tile_roundtrip<F>(r.k, n, group, 3);

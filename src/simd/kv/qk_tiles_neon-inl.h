@@ -3,9 +3,10 @@
 // each compiled with its own -march, after `using Tag = ` the file's tag type, which has
 //   Tag::kQuarters                      quarters of a tile (4 tokens each) per step: 1, 2 or 4
 //   Tag::Queries<NQ>(a, i0)             the codes of queries [i0, i0 + NQ) as its group_sums reads
-//   them group_sums<NQ, F>(Tag, codes, queries, b, group, sums)
+//   them group_sums<NQ, F>(Tag, codes, high, queries, b, group, sums)
 //                                       sums[i][r] lane e = Σ code q̃_i over group b, token 4 r + e
-//                                       of the step whose codes start at `codes` (exact integers)
+//                                       of the step whose codes start at `codes` (exact integers;
+//                                       q3's high-bit plane of the step at `high`)
 // and the float steps the same for all: per group s = fma(sum, d_k d_q, s) (and s = fma(m_k, Σ q,
 // s) for asymmetric formats), as the scalar twin. Every step reads whole quarters of its tile (a
 // tile is 16 tokens in memory), storing only the scores of tokens below n_rows.
@@ -15,21 +16,42 @@ inline float32x4_t load_scales(const uint8_t* p) {
   return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const uint16_t*>(p))));
 }
 
-// Slot S of 16 bytes of stored codes of format F (S * bits up).
+// Slot S of 16 bytes of stored codes of format F (S * bits up; q3: of its 2-bit plane).
 template <class F, int S>
 inline uint8x16_t slot_stored(uint8x16_t v) {
   if constexpr (F::kBits == 8) return v;
-  else if constexpr (S == F::kPerByte - 1) return vshrq_n_u8(v, S * F::kBits);
-  else if constexpr (S == 0) return vandq_u8(v, vdupq_n_u8(F::kCodeMask));
-  else return vandq_u8(vshrq_n_u8(v, S * F::kBits), vdupq_n_u8(F::kCodeMask));
+  else if constexpr (S == F::kPerByte - 1) return vshrq_n_u8(v, S * F::kLowBits);
+  else if constexpr (S == 0) return vandq_u8(v, vdupq_n_u8(F::kLowMask));
+  else return vandq_u8(vshrq_n_u8(v, S * F::kLowBits), vdupq_n_u8(F::kLowMask));
+}
+
+// The 16 bytes of q3's high-bit plane beside run j of 16 dims of its 2-bit plane (kv/tiles.h: a
+// byte's bits 4 (j % 2) + s are the high bits of slot s), shifted so that bit s is slot s's; zero
+// for the other formats.
+template <class F>
+inline uint8x16_t high_bits(const uint8_t* high, int j) {
+  if constexpr (!F::kHighPlane) {
+    return vdupq_n_u8(0);
+  } else {
+    const uint8x16_t h = vld1q_u8(high + j / 2 * kRun);
+    return j % 2 ? vshrq_n_u8(h, 4) : h;
+  }
 }
 
 // Slot S of 16 bytes of codes of format F as the codes q of kv/blocks.h (signed bytes): int8
-// codes as they are, narrower ones 0 .. 2^bits - 1, -8 .. 7 once q4s's bias is taken off, or the
-// levels q4n's codes index (tbl).
+// codes as they are, narrower ones 0 .. 2^bits - 1, -8 .. 7 once q4s's bias is taken off, the
+// levels q4n's codes index (tbl), or q3's 2-bit codes with bit S of `high` (high_bits) as bit 2,
+// less its bias.
 template <class F, int S>
-inline int8x16_t slot_codes(uint8x16_t v) {
-  const uint8x16_t c = slot_stored<F, S>(v);
+inline int8x16_t slot_codes(uint8x16_t v, uint8x16_t high) {
+  uint8x16_t c = slot_stored<F, S>(v);
+  if constexpr (F::kHighPlane) {
+    constexpr int to = F::kLowBits;  // bit S of `high` moved there
+    uint8x16_t h = high;
+    if constexpr (S > to) h = vshrq_n_u8(high, S - to);
+    else if constexpr (S < to) h = vshlq_n_u8(high, to - S);
+    c = vorrq_u8(c, vandq_u8(h, vdupq_n_u8(1 << to)));
+  }
   if constexpr (F::kCodebook) return vqtbl1q_s8(vld1q_s8(kv::kQ4NLevels), c);
   else if constexpr (F::kCodeBias != 0)
     return vsubq_s8(vreinterpretq_s8_u8(c), vdupq_n_s8(F::kCodeBias));
@@ -69,8 +91,8 @@ void dot_nq(Tag, const DotArgs& a, int i0) {
       for (int r = 0; r < R; ++r) s[i][r] = vdupq_n_f32(0.0f);
     for (int b = 0; b < ng; ++b) {
       int32x4_t sums[NQ][R];
-      group_sums<NQ, F>(Tag{}, tile + f.header_bytes() + quarter_codes * quarter, qc, b, a.group,
-                        sums);
+      const uint8_t* codes = tile + f.header_bytes() + quarter_codes * quarter;
+      group_sums<NQ, F>(Tag{}, codes, codes + f.high_offset(), qc, b, a.group, sums);
       for (int r = 0; r < R; ++r) {
         const float32x4_t d = load_scales(tile + b * ss + quarter_scales * (quarter + r));
         for (int i = 0; i < NQ; ++i) {

@@ -4,9 +4,9 @@
 // the ISA file picks, per call, the widest A whose lanes fit the row (see pick()).
 
 // L values of a row of codec C (simd/kernels.h) starting at value `off`; for codes narrower than
-// a byte the chunk lies inside one run of n / k codes (kv/blocks.h), which the lane choice
+// a byte the chunk lies inside one run of n / kRuns codes (kv/blocks.h), which the lane choice
 // guarantees, and symmetric ones lose their storage bias (kv/blocks.h kCodeBias) or become the
-// level they index (q4n).
+// level they index (q4n). 3-bit codes add their high-bit plane's run times 4.
 template <class A, class C>
 inline Vec<A> decode_chunk(const uint8_t* row, int off, int n) {
   if constexpr (C::kBits == 32) {
@@ -18,7 +18,12 @@ inline Vec<A> decode_chunk(const uint8_t* row, int off, int n) {
     return cvt_levels<A>(row + off % run, off / run * C::kBits);
   } else {
     const int run = n / C::kPerByte;
-    const Vec<A> x = cvt_codes<A, C::kBits>(row + off % run, off / run * C::kBits);
+    Vec<A> x = cvt_codes<A, C::kLowBits>(row + off % run, off / run * C::kLowBits);
+    if constexpr (C::kHighPlane) {
+      const int high_run = n / 8;
+      x = xsimd::fma(cvt_codes<A, 1>(row + run + off % high_run, off / high_run),
+                     Vec<A>(static_cast<float>(1 << C::kLowBits)), x);
+    }
     if constexpr (C::kCodeBias != 0) return x - Vec<A>(static_cast<float>(C::kCodeBias));
     else return x;
   }
@@ -28,14 +33,14 @@ inline Vec<A> decode_chunk(const uint8_t* row, int off, int n) {
 template <class A, class C>
 inline bool fits(int n) {
   if constexpr (C::kBits >= 8) return n % kLanes<A> == 0;
-  else return (n / C::kPerByte) % kLanes<A> == 0;
+  else return (n / C::kRuns) % kLanes<A> == 0;
 }
 
 // Whether lanes of A can quantize groups of `group` values of format F (one run of codes per
 // vector).
 template <class A, class F>
 inline bool fits_quantize(int group) {
-  return (group / F::kPerByte) % kLanes<A> == 0;
+  return (group / F::kRuns) % kLanes<A> == 0;
 }
 
 // Row sums are reduced L at a time with one transposing haddp instead of one horizontal add
@@ -157,10 +162,11 @@ void acc_rows(const AccArgs& a) {
 }
 
 // Codes of one group: round((x - m) * id) clamped against the stored FP16 scales, as
-// kv::quantize_group.
+// kv::quantize_group. Each vector takes the codes of one lane of every run of the group (k of
+// them), packed into bytes as kv/blocks.h packs them.
 template <class A, class F>
 void quantize_row(const float* x, int n, int group, uint8_t* row) {
-  constexpr int l = kLanes<A>, k = F::kPerByte;
+  constexpr int l = kLanes<A>, k = F::kRuns;
   const Vec<A> lim(static_cast<float>(F::kMaxCode));
   const int run = group / k;
   for (int g = 0; g < n / group; ++g) {
@@ -195,11 +201,25 @@ void quantize_row(const float* x, int n, int group, uint8_t* row) {
     for (int i = 0; i < run; i += l) {
       for (int s = 0; s < k; ++s) code(xg + i + s * run).store_aligned(c[s]);
       for (int j = 0; j < l; ++j) {
-        int byte = 0;
-        for (int s = 0; s < k; ++s)
-          byte |= ((c[s][j] + F::kCodeBias) & (F::kBits == 8 ? 0xff : F::kCodeMask))
-                  << (s * F::kBits);
-        block[F::kHeaderBytes + i + j] = static_cast<uint8_t>(byte);
+        if constexpr (F::kHighPlane) {  // code i + j + s run: low bits in slot s / 2 of the byte
+                                        // of run s % 2, high bit in bit s
+          int low[2] = {0, 0}, high = 0;
+          for (int s = 0; s < k; ++s) {
+            const int stored = c[s][j] + F::kCodeBias;
+            low[s % 2] |= (stored & F::kLowMask) << (s / 2 * F::kLowBits);
+            high |= (stored >> F::kLowBits & 1) << s;
+          }
+          uint8_t* codes = block + F::kHeaderBytes + i + j;
+          codes[0] = static_cast<uint8_t>(low[0]);
+          codes[run] = static_cast<uint8_t>(low[1]);
+          codes[2 * run] = static_cast<uint8_t>(high);
+        } else {
+          int byte = 0;
+          for (int s = 0; s < k; ++s)
+            byte |= ((c[s][j] + F::kCodeBias) & (F::kBits == 8 ? 0xff : F::kCodeMask))
+                    << (s * F::kBits);
+          block[F::kHeaderBytes + i + j] = static_cast<uint8_t>(byte);
+        }
       }
     }
   }

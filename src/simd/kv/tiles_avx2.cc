@@ -6,7 +6,9 @@
 //              saturation); narrower codes x q, summed over the k slots of a byte (q4: pairs
 //              <= 3810, twice); vpmaddwd by ones sums 4 dims per lane. q4s's stored codes are
 //              q + 8 (unsigned, as vpmaddubsw needs): 8 Σq̃ is taken off per group. q4n's codes
-//              become their levels with vpshufb, then as q8, one slot at a time.
+//              become their levels with vpshufb, then as q8, one slot at a time. q3's stored
+//              codes (q + 4, pairs <= 1792, four times) join a slot of the 2-bit plane with the
+//              bit of the high-bit plane.
 //   acc (p·V): lanes are 8 dims; p folded into the value scales as int16 weights (AccArgs),
 //              vpmaddwd adds 2 tokens per lane into int32, flushed to FP32 once per kAccChunk run.
 //   dequantize_tile (prefill): 8 dims of a token per vector, bit-exact with kv::tile_load_row.
@@ -79,10 +81,17 @@ inline float hsum(__m256 x) {
   return _mm_cvtss_f32(_mm_add_ss(m, _mm_shuffle_ps(m, m, 1)));
 }
 
+// Bit `from` of each byte of x moved to bit `to`, the other bits zero.
+inline __m256i move_bit(__m256i x, int from, int to) {
+  const __m256i y = from >= to ? _mm256_srli_epi16(x, from - to) : _mm256_slli_epi16(x, to - from);
+  return _mm256_and_si256(y, _mm256_set1_epi8(static_cast<char>(1 << to)));
+}
+
 // Integer sums of group b over 8 tokens (32 code bytes per run of 4k dims) for NQ queries.
+// `high`: q3's high-bit plane (kv/tiles.h), 32 dims a run.
 template <int NQ, class F>
-inline void group_sums(const uint8_t* codes, const int8_t* const* qc, int b, int group,
-                       __m256i* acc) {
+inline void group_sums(const uint8_t* codes, const uint8_t* high, const int8_t* const* qc, int b,
+                       int group, __m256i* acc) {
   constexpr int dims = kv::kKeyLaneDims * F::kPerByte;  // dims per run
   const __m256i ones = _mm256_set1_epi16(1);
   for (int i = 0; i < NQ; ++i) acc[i] = _mm256_setzero_si256();
@@ -107,11 +116,16 @@ inline void group_sums(const uint8_t* codes, const int8_t* const* qc, int b, int
           acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(s16, ones));
         }
       }
-    } else {
-      const __m256i mask = _mm256_set1_epi8(F::kCodeMask);
+    } else {  // q3: dim 16 j + 4 s + e takes high bit 4 (j % 2) + s
+      const __m256i mask = _mm256_set1_epi8(F::kLowMask);
       __m256i c[F::kPerByte];
       for (int s = 0; s < F::kPerByte; ++s)
-        c[s] = _mm256_and_si256(_mm256_srli_epi16(v, s * F::kBits), mask);
+        c[s] = _mm256_and_si256(_mm256_srli_epi16(v, s * F::kLowBits), mask);
+      if constexpr (F::kHighPlane) {
+        const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(high + j / 2 * kRun));
+        for (int s = 0; s < F::kPerByte; ++s)
+          c[s] = _mm256_or_si256(c[s], move_bit(h, 4 * (j % 2) + s, F::kLowBits));
+      }
       for (int i = 0; i < NQ; ++i) {
         __m256i s16 = _mm256_maddubs_epi16(c[0], bcast32(qc[i] + dims * j));
         for (int s = 1; s < F::kPerByte; ++s)
@@ -138,7 +152,8 @@ void dot_nq(Avx2, const DotArgs& a, int i0) {
       for (int i = 0; i < NQ; ++i) s[i] = _mm256_setzero_ps();
       for (int b = 0; b < ng; ++b) {
         __m256i acc[NQ];
-        group_sums<NQ, F>(tile + f.header_bytes() + half_codes * h, qc.c, b, a.group, acc);
+        const uint8_t* codes = tile + f.header_bytes() + half_codes * h;
+        group_sums<NQ, F>(codes, codes + f.high_offset(), qc.c, b, a.group, acc);
         const __m256 d = load_scales(tile + b * ss + half_scales * h);
         for (int i = 0; i < NQ; ++i) {
           const int g = (i0 + i) * ng + b;
@@ -209,8 +224,17 @@ void run_weights(Avx2, const AccArgs& a, int i0, int t0, int t1, const TileRun& 
 
 // Adds the value codes of 8 dims (column col) of one tile to acc, a pair of tokens at a time:
 // vpmaddwd of the codes of 2 tokens (int16 lanes) with their 2 weights.
+// q3's high bits of the token pair (s, s + 1) of each byte of x (int32 lanes): bit 2 of both int16
+// lanes (x << 2 puts bit s at s + 2, which >> s takes to 2, and bit s + 1 at s + 3, which
+// << (15 - s) takes to 18).
+inline __m256i high_pair(__m256i x, int s) {
+  const __m256i y = _mm256_slli_epi32(x, 2);
+  return _mm256_and_si256(_mm256_or_si256(_mm256_srli_epi32(y, s), _mm256_slli_epi32(y, 15 - s)),
+                          _mm256_set1_epi32(4 | 4 << 16));
+}
+
 template <int NQ, class F>
-inline void acc_tile(const uint8_t* codes, int n, int col,
+inline void acc_tile(const uint8_t* codes, const uint8_t* high, int n, int col,
                      const RunWeights<NQ, Avx2::kColumnDims>& r, int b, int k_tile, __m256i* acc) {
   if constexpr (F::kBits == 8) {  // dims interleaved with the other token of the pair
     for (int pair = 0; pair < kT / 2; ++pair) {
@@ -221,9 +245,9 @@ inline void acc_tile(const uint8_t* codes, int n, int col,
                                   _mm256_madd_epi16(v, bcast32(r.tile(i, b, k_tile) + 2 * pair)));
     }
   } else {  // byte u of dim i holds tokens k u + s in slot s: token pairs (2p, 2p + 1) of the byte
-            // to int16
-    constexpr int k = F::kPerByte, bits = F::kBits;
-    const __m256i mask = _mm256_set1_epi32(F::kCodeMask | F::kCodeMask << 16);
+            // to int16; q3's high bits of tokens 8 u' + s in bit s of byte u' of dim i
+    constexpr int k = F::kPerByte, bits = F::kLowBits;
+    const __m256i mask = _mm256_set1_epi32(F::kLowMask | F::kLowMask << 16);
     for (int u = 0; u < kT / k; ++u) {
       const __m256i x = _mm256_cvtepu8_epi32(
           _mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + u * n + col * 8)));
@@ -231,6 +255,11 @@ inline void acc_tile(const uint8_t* codes, int n, int col,
         __m256i v = _mm256_and_si256(_mm256_or_si256(_mm256_srli_epi32(x, 2 * p * bits),
                                                      _mm256_slli_epi32(x, 16 - (2 * p + 1) * bits)),
                                      mask);
+        if constexpr (F::kHighPlane) {
+          const __m256i hx = _mm256_cvtepu8_epi32(
+              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(high + k * u / 8 * n + col * 8)));
+          v = _mm256_or_si256(v, high_pair(hx, k * u % 8 + 2 * p));
+        }
         if constexpr (F::kCodebook) v = levels16(v);
         if constexpr (F::kCodeBias != 0) v = _mm256_sub_epi16(v, _mm256_set1_epi16(F::kCodeBias));
         for (int i = 0; i < NQ; ++i)
@@ -246,12 +275,14 @@ inline void acc_tile(const uint8_t* codes, int n, int col,
 template <int NQ, class F>
 void acc_column(Avx2, const AccArgs& a, int i0, const TileRun& run,
                 const RunWeights<NQ, Avx2::kColumnDims>& r, int col) {
-  const size_t header = kv::TileFormat::of<F>(kv::TileRole::kValue, a.n, a.group).header_bytes();
+  const auto f = kv::TileFormat::of<F>(kv::TileRole::kValue, a.n, a.group);
   const int b = col * 8 / a.group;
   __m256i acc[NQ];
   for (int i = 0; i < NQ; ++i) acc[i] = _mm256_setzero_si256();
-  for (int k = 0; k < run.n_tiles; ++k)
-    acc_tile<NQ, F>(run.tiles + k * a.row_stride + header, a.n, col, r, b, k, acc);
+  for (int k = 0; k < run.n_tiles; ++k) {
+    const uint8_t* codes = run.tiles + k * a.row_stride + f.header_bytes();
+    acc_tile<NQ, F>(codes, codes + f.high_offset(), a.n, col, r, b, k, acc);
+  }
   for (int i = 0; i < NQ; ++i) {
     float* o = a.acc + (i0 + i) * a.acc_stride + col * 8;
     const __m256 res =
@@ -260,10 +291,11 @@ void acc_column(Avx2, const AccArgs& a, int i0, const TileRun& run,
   }
 }
 
-// Stored codes of 8 dims [8 col, 8 col + 8) of token t of a tile as int32 lanes.
-template <kv::TileRole R, class F>
-inline __m256i token_codes(const uint8_t* codes, int n, int t, int col) {
-  constexpr int k = F::kPerByte, bits = F::kBits;
+// Codes of 8 dims [8 col, 8 col + 8) of token t in a plane of Bits-bit codes (kv/tiles.h) as
+// int32 lanes.
+template <kv::TileRole R, int Bits>
+inline __m256i plane_codes(const uint8_t* codes, int n, int t, int col) {
+  constexpr int k = 8 / Bits, bits = Bits, mask = (1 << Bits) - 1;
   int32_t w0, w1;
   if constexpr (R == kv::TileRole::kKey && k == 1) {
     std::memcpy(&w0, codes + 2 * col * kRun + t * 4, sizeof w0);
@@ -278,11 +310,11 @@ inline __m256i token_codes(const uint8_t* codes, int n, int t, int col) {
     return _mm256_and_si256(
         _mm256_srlv_epi32(
             x, _mm256_setr_epi32(s0, s0, s0, s0, s0 + bits, s0 + bits, s0 + bits, s0 + bits)),
-        _mm256_set1_epi32(F::kCodeMask));
+        _mm256_set1_epi32(mask));
   } else if constexpr (k > 1) {  // token k u + s in slot s of the bytes of row u
     const __m256i x = _mm256_cvtepu8_epi32(
         _mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + t / k * n + col * 8)));
-    return _mm256_and_si256(_mm256_srli_epi32(x, bits * (t % k)), _mm256_set1_epi32(F::kCodeMask));
+    return _mm256_and_si256(_mm256_srli_epi32(x, bits * (t % k)), _mm256_set1_epi32(mask));
   } else {  // dims interleaved with the other token of the pair
     const __m128i x =
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + t / 2 * 2 * n + col * 16));
@@ -290,6 +322,16 @@ inline __m256i token_codes(const uint8_t* codes, int n, int t, int col) {
     return _mm256_cvtepi8_epi32(
         _mm_shuffle_epi8(x, _mm_add_epi8(even, _mm_set1_epi8(static_cast<char>(t % 2)))));
   }
+}
+
+// Stored codes of 8 dims [8 col, 8 col + 8) of token t of a tile as int32 lanes (q3: the 2-bit
+// plane's, bit 2 from the high-bit plane).
+template <kv::TileRole R, class F>
+inline __m256i token_codes(const uint8_t* codes, int n, int t, int col) {
+  const __m256i low = plane_codes<R, F::kLowBits>(codes, n, t, col);
+  if constexpr (!F::kHighPlane) return low;
+  const size_t high = static_cast<size_t>(kT) * n * F::kLowBits / 8;  // TileFormat::high_offset
+  return _mm256_or_si256(low, _mm256_slli_epi32(plane_codes<R, 1>(codes + high, n, t, col), 2));
 }
 
 // The product is rounded on its own: GCC would fuse it with the next add (-ffp-contract=fast),

@@ -7,6 +7,8 @@
 //              adds pairs into int32 and vpaddq_s32 folds them to one lane per token.
 //   acc (p·V): lanes are dims; p folded into the value scales as int16 weights (AccArgs), vmlal
 //              adds each token's codes times its weight into int32, flushed once per kAccChunk run.
+// q3's codes take bit 2 from the high-bit plane beside the 2-bit plane (kv/tiles.h) on every
+// kernel and rung.
 //   dequantize_tile (prefill): 8 dims of a token per step, equal to kv::tile_load_row.
 // The FP16 scales and minimums become floats with fcvtl (exact), 4 tokens at a time.
 #include <arm_neon.h>
@@ -45,15 +47,15 @@ inline void mul_add(int8x16_t v, int8x16_t q, int32x4_t* acc) {
 // Integer sums of group b over 4 tokens (16 code bytes per run of 4k dims) for NQ queries:
 // lane t of sums[i][0] is Σ code(t) * q̃_i.
 template <int NQ, class F>
-inline void group_sums(Neon, const uint8_t* codes, const QueryRows<NQ>& qc, int b, int group,
-                       int32x4_t (*sums)[1]) {
+inline void group_sums(Neon, const uint8_t* codes, const uint8_t* high, const QueryRows<NQ>& qc,
+                       int b, int group, int32x4_t (*sums)[1]) {
   constexpr int dims = kv::kKeyLaneDims * F::kPerByte;  // dims per run
   int32x4_t acc[NQ][2];
   for (int i = 0; i < NQ; ++i) acc[i][0] = acc[i][1] = vdupq_n_s32(0);
   for (int j = b * group / dims; j < (b + 1) * group / dims; ++j) {
-    const uint8x16_t v = vld1q_u8(codes + j * kRun);
+    const uint8x16_t v = vld1q_u8(codes + j * kRun), h = high_bits<F>(high, j);
     for_slots<F::kPerByte>([&](auto s) {
-      const int8x16_t c = slot_codes<F, s()>(v);
+      const int8x16_t c = slot_codes<F, s()>(v, h);
       for (int i = 0; i < NQ; ++i)
         mul_add(c, query4(qc.c[i] + dims * j + kv::kKeyLaneDims * s()), acc[i]);
     });
@@ -112,7 +114,7 @@ inline int16x8_t codes16(uint8x8_t c) {
 
 // Adds the value codes of 8 dims (column col) of one tile, times each token's weight, to acc.
 template <int NQ, class F>
-inline void acc_tile(const uint8_t* codes, int n, int col,
+inline void acc_tile(const uint8_t* codes, const uint8_t* high, int n, int col,
                      const RunWeights<NQ, Neon::kColumnDims>& r, int b, int k_tile,
                      int32x4_t (*acc)[2]) {
   const auto add = [&](int16x8_t v, int token) {
@@ -129,13 +131,21 @@ inline void acc_tile(const uint8_t* codes, int n, int col,
       add(vmovl_s8(x.val[0]), 2 * pair);
       add(vmovl_s8(x.val[1]), 2 * pair + 1);
     }
-  } else {  // byte u of dim i holds tokens k u + s in slot s (kv/tiles.h)
+  } else {  // byte u of dim i holds tokens k u + s in slot s (kv/tiles.h); q3's high bits of
+            // tokens 8 u' + s in bit s of byte u' of dim i
     constexpr int k = F::kPerByte;
     for (int u = 0; u < kT / k; ++u) {
       const uint8x8_t x = vld1_u8(codes + u * n + col * 8);
       for (int s = 0; s < k; ++s) {
-        const uint8x8_t c = vand_u8(vshl_u8(x, vdup_n_s8(static_cast<int8_t>(-s * F::kBits))),
-                                    vdup_n_u8(F::kCodeMask));
+        uint8x8_t c = vand_u8(vshl_u8(x, vdup_n_s8(static_cast<int8_t>(-s * F::kLowBits))),
+                              vdup_n_u8(F::kLowMask));
+        if constexpr (F::kHighPlane) {
+          const uint8x8_t h = vld1_u8(high + k * u / 8 * n + col * 8);
+          const int bit = k * u % 8 + s;
+          c = vorr_u8(
+              c, vshl_n_u8(vand_u8(vshl_u8(h, vdup_n_s8(static_cast<int8_t>(-bit))), vdup_n_u8(1)),
+                           F::kLowBits));
+        }
         add(codes16<F>(c), k * u + s);
       }
     }
@@ -147,12 +157,14 @@ inline void acc_tile(const uint8_t* codes, int n, int col,
 template <int NQ, class F>
 void acc_column(Neon, const AccArgs& a, int i0, const TileRun& run,
                 const RunWeights<NQ, Neon::kColumnDims>& r, int col) {
-  const size_t header = kv::TileFormat::of<F>(kv::TileRole::kValue, a.n, a.group).header_bytes();
+  const auto f = kv::TileFormat::of<F>(kv::TileRole::kValue, a.n, a.group);
   const int b = col * 8 / a.group;
   int32x4_t acc[NQ][2];
   for (int i = 0; i < NQ; ++i) acc[i][0] = acc[i][1] = vdupq_n_s32(0);
-  for (int k = 0; k < run.n_tiles; ++k)
-    acc_tile<NQ, F>(run.tiles + k * a.row_stride + header, a.n, col, r, b, k, acc);
+  for (int k = 0; k < run.n_tiles; ++k) {
+    const uint8_t* codes = run.tiles + k * a.row_stride + f.header_bytes();
+    acc_tile<NQ, F>(codes, codes + f.high_offset(), a.n, col, r, b, k, acc);
+  }
   for (int i = 0; i < NQ; ++i) {
     float* o = a.acc + (i0 + i) * a.acc_stride + col * 8;
     for (int h = 0; h < 2; ++h) {
@@ -163,10 +175,11 @@ void acc_column(Neon, const AccArgs& a, int i0, const TileRun& run,
   }
 }
 
-// Stored codes of 8 dims [8 col, 8 col + 8) of token t of a tile as int16 lanes.
-template <kv::TileRole R, class F>
-inline int16x8_t token_codes(const uint8_t* codes, int n, int t, int col) {
-  constexpr int k = F::kPerByte, bits = F::kBits;
+// Codes of 8 dims [8 col, 8 col + 8) of token t in a plane of Bits-bit codes (kv/tiles.h) as
+// int16 lanes.
+template <kv::TileRole R, int Bits>
+inline int16x8_t plane_codes(const uint8_t* codes, int n, int t, int col) {
+  constexpr int k = 8 / Bits, bits = Bits, mask = (1 << Bits) - 1;
   uint32_t w[2];
   if constexpr (R == kv::TileRole::kKey && k == 1) {
     std::memcpy(&w[0], codes + 2 * col * kRun + t * 4, sizeof w[0]);
@@ -181,15 +194,25 @@ inline int16x8_t token_codes(const uint8_t* codes, int n, int t, int col) {
     const int8x8_t shift =
         vreinterpret_s8_u32(vset_lane_u32(0x01010101u * static_cast<uint8_t>(-(s0 + bits)),
                                           vdup_n_u32(0x01010101u * static_cast<uint8_t>(-s0)), 1));
-    return vreinterpretq_s16_u16(vmovl_u8(vand_u8(vshl_u8(x, shift), vdup_n_u8(F::kCodeMask))));
+    return vreinterpretq_s16_u16(vmovl_u8(vand_u8(vshl_u8(x, shift), vdup_n_u8(mask))));
   } else if constexpr (k > 1) {  // token k u + s in slot s of the bytes of row u
     const uint8x8_t x = vld1_u8(codes + t / k * n + col * 8);
-    return vreinterpretq_s16_u16(vmovl_u8(vand_u8(
-        vshl_u8(x, vdup_n_s8(static_cast<int8_t>(-bits * (t % k)))), vdup_n_u8(F::kCodeMask))));
+    return vreinterpretq_s16_u16(vmovl_u8(
+        vand_u8(vshl_u8(x, vdup_n_s8(static_cast<int8_t>(-bits * (t % k)))), vdup_n_u8(mask))));
   } else {  // dims interleaved with the other token of the pair
     const int8x8x2_t x = vld2_s8(reinterpret_cast<const int8_t*>(codes + t / 2 * 2 * n + col * 16));
     return vmovl_s8(t % 2 ? x.val[1] : x.val[0]);
   }
+}
+
+// Stored codes of 8 dims [8 col, 8 col + 8) of token t of a tile as int16 lanes (q3: the 2-bit
+// plane's, bit 2 from the high-bit plane).
+template <kv::TileRole R, class F>
+inline int16x8_t token_codes(const uint8_t* codes, int n, int t, int col) {
+  const int16x8_t low = plane_codes<R, F::kLowBits>(codes, n, t, col);
+  if constexpr (!F::kHighPlane) return low;
+  const size_t high = static_cast<size_t>(kT) * n * F::kLowBits / 8;  // TileFormat::high_offset
+  return vorrq_s16(low, vshlq_n_s16(plane_codes<R, 1>(codes + high, n, t, col), 2));
 }
 
 // Token t, dims [8 col, 8 col + 8) of a tile: d * code (symmetric) or m + d * code as

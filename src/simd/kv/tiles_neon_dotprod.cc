@@ -31,14 +31,16 @@ using Tag = NeonDot;
 
 // Integer sums of group b over 8 tokens (2 x 16 code bytes per run of 4k dims) for NQ queries.
 template <int NQ, class F>
-inline void group_sums(NeonDot, const uint8_t* codes, const QueryRows<NQ>& qc, int b, int group,
-                       int32x4_t (*sums)[2]) {
+inline void group_sums(NeonDot, const uint8_t* codes, const uint8_t* high, const QueryRows<NQ>& qc,
+                       int b, int group, int32x4_t (*sums)[2]) {
   constexpr int dims = kv::kKeyLaneDims * F::kPerByte;  // dims per run
   for (int i = 0; i < NQ; ++i) sums[i][0] = sums[i][1] = vdupq_n_s32(0);
   for (int j = b * group / dims; j < (b + 1) * group / dims; ++j) {
     const uint8x16x2_t v = vld1q_u8_x2(codes + j * kRun);
+    const uint8x16_t h[2] = {high_bits<F>(high, j), high_bits<F>(high + 16, j)};
     for_slots<F::kPerByte>([&](auto s) {
-      const int8x16_t c[2] = {slot_codes<F, s()>(v.val[0]), slot_codes<F, s()>(v.val[1])};
+      const int8x16_t c[2] = {slot_codes<F, s()>(v.val[0], h[0]),
+                              slot_codes<F, s()>(v.val[1], h[1])};
       for (int i = 0; i < NQ; ++i) {
         const int8x16_t qv = query4(qc.c[i] + dims * j + kv::kKeyLaneDims * s());
         for (int r = 0; r < 2; ++r) sums[i][r] = vdotq_s32(sums[i][r], c[r], qv);

@@ -64,8 +64,8 @@ using Tag = NeonMmla;
 // tokens 2h and 2h + 1 of it; lanes (token, query) = (2h, 2p), (2h, 2p + 1), (2h + 1, 2p), (2h + 1,
 // 2p + 1).
 template <int NQ, class F>
-inline void group_sums(NeonMmla, const uint8_t* codes, const QueryPairs<NQ>& qp, int b, int group,
-                       int32x4_t (*sums)[2]) {
+inline void group_sums(NeonMmla, const uint8_t* codes, const uint8_t* high,
+                       const QueryPairs<NQ>& qp, int b, int group, int32x4_t (*sums)[2]) {
   constexpr int P = QueryPairs<NQ>::kPairs, k = F::kPerByte;
   int32x4_t acc[P][2][2];
   for (int p = 0; p < P; ++p)
@@ -98,11 +98,12 @@ inline void group_sums(NeonMmla, const uint8_t* codes, const QueryPairs<NQ>& qp,
     const int j0 = b * group / dims;
     for (int j = j0; j < (b + 1) * group / dims; ++j) {
       const uint8x16x2_t v = vld1q_u8_x2(codes + j * kRun);
+      const uint8x16_t h[2] = {high_bits<F>(high, j), high_bits<F>(high + 16, j)};
       for_slots<k / 2>([&](auto sp) {
-        const int8x16_t lo[2] = {slot_codes<F, 2 * sp()>(v.val[0]),
-                                 slot_codes<F, 2 * sp()>(v.val[1])};
-        const int8x16_t hi[2] = {slot_codes<F, 2 * sp() + 1>(v.val[0]),
-                                 slot_codes<F, 2 * sp() + 1>(v.val[1])};
+        const int8x16_t lo[2] = {slot_codes<F, 2 * sp()>(v.val[0], h[0]),
+                                 slot_codes<F, 2 * sp()>(v.val[1], h[1])};
+        const int8x16_t hi[2] = {slot_codes<F, 2 * sp() + 1>(v.val[0], h[0]),
+                                 slot_codes<F, 2 * sp() + 1>(v.val[1], h[1])};
         mmla(lo, hi, (j - j0) * k / 2 + sp());
       });
     }

@@ -5,11 +5,12 @@
 //              lane, so no horizontal sums. q8 codes are made unsigned with ^0x80 and the 128 Σq̃
 //              it adds is taken off per group; narrower codes take one vpdpbusd per slot of a byte
 //              (q4s's stored codes are q + 8: 8 Σq̃ is taken off the same way); q4n's codes become
-//              their levels + 128 with one vpshufb per slot, then as q8.
+//              their levels + 128 with one vpshufb per slot, then as q8. q3's stored codes
+//              (q + 4) join a slot of the 2-bit plane with the bit of the high-bit plane.
 //   acc (p·V): lanes are 16 dims (8, in ymm with AVX512-VL, for rows or groups of 8); p is folded
 //              into the value scales as int16 weights (AccArgs) and vpdpwssd adds 2 tokens per
 //              lane into int32, flushed to FP32 once per kAccChunk run. q4n's int16 codes become
-//              their levels with vpermw.
+//              their levels with vpermw; q3's take bit 2 from the high-bit plane.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -71,6 +72,17 @@ struct Lanes {
       return _mm256_ternarylogic_epi32(_mm256_srli_epi32(x, lo), _mm256_slli_epi32(x, hi),
                                        _mm256_set1_epi32(mask), 0xa8);
   }
+  // q3's high bits of the token pair (s, s + 1) of each byte of x (int32 lanes): bit 2 of both
+  // int16 lanes (x << 2 puts bit s at s + 2, which >> s takes to 2, and bit s + 1 at s + 3,
+  // which << (15 - s) takes to 18)
+  static I high_pair(I x, int s) {
+    if constexpr (W == 16) return pair_codes(_mm512_slli_epi32(x, 2), s, 15 - s, 4 | 4 << 16);
+    else return pair_codes(_mm256_slli_epi32(x, 2), s, 15 - s, 4 | 4 << 16);
+  }
+  static I or_(I a, I b) {
+    if constexpr (W == 16) return _mm512_or_si512(a, b);
+    else return _mm256_or_si256(a, b);
+  }
   // the level of kv::kQ4NLevels each int16 lane of x (0..15) indexes
   static I levels16(I x) {
     const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kv::kQ4NLevels));
@@ -109,10 +121,17 @@ inline __m512 load_scales(const uint8_t* p, __mmask16 m = 0xffff) {
   return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
 }
 
+// Bit `from` of each byte of x moved to bit `to`, the other bits zero.
+inline __m512i move_bit(__m512i x, int from, int to) {
+  const __m512i y = from >= to ? _mm512_srli_epi16(x, from - to) : _mm512_slli_epi16(x, to - from);
+  return _mm512_and_si512(y, _mm512_set1_epi8(static_cast<char>(1 << to)));
+}
+
 // Integer sums of group b of one key tile for NQ queries: acc[i] lane t = Σ code(t) * q̃_i.
+// `high`: q3's high-bit plane (kv/tiles.h), 32 dims a run.
 template <int NQ, class F>
-inline void group_sums(const uint8_t* codes, const int8_t* const* qc, int b, int group,
-                       __m512i* acc) {
+inline void group_sums(const uint8_t* codes, const uint8_t* high, const int8_t* const* qc, int b,
+                       int group, __m512i* acc) {
   constexpr int dims = kv::kKeyLaneDims * F::kPerByte;  // dims per run
   for (int i = 0; i < NQ; ++i) acc[i] = _mm512_setzero_si512();
   for (int j = b * group / dims; j < (b + 1) * group / dims; ++j) {
@@ -121,6 +140,16 @@ inline void group_sums(const uint8_t* codes, const int8_t* const* qc, int b, int
       const __m512i u = _mm512_xor_si512(v, _mm512_set1_epi8(static_cast<char>(0x80)));
       for (int i = 0; i < NQ; ++i)
         acc[i] = _mm512_dpbusd_epi32(acc[i], u, bcast32(qc[i] + dims * j));
+    } else if constexpr (F::kHighPlane) {  // dim 16 j + 4 s + e: high bit 4 (j % 2) + s
+      const __m512i h = _mm512_loadu_si512(high + j / 2 * kRun);
+      const __m512i mask = _mm512_set1_epi8(F::kLowMask);
+      for (int s = 0; s < F::kPerByte; ++s) {
+        const __m512i c =
+            _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, s * F::kLowBits), mask),
+                            move_bit(h, 4 * (j % 2) + s, F::kLowBits));
+        for (int i = 0; i < NQ; ++i)
+          acc[i] = _mm512_dpbusd_epi32(acc[i], c, bcast32(qc[i] + dims * j + kv::kKeyLaneDims * s));
+      }
     } else if constexpr (F::kCodebook) {
       const __m512i table = _mm512_broadcast_i32x4(
           _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kv::kQ4NLevels)),
@@ -155,7 +184,8 @@ void dot_nq(Vnni<16>, const DotArgs& a, int i0) {
     for (int i = 0; i < NQ; ++i) s[i] = _mm512_setzero_ps();
     for (int b = 0; b < ng; ++b) {
       __m512i acc[NQ];
-      group_sums<NQ, F>(tile + f.header_bytes(), qc.c, b, a.group, acc);
+      group_sums<NQ, F>(tile + f.header_bytes(), tile + f.header_bytes() + f.high_offset(), qc.c, b,
+                        a.group, acc);
       const __m512 d = load_scales(tile + b * ss);
       for (int i = 0; i < NQ; ++i) {
         const int g = (i0 + i) * ng + b;
@@ -180,8 +210,9 @@ void dot_nq(Vnni<16>, const DotArgs& a, int i0) {
 // at a time (vpdpwssd of 2 tokens' codes as int16 lanes with their 2 weights), alternating two
 // accumulators.
 template <int W, int NQ, class F>
-inline void acc_tile(const uint8_t* codes, int n, int col, const RunWeights<NQ, W>& r, int b,
-                     int k_tile, typename Lanes<W>::I (*acc)[NQ]) {
+inline void acc_tile(const uint8_t* codes, const uint8_t* high, int n, int col,
+                     const RunWeights<NQ, W>& r, int b, int k_tile,
+                     typename Lanes<W>::I (*acc)[NQ]) {
   using L = Lanes<W>;
   if constexpr (F::kBits == 8) {
     for (int pair = 0; pair < kT / 2; ++pair) {
@@ -189,15 +220,18 @@ inline void acc_tile(const uint8_t* codes, int n, int col, const RunWeights<NQ, 
       for (int i = 0; i < NQ; ++i)
         acc[pair & 1][i] = L::dot_pairs(acc[pair & 1][i], v, r.tile(i, b, k_tile) + 2 * pair);
     }
-  } else {  // byte u of dim i holds tokens k u + s in slot s (kv/tiles.h)
-    constexpr int k = F::kPerByte, bits = F::kBits;
+  } else {  // byte u of dim i holds tokens k u + s in slot s (kv/tiles.h); q3's high bits of
+            // tokens 8 u' + s in bit s of byte u' of dim i
+    constexpr int k = F::kPerByte, bits = F::kLowBits;
     for (int u = 0; u < kT / k; ++u) {
       const auto x = L::bytes(codes + u * n + col * W);
       for (int p = 0; p < k / 2; ++p) {
         const int pair = k / 2 * u + p;
         // (x >> 2p bits | x << (16 - (2p + 1) bits)) & mask: the pair's two codes as int16 lanes
         auto v = L::pair_codes(x, 2 * p * bits, 16 - (2 * p + 1) * bits,
-                               F::kCodeMask | F::kCodeMask << 16);
+                               F::kLowMask | F::kLowMask << 16);
+        if constexpr (F::kHighPlane)
+          v = L::or_(v, L::high_pair(L::bytes(high + k * u / 8 * n + col * W), k * u % 8 + 2 * p));
         if constexpr (F::kCodebook) v = L::levels16(v);
         if constexpr (F::kCodeBias != 0) v = L::sub16(v, F::kCodeBias);
         for (int i = 0; i < NQ; ++i)
@@ -259,12 +293,14 @@ template <int NQ, class F, int W>
 void acc_column(Vnni<W>, const AccArgs& a, int i0, const TileRun& run, const RunWeights<NQ, W>& r,
                 int col) {
   using L = Lanes<W>;
-  const size_t header = kv::TileFormat::of<F>(kv::TileRole::kValue, a.n, a.group).header_bytes();
+  const auto f = kv::TileFormat::of<F>(kv::TileRole::kValue, a.n, a.group);
   const int b = col * W / a.group;
   typename L::I acc[2][NQ];
   for (int i = 0; i < NQ; ++i) acc[0][i] = acc[1][i] = L::zero();
-  for (int k = 0; k < run.n_tiles; ++k)
-    acc_tile<W, NQ, F>(run.tiles + k * a.row_stride + header, a.n, col, r, b, k, acc);
+  for (int k = 0; k < run.n_tiles; ++k) {
+    const uint8_t* codes = run.tiles + k * a.row_stride + f.header_bytes();
+    acc_tile<W, NQ, F>(codes, codes + f.high_offset(), a.n, col, r, b, k, acc);
+  }
   for (int i = 0; i < NQ; ++i) {
     L::flush(a.acc + (i0 + i) * a.acc_stride + col * W, acc[0][i], acc[1][i], r.sw[i][b],
              !F::kSymmetric, r.msum[i][b]);
