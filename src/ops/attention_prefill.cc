@@ -63,12 +63,11 @@ int chunk_begin(const kv::HeadView& v, int c) {
 }
 
 // The bf16 prefill's K and V of one kv head, converted once per call: chunk c of the call's key
-// range holds K as pairs along head_dim [kTile][head_dim / 2] then V as pairs of positions
-// [kTile / 2][head_dim], the operands of Q·Kᵀ and P·V. Converting per query block instead read
-// the whole range again for every block of 16 tokens (a fifth of an 8k prefill's time).
-// Per chunk of kTile positions: keys [kTile][head_dim / 2] (the pairs of a key's row, row after
-// row), then values [head_dim][kValuePairs] (a channel's pairs of consecutive positions, channel
-// after channel), so that the rows of b in both products are runs of pairs (b_k = 1).
+// range holds K as pairs along head_dim [kTile][head_dim / 2] (a key's row, row after row), then
+// V as pairs of positions [head_dim][kValuePairs] (a channel's consecutive positions, channel
+// after channel): the b operands of Q·Kᵀ and P·V, both rows of runs of pairs (b_k = 1), as AMX
+// tiles load them. Converting per query block instead read the whole range again for every block
+// of 16 tokens (a fifth of an 8k prefill's time).
 struct StagedPairs {
   static constexpr int kValuePairs = kTile / 2;
   kv::HeadView view;

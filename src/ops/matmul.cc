@@ -176,15 +176,18 @@ struct Matmul::Impl {
       const uint16_t* rows = reinterpret_cast<const uint16_t*>(w.row(j0));
       if (!in_place) {
         grow(g.w_bf16, nb * w.n_in);
-        if (fused) fused(w.row(j0), nb * w.n_in, g.w_bf16.data());
-        if (to_float && !fused) grow(g.widened, w.n_in);
-        for (int64_t r = 0; r < (fused ? 0 : nb); ++r) {
-          const float* row = reinterpret_cast<const float*>(w.row(j0 + r));
-          if (to_float) {
-            to_float(w.row(j0 + r), w.n_in, g.widened.data());
-            row = g.widened.data();
+        if (fused) {
+          fused(w.row(j0), nb * w.n_in, g.w_bf16.data());
+        } else {
+          if (to_float) grow(g.widened, w.n_in);
+          for (int64_t r = 0; r < nb; ++r) {
+            const float* row = reinterpret_cast<const float*>(w.row(j0 + r));
+            if (to_float) {
+              to_float(w.row(j0 + r), w.n_in, g.widened.data());
+              row = g.widened.data();
+            }
+            to_bf16(row, w.n_in, reinterpret_cast<uint8_t*>(g.w_bf16.data() + r * w.n_in));
           }
-          to_bf16(row, w.n_in, reinterpret_cast<uint8_t*>(g.w_bf16.data() + r * w.n_in));
         }
         rows = g.w_bf16.data();
       }

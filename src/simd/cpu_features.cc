@@ -54,8 +54,8 @@ CpuFeatures detect() {
   if (max_leaf < 7) return f;
   const uint64_t xcr0 = os_saved_state();
   const bool os_avx = (xcr0 & 0x6) == 0x6, os_avx512 = os_avx && (xcr0 & 0xe0) == 0xe0;
-  const bool os_amx = (xcr0 & 0x60000) == 0x60000 && bit(cpuid(7, 0).edx, 24) && amx_permitted();
   const Regs l1 = cpuid(1, 0), l7 = cpuid(7, 0), l7s1 = cpuid(7, 1);
+  const bool os_amx = (xcr0 & 0x60000) == 0x60000 && bit(l7.edx, 24) && amx_permitted();
   f.fma = os_avx && bit(l1.ecx, 12);
   f.f16c = os_avx && bit(l1.ecx, 29);
   f.avx2 = os_avx && bit(l7.ebx, 5);
