@@ -70,9 +70,11 @@ cpu="$(LC_ALL=C lscpu | sed -n 's/^Model name: *//p' | head -n 1)"
 slug="$(printf '%s' "$cpu" | tr '[:upper:]' '[:lower:]' | sed -e 's/([^)]*)//g' -e 's/[^a-z0-9]\{1,\}/-/g' -e 's/^-//' -e 's/-$//' | cut -c1-48)"
 [ "$page" != default ] || page="$root/docs/results/$(date -u +%Y-%m-%d)-$slug-peer.md"
 
+# The page of DIR, naming the kvrt commit its run recorded (not this checkout's, for --from).
 render() {
   local commit
-  commit="$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
+  commit="$(sed -n 's/.*, kvrt \([0-9a-f]\{1,\}\),.*/\1/p' "$1/peer.txt" 2>/dev/null)"
+  [ -n "$commit" ] || commit="$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
   python3 "$root/tools/peer/peer_page.py" "$1" "$cpu" "$commit" "${page:-}"
 }
 
