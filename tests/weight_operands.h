@@ -20,9 +20,8 @@ namespace kvrt::test {
 constexpr int kRows = 7;
 constexpr int kMaxM = 4;
 constexpr int64_t kRowLengths[] = {256, 2816};
-// Also for the 32-value types: rows of 1 and 15 blocks, not whole groups of 8 or 4 (the groups of
-// the Q4_0 and Q8_0 kernels, simd/weights/decode_groups_x86-inl.h, and of
-// weights/decode_q4_0_neon-inl.h).
+// Also for the 32-value types: rows of 1 and 15 blocks, not whole groups of 8 or 4 (the Q4_0
+// kernels' groups, simd/weights/decode_q4_0_x86-inl.h and weights/decode_q4_0_neon-inl.h).
 constexpr int64_t kShortRowLengths[] = {32, 480};
 
 inline std::vector<int64_t> row_lengths(simd::WeightType type) {

@@ -1,6 +1,6 @@
 // The Q6_K decode product on x86 (the decode slot, DecodeArgs of simd/kernels.h): included by
 // weights/decode_x86-inl.h, after its helpers. The Q4_0 kernel's design
-// (weights/decode_groups_x86-inl.h) for super-blocks, which are already groups of 256 values:
+// (weights/decode_q4_0_x86-inl.h) for super-blocks, which are already groups of 256 values:
 //   - once per call each activation row (Q8_K blocks) is laid out again for all the W rows (KAct):
 //     codes aligned, beside the 16 sums of 16 codes and the f32 scale;
 //   - per block no horizontal sum: the bias -32 Σ scale bsums is subtracted lane by lane from the

@@ -9,8 +9,7 @@
 // Per block the integer sums are those of the scalar twins (weights/decode_scalar.cc); the float
 // sums run per lane, then one horizontal sum per row. The activations' quantizers are in
 // weights/act_quantize_x86-inl.h; the weight codes as bytes in weights/block_codes_x86-inl.h;
-// Q4_0's product, which does without the sign trick, and Q8_0's on VNNI in
-// weights/decode_groups_x86-inl.h; Q6_K's in
+// Q4_0's product, which does without the sign trick, in weights/decode_q4_0_x86-inl.h; Q6_K's in
 // weights/decode_k_x86-inl.h; Q4_K's and Q5_K's in weights/decode_k4_x86-inl.h; Q3_K's in
 // weights/decode_k3_x86-inl.h.
 
@@ -141,13 +140,13 @@ float dot_q2_k(const uint8_t* w, const uint8_t* act, int64_t n) {
 #include "simd/weights/decode_k_x86-inl.h"
 #include "simd/weights/decode_k3_x86-inl.h"
 #include "simd/weights/decode_k4_x86-inl.h"
-#include "simd/weights/decode_groups_x86-inl.h"
+#include "simd/weights/decode_q4_0_x86-inl.h"
 
 void install(Kernels& k) {
   using W = WeightType;
   k.weight[weight_index(W::kQ8_0)].from_float = q8_0_from_float;
   k.weight[weight_index(W::kQ8_K)].from_float = q8_k_from_float;
-  k.weight[weight_index(W::kQ8_0)].decode = decode_q8_0;
+  k.weight[weight_index(W::kQ8_0)].decode = decode_rows<dot_symmetric<BlockQ8_0>>;
   k.weight[weight_index(W::kQ4_0)].decode = decode_q4_0;
   k.weight[weight_index(W::kQ5_0)].decode = decode_rows<dot_symmetric<BlockQ5_0>>;
   k.weight[weight_index(W::kIQ4_NL)].decode = decode_rows<dot_symmetric<BlockIQ4_NL>>;
