@@ -225,7 +225,7 @@ inline int get_stored(const uint8_t* codes, int n, int idx) {
   const int low = (codes[idx % run] >> (idx / run * F::kLowBits)) & F::kLowMask;
   if constexpr (!F::kHighPlane) return low;
   const int high_run = n / 8;
-  return low | ((codes[n / F::kPerByte + idx % high_run] >> (idx / high_run)) & 1) << F::kLowBits;
+  return low | ((codes[run + idx % high_run] >> (idx / high_run)) & 1) << F::kLowBits;
 }
 
 template <class F>

@@ -327,11 +327,11 @@ inline __m256i plane_codes(const uint8_t* codes, int n, int t, int col) {
 // Stored codes of 8 dims [8 col, 8 col + 8) of token t of a tile as int32 lanes (q3: the 2-bit
 // plane's, bit 2 from the high-bit plane).
 template <kv::TileRole R, class F>
-inline __m256i token_codes(const uint8_t* codes, int n, int t, int col) {
-  const __m256i low = plane_codes<R, F::kLowBits>(codes, n, t, col);
+inline __m256i token_codes(const kv::TileFormat& f, const uint8_t* codes, int t, int col) {
+  const __m256i low = plane_codes<R, F::kLowBits>(codes, f.n, t, col);
   if constexpr (!F::kHighPlane) return low;
-  const size_t high = static_cast<size_t>(kT) * n * F::kLowBits / 8;  // TileFormat::high_offset
-  return _mm256_or_si256(low, _mm256_slli_epi32(plane_codes<R, 1>(codes + high, n, t, col), 2));
+  return _mm256_or_si256(
+      low, _mm256_slli_epi32(plane_codes<R, 1>(codes + f.high_offset(), f.n, t, col), 2));
 }
 
 // The product is rounded on its own: GCC would fuse it with the next add (-ffp-contract=fast),
@@ -347,7 +347,7 @@ template <class F, kv::TileRole R>
 void dequantize_column(Avx2, const kv::TileFormat& f, const uint8_t* tile, int t, int col,
                        float* x) {
   const int b = col * 8 / f.group;
-  const __m256i stored = token_codes<R, F>(tile + f.header_bytes(), f.n, t, col);
+  const __m256i stored = token_codes<R, F>(f, tile + f.header_bytes(), t, col);
   const __m256 c = _mm256_cvtepi32_ps(
       F::kCodebook ? levels32(stored) : _mm256_sub_epi32(stored, _mm256_set1_epi32(F::kCodeBias)));
   __m256 v = _mm256_mul_ps(_mm256_set1_ps(kv::tile_scale(f, tile, b, t)), c);

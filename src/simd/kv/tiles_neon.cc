@@ -208,11 +208,10 @@ inline int16x8_t plane_codes(const uint8_t* codes, int n, int t, int col) {
 // Stored codes of 8 dims [8 col, 8 col + 8) of token t of a tile as int16 lanes (q3: the 2-bit
 // plane's, bit 2 from the high-bit plane).
 template <kv::TileRole R, class F>
-inline int16x8_t token_codes(const uint8_t* codes, int n, int t, int col) {
-  const int16x8_t low = plane_codes<R, F::kLowBits>(codes, n, t, col);
+inline int16x8_t token_codes(const kv::TileFormat& f, const uint8_t* codes, int t, int col) {
+  const int16x8_t low = plane_codes<R, F::kLowBits>(codes, f.n, t, col);
   if constexpr (!F::kHighPlane) return low;
-  const size_t high = static_cast<size_t>(kT) * n * F::kLowBits / 8;  // TileFormat::high_offset
-  return vorrq_s16(low, vshlq_n_s16(plane_codes<R, 1>(codes + high, n, t, col), 2));
+  return vorrq_s16(low, vshlq_n_s16(plane_codes<R, 1>(codes + f.high_offset(), f.n, t, col), 2));
 }
 
 // Token t, dims [8 col, 8 col + 8) of a tile: d * code (symmetric) or m + d * code as
@@ -222,7 +221,7 @@ template <class F, kv::TileRole R>
 void dequantize_column(Neon, const kv::TileFormat& f, const uint8_t* tile, int t, int col,
                        float* x) {
   const int b = col * 8 / f.group;
-  int16x8_t c = token_codes<R, F>(tile + f.header_bytes(), f.n, t, col);
+  int16x8_t c = token_codes<R, F>(f, tile + f.header_bytes(), t, col);
   if constexpr (F::kBits < 8) c = codes16<F>(vmovn_u16(vreinterpretq_u16_s16(c)));
   const float d = kv::tile_scale(f, tile, b, t);
   for (int h = 0; h < 2; ++h) {
