@@ -159,8 +159,9 @@ TEST_CASE("a decode step on quantized weights allocates nothing") {
   return;
 #else
   test::TempDir tmp;
-  // q8_0: Q8_0 activations; q4_1: Q8_1; q4_k_m: Q8_K (Q4_K and Q6_K)
-  for (const char* type : {"q8_0", "q4_1", "q4_k_m"}) {
+  // q8_0 and q4_0: Q8_0 activations, laid out by the kernel where it has a layout (x86, NEON);
+  // q4_1: Q8_1; q4_k_m: Q8_K (Q4_K and Q6_K)
+  for (const char* type : {"q8_0", "q4_0", "q4_1", "q4_k_m"}) {
     synth::SynthConfig c;
     c.d_model = 256;
     c.n_layers = 2;

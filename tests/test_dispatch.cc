@@ -84,10 +84,16 @@ TEST_CASE("dispatch: every rung fills the slots the scalar twins fill, and overw
     int n_filled = 0, n_changed = 0;
     for (const auto& [name, fn] : here) {
       INFO("slot " << name);
+      const bool layout =
+          name.size() > 11 && name.compare(name.size() - 11, 11, ".decode_lay") == 0;
       if (name.rfind("matmul.tile", 0) == 0) CHECK(fn != nullptr);  // each rung's own tile shape
-      else CHECK((fn != nullptr) == (scalar.at(name) != nullptr));  // a kernel where a twin is
+      else if (!layout) CHECK((fn != nullptr) == (scalar.at(name) != nullptr));  // as the twins
       n_filled += fn != nullptr;
       n_changed += below.count(name) == 0 || below.at(name) != fn;
+    }
+    for (const WeightKernels& w : k.weight) {  // a layout (its own choice) with its kernel
+      CHECK((w.decode.lay == nullptr) == (w.decode.lay_bytes == nullptr));
+      if (w.decode.lay != nullptr) CHECK(bool(w.decode));
     }
     CHECK(n_filled > 20);
     if (isa != Isa::kScalar) CHECK(n_changed > 0);

@@ -20,8 +20,9 @@ namespace kvrt::test {
 constexpr int kRows = 7;
 constexpr int kMaxM = 4;
 constexpr int64_t kRowLengths[] = {256, 2816};
-// Also for the 32-value types: rows of 1 and 15 blocks, not whole groups of 8 or 4 (the Q4_0
-// kernels' groups, simd/weights/decode_q4_0_x86-inl.h and weights/decode_q4_0_neon-inl.h).
+// Also for the 32-value types: rows of 1 and 15 blocks, not whole groups of 8 or 4 (the groups of
+// the Q4_0 and Q8_0 kernels, simd/weights/decode_groups_x86-inl.h, and of
+// weights/decode_q4_0_neon-inl.h).
 constexpr int64_t kShortRowLengths[] = {32, 480};
 
 inline std::vector<int64_t> row_lengths(simd::WeightType type) {
@@ -83,11 +84,34 @@ inline Operands make_operands(simd::WeightType type, int64_t n, bool random_byte
   return o;
 }
 
+// The activation rows of a decode kernel: o's blocks, or where it has a layout, o's blocks laid
+// out into 64-byte aligned rows (as ops/matmul_packed.cc does).
+struct KernelRows {
+  struct alignas(64) Line {
+    uint8_t bytes[64];
+  };
+  KernelRows(const simd::DecodeKernel& decode, const Operands& o)
+      : act(o.act()), stride(o.act_stride()) {
+    if (!decode.lay) return;
+    const size_t lay_stride = (size_t(decode.lay_bytes(o.n)) + 63) / 64 * 64;
+    // unwritten bytes (none for whole layouts) are poison for the sanitizers and valgrind to see
+    lay.resize(kMaxM * lay_stride / 64);
+    for (int i = 0; i < kMaxM; ++i)
+      decode.lay(o.act() + i * o.act_stride(), o.n, lay.data()->bytes + i * lay_stride);
+    act = lay.data()->bytes;
+    stride = lay_stride;
+  }
+  std::vector<Line> lay;
+  const uint8_t* act;
+  size_t stride;
+};
+
 // y [m][kRows] of a decode product (a weight type's decode slot).
-inline std::vector<float> run(void (*decode)(const simd::DecodeArgs&), const Operands& o, int m) {
+inline std::vector<float> run(const simd::DecodeKernel& decode, const Operands& o, int m) {
+  const KernelRows rows(decode, o);
   std::vector<float> y(size_t(m) * kRows);
-  decode(
-      {o.w.data(), o.w_stride(), kRows, o.act(), o.act_stride(), m, o.n, y.data(), size_t(kRows)});
+  decode.run(
+      {o.w.data(), o.w_stride(), kRows, rows.act, rows.stride, m, o.n, y.data(), size_t(kRows)});
   return y;
 }
 

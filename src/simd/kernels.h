@@ -168,17 +168,31 @@ struct MatmulTiles {
 };
 
 // The decode product of a weight type: y[i * y_stride + j] = act_i · w_j for i < m, j < n_rows,
-// W rows packed in the type's blocks, activations in its activation format (WeightTypeTraits::act).
+// W rows packed in the type's blocks, activations in its activation format (WeightTypeTraits::act)
+// or, for a kernel with a layout of its own (DecodeKernel::lay), laid out by it.
 struct DecodeArgs {
   const uint8_t* w;  // row j at w + j * w_stride: n_in values in blocks
   size_t w_stride;   // bytes
   int n_rows;
-  const uint8_t* act;  // row i at act + i * act_stride
+  const uint8_t* act;  // row i at act + i * act_stride (64-byte aligned where laid out)
   size_t act_stride;   // bytes
   int m;
   int64_t n_in;
   float* y;  // [m][y_stride]
   size_t y_stride;
+};
+
+// The decode product on W rows of one type (packed blocks, or F16 values with F32 activation rows).
+// A kernel that reads the activations in a layout of its own (groups of blocks with their scales
+// widened and their sums, say) has lay: each activation row is laid out once per product, before
+// the threads share W's rows, into lay_bytes(n_in) bytes at a 64-byte aligned address, and run's
+// act rows are those. Without lay, run reads the activation blocks as from_float wrote them.
+// A rung sets the three together.
+struct DecodeKernel {
+  void (*run)(const DecodeArgs&) = nullptr;
+  int64_t (*lay_bytes)(int64_t n_in) = nullptr;
+  void (*lay)(const uint8_t* act, int64_t n_in, uint8_t* dst) = nullptr;
+  explicit operator bool() const { return run != nullptr; }
 };
 
 // Kernels of one weight type, slot weight[weight_index(type)] (null where the type has none).
@@ -191,9 +205,9 @@ struct WeightKernels {
   // dst[0 .. n) = n stored values rounded to bf16 in one pass: to_float, then BF16's from_float,
   // bit for bit; the W side of bf16 prefill products. Null: those two kernels one after the other.
   void (*to_bf16)(const uint8_t* src, int64_t n, uint16_t* dst);
-  // The decode product on W rows in this type (packed blocks, or F16 values with F32 activation
-  // rows); null: W tiles are widened with to_float and run through the FP32 matmul tiles.
-  void (*decode)(const DecodeArgs&);
+  // The decode product on W rows in this type; none: W tiles are widened with to_float and run
+  // through the FP32 matmul tiles.
+  DecodeKernel decode;
 };
 
 struct Kernels {
@@ -256,7 +270,8 @@ void for_each_slot(K& k, F&& f) {
     f((name + "to_float").c_str(), k.weight[t].to_float);
     f((name + "from_float").c_str(), k.weight[t].from_float);
     f((name + "to_bf16").c_str(), k.weight[t].to_bf16);
-    f((name + "decode").c_str(), k.weight[t].decode);
+    f((name + "decode").c_str(), k.weight[t].decode.run);
+    f((name + "decode_lay").c_str(), k.weight[t].decode.lay);
   }
 }
 

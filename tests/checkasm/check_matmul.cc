@@ -93,7 +93,7 @@ void check_f16_tiles(const Rung& r) {
 // a tail; and every row of x's output bit for bit its output alone (lockstep sessions and thread
 // splits rely on it).
 void check_f16_decode(const Rung& r) {
-  const auto decode = r.k.weight[simd::weight_index(simd::WeightType::kF16)].decode;
+  const auto decode = r.k.weight[simd::weight_index(simd::WeightType::kF16)].decode.run;
   REQUIRE(bool(decode));
   constexpr int kRows = 7;
   for (int64_t n_in : {1, 7, 16, 37, 64, 259, 2816}) {
@@ -151,7 +151,7 @@ std::vector<BenchCall> bench_f16_decode(const Rung& r) {
   const int64_t n_in = 2816;
   auto p = std::make_shared<MatmulProblem>(make_problem(4, 7, n_in, simd::WeightType::kF16, 2));
   auto y = std::make_shared<std::vector<float>>(4 * 7);
-  const auto decode = r.k.weight[simd::weight_index(simd::WeightType::kF16)].decode;
+  const auto decode = r.k.weight[simd::weight_index(simd::WeightType::kF16)].decode.run;
   return {{"weight.F16.decode", [=] {
              decode({reinterpret_cast<const uint8_t*>(p->w_16.data()), size_t(2 * n_in), 7,
                      reinterpret_cast<const uint8_t*>(p->x.data()), size_t(4 * n_in), 4, n_in,

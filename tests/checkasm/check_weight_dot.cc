@@ -48,10 +48,11 @@ std::vector<BenchCall> bench_decode(WeightType type, const Rung& r) {
   std::mt19937 rng(1);
   auto o = std::make_shared<test::Operands>(test::make_operands(type, 2816, false, rng));
   auto y = std::make_shared<std::vector<float>>(kMaxM * kRows);
-  const auto decode = r.k.weight[simd::weight_index(type)].decode;
+  const simd::DecodeKernel decode = r.k.weight[simd::weight_index(type)].decode;
+  auto rows = std::make_shared<test::KernelRows>(decode, *o);
   return {{std::string("weight.") + simd::weight_type_name(type) + ".decode", [=] {
-             decode({o->w.data(), o->w_stride(), kRows, o->act(), o->act_stride(), kMaxM, o->n,
-                     y->data(), size_t(kRows)});
+             decode.run({o->w.data(), o->w_stride(), kRows, rows->act, rows->stride, kMaxM, o->n,
+                         y->data(), size_t(kRows)});
            }}};
 }
 
@@ -59,7 +60,7 @@ const bool kRegistered = [] {
   for (WeightType type : test::kQuantTypes) {
     const std::string name = simd::weight_type_name(type);
     add({"decode " + name,
-         {"weight." + name + ".decode"},
+         {"weight." + name + ".decode", "weight." + name + ".decode_lay"},
          false,
          [type](const Rung& r) { check_decode(type, r); },
          [type](const Rung& r) { return bench_decode(type, r); }});

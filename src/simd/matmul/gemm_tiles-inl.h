@@ -154,7 +154,7 @@ void install_matmul(Kernels& t, const char* isa) {
   }
   (std::make_integer_sequence<int, MR * NR>{});
   t.weight[weight_index(WeightType::kF16)].to_float = f16_to_float;
-  t.weight[weight_index(WeightType::kF16)].decode = f16_decode<Arch>;
+  t.weight[weight_index(WeightType::kF16)].decode = {f16_decode<Arch>};
   t.weight[weight_index(WeightType::kBF16)].to_float = bf16_to_float;
   t.weight[weight_index(WeightType::kBF16)].from_float = bf16_from_float;
 }

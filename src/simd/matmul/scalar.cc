@@ -57,7 +57,7 @@ void install_matmul(Kernels& k) {
     k.weight[t].to_float = row->to_float_ref;      // computable weight types
     k.weight[t].from_float = row->from_float_ref;  // and the activation formats
   }
-  k.weight[weight_index(WeightType::kF16)].decode = f16_decode;
+  k.weight[weight_index(WeightType::kF16)].decode = {f16_decode};
   k.weight[weight_index(WeightType::kF16)].to_bf16 = ref::f16_to_bf16;
   install_weight_dots(k);
 }

@@ -13,16 +13,19 @@ inline __m256i nibbles(const uint8_t* qs) {
   return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(t, 4), t), _mm256_set1_epi8(0xF));
 }
 
-// 32 bits (little-endian) as 32 bytes: 0xFF where bit j is set.
-inline __m256i bit_bytes(const uint8_t* qh) {
-  uint32_t x;
-  std::memcpy(&x, qh, sizeof x);
+// 32 bits as 32 bytes: 0xFF where bit j is set.
+inline __m256i bit_bytes(uint32_t x) {
   const __m256i byte_of_bit =
       _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303);
   const __m256i all_but_bit = _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe);  // byte k: every bit but k
   const __m256i b =
       _mm256_or_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(int(x)), byte_of_bit), all_but_bit);
   return _mm256_cmpeq_epi8(b, _mm256_set1_epi8(-1));
+}
+inline __m256i bit_bytes(const uint8_t* qh) {  // 4 bytes, little-endian
+  uint32_t x;
+  std::memcpy(&x, qh, sizeof x);
+  return bit_bytes(x);
 }
 
 // Weight codes of the symmetric 32-value types as signed bytes, in value order.

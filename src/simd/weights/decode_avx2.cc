@@ -5,12 +5,12 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
-#include <vector>
 
 #include "common/half.h"
 #include "simd/kernels_isa.h"
 #include "simd/weights/blocks.h"
 #include "simd/weights/decode.h"
+#include "simd/weights/decode_lay.h"
 
 namespace kvrt::simd::avx2::weights {
 

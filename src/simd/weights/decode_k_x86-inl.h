@@ -1,7 +1,8 @@
 // The Q6_K decode product on x86 (the decode slot, DecodeArgs of simd/kernels.h): included by
 // weights/decode_x86-inl.h, after its helpers. The Q4_0 kernel's design
-// (weights/decode_q4_0_x86-inl.h) for super-blocks, which are already groups of 256 values:
-//   - once per call each activation row (Q8_K blocks) is laid out again for all the W rows (KAct):
+// (weights/decode_groups_x86-inl.h) for super-blocks, which are already groups of 256 values:
+//   - once per product each activation row (Q8_K blocks) is laid out again for all the W rows
+//     (KAct, by the lay slot):
 //     codes aligned, beside the 16 sums of 16 codes and the f32 scale;
 //   - per block no horizontal sum: the bias -32 Σ scale bsums is subtracted lane by lane from the
 //     main sum's int32 lanes (exact: the lanes are summed once per row), and no scalar scale
@@ -140,22 +141,16 @@ inline __m256 q6_k_block(const BlockQ6_K& x, const KAct& a, __m256 acc) {
 
 #endif
 
-// The decode product of a K type: each activation row laid out once per call (Lay), then each W
-// row's blocks stepped into an accumulator (Step) that hsum reduces. Q6_K's with KAct; Q3_K, Q4_K
-// and Q5_K have layouts of their own (decode_k3_x86-inl.h, decode_k4_x86-inl.h).
-template <class Block, class Act, class Acc, void (*Lay)(const BlockQ8_K*, int64_t, Act*),
-          Acc (*Step)(const Block&, const Act&, Acc)>
-void decode_k(const DecodeArgs& a) {
+// The decode kernel of a K type: each activation row laid out once per product (lay_row), then
+// each W row's blocks stepped into an accumulator (Step) that hsum reduces. Q6_K's with KAct;
+// Q3_K, Q4_K and Q5_K have layouts of their own (decode_k3_x86-inl.h, decode_k4_x86-inl.h).
+template <class Block, class Act, class Acc, Acc (*Step)(const Block&, const Act&, Acc)>
+void decode_k_rows(const DecodeArgs& a) {
   const int64_t nb = a.n_in / kQK_K;
-  thread_local std::vector<Act> acts;
-  if (acts.size() < size_t(a.m * nb)) acts.resize(size_t(a.m * nb));
-  for (int i = 0; i < a.m; ++i)
-    Lay(reinterpret_cast<const BlockQ8_K*>(a.act + size_t(i) * a.act_stride), nb,
-        acts.data() + i * nb);
   for (int j = 0; j < a.n_rows; ++j) {
     const Block* x = reinterpret_cast<const Block*>(a.w + size_t(j) * a.w_stride);
     for (int i = 0; i < a.m; ++i) {
-      const Act* act = acts.data() + i * nb;
+      const Act* act = reinterpret_cast<const Act*>(a.act + size_t(i) * a.act_stride);
       Acc acc{};
       for (int64_t b = 0; b < nb; ++b) {
         k_read_ahead(x + b);
@@ -164,6 +159,12 @@ void decode_k(const DecodeArgs& a) {
       a.y[size_t(i) * a.y_stride + size_t(j)] = hsum(acc);
     }
   }
+}
+
+template <class Block, class Act, class Acc, void (*lay_row)(const BlockQ8_K*, int64_t, Act*),
+          Acc (*Step)(const Block&, const Act&, Acc)>
+constexpr DecodeKernel decode_k() {
+  return Layout<BlockQ8_K, kQK_K, Act, 1, lay_row>::kernel(decode_k_rows<Block, Act, Acc, Step>);
 }
 
 }  // namespace

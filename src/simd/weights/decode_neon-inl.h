@@ -211,15 +211,15 @@ float dot_q6_k(const uint8_t* w, const uint8_t* act, int64_t n) {
 
 void install(Kernels& k) {
   using W = WeightType;
-  k.weight[weight_index(W::kQ8_0)].decode = decode_rows<dot_symmetric<BlockQ8_0>>;
+  k.weight[weight_index(W::kQ8_0)].decode = {decode_rows<dot_symmetric<BlockQ8_0>>};
   k.weight[weight_index(W::kQ4_0)].decode = decode_q4_0;
-  k.weight[weight_index(W::kQ5_0)].decode = decode_rows<dot_symmetric<BlockQ5_0>>;
-  k.weight[weight_index(W::kIQ4_NL)].decode = decode_rows<dot_symmetric<BlockIQ4_NL>>;
-  k.weight[weight_index(W::kQ4_1)].decode = decode_rows<dot_affine<BlockQ4_1>>;
-  k.weight[weight_index(W::kQ5_1)].decode = decode_rows<dot_affine<BlockQ5_1>>;
-  k.weight[weight_index(W::kQ2_K)].decode = decode_rows<dot_q2_k>;
-  k.weight[weight_index(W::kQ3_K)].decode = decode_rows<dot_q3_k>;
-  k.weight[weight_index(W::kQ4_K)].decode = decode_rows<dot_k_affine<BlockQ4_K, false>>;
-  k.weight[weight_index(W::kQ5_K)].decode = decode_rows<dot_k_affine<BlockQ5_K, true>>;
-  k.weight[weight_index(W::kQ6_K)].decode = decode_rows<dot_q6_k>;
+  k.weight[weight_index(W::kQ5_0)].decode = {decode_rows<dot_symmetric<BlockQ5_0>>};
+  k.weight[weight_index(W::kIQ4_NL)].decode = {decode_rows<dot_symmetric<BlockIQ4_NL>>};
+  k.weight[weight_index(W::kQ4_1)].decode = {decode_rows<dot_affine<BlockQ4_1>>};
+  k.weight[weight_index(W::kQ5_1)].decode = {decode_rows<dot_affine<BlockQ5_1>>};
+  k.weight[weight_index(W::kQ2_K)].decode = {decode_rows<dot_q2_k>};
+  k.weight[weight_index(W::kQ3_K)].decode = {decode_rows<dot_q3_k>};
+  k.weight[weight_index(W::kQ4_K)].decode = {decode_rows<dot_k_affine<BlockQ4_K, false>>};
+  k.weight[weight_index(W::kQ5_K)].decode = {decode_rows<dot_k_affine<BlockQ5_K, true>>};
+  k.weight[weight_index(W::kQ6_K)].decode = {decode_rows<dot_q6_k>};
 }

@@ -5,11 +5,11 @@
 #include <arm_neon.h>
 
 #include <cstring>
-#include <vector>
 
 #include "simd/kernels_isa.h"
 #include "simd/weights/blocks.h"
 #include "simd/weights/decode.h"
+#include "simd/weights/decode_lay.h"
 
 namespace kvrt::simd::neon::weights {
 namespace {

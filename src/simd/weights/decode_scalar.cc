@@ -159,17 +159,18 @@ float dot_k(const uint8_t* w, const uint8_t* act, int64_t n) {
 
 void install_weight_dots(Kernels& k) {
   using W = WeightType;
-  k.weight[weight_index(W::kQ8_0)].decode = decode_rows<dot_symmetric<BlockQ8_0, code_q8_0>>;
-  k.weight[weight_index(W::kQ4_0)].decode = decode_rows<dot_symmetric<BlockQ4_0, code_q4_0>>;
-  k.weight[weight_index(W::kQ5_0)].decode = decode_rows<dot_symmetric<BlockQ5_0, code_q5_0>>;
-  k.weight[weight_index(W::kIQ4_NL)].decode = decode_rows<dot_symmetric<BlockIQ4_NL, code_iq4_nl>>;
-  k.weight[weight_index(W::kQ4_1)].decode = decode_rows<dot_affine<BlockQ4_1, code_q4_1>>;
-  k.weight[weight_index(W::kQ5_1)].decode = decode_rows<dot_affine<BlockQ5_1, code_q5_1>>;
-  k.weight[weight_index(W::kQ2_K)].decode = decode_rows<dot_k<BlockQ2_K>>;
-  k.weight[weight_index(W::kQ3_K)].decode = decode_rows<dot_k<BlockQ3_K>>;
-  k.weight[weight_index(W::kQ4_K)].decode = decode_rows<dot_k<BlockQ4_K>>;
-  k.weight[weight_index(W::kQ5_K)].decode = decode_rows<dot_k<BlockQ5_K>>;
-  k.weight[weight_index(W::kQ6_K)].decode = decode_rows<dot_k<BlockQ6_K>>;
+  k.weight[weight_index(W::kQ8_0)].decode = {decode_rows<dot_symmetric<BlockQ8_0, code_q8_0>>};
+  k.weight[weight_index(W::kQ4_0)].decode = {decode_rows<dot_symmetric<BlockQ4_0, code_q4_0>>};
+  k.weight[weight_index(W::kQ5_0)].decode = {decode_rows<dot_symmetric<BlockQ5_0, code_q5_0>>};
+  k.weight[weight_index(W::kIQ4_NL)].decode = {
+      decode_rows<dot_symmetric<BlockIQ4_NL, code_iq4_nl>>};
+  k.weight[weight_index(W::kQ4_1)].decode = {decode_rows<dot_affine<BlockQ4_1, code_q4_1>>};
+  k.weight[weight_index(W::kQ5_1)].decode = {decode_rows<dot_affine<BlockQ5_1, code_q5_1>>};
+  k.weight[weight_index(W::kQ2_K)].decode = {decode_rows<dot_k<BlockQ2_K>>};
+  k.weight[weight_index(W::kQ3_K)].decode = {decode_rows<dot_k<BlockQ3_K>>};
+  k.weight[weight_index(W::kQ4_K)].decode = {decode_rows<dot_k<BlockQ4_K>>};
+  k.weight[weight_index(W::kQ5_K)].decode = {decode_rows<dot_k<BlockQ5_K>>};
+  k.weight[weight_index(W::kQ6_K)].decode = {decode_rows<dot_k<BlockQ6_K>>};
 }
 
 }  // namespace kvrt::simd::scalar

@@ -9,9 +9,9 @@
 // Per block the integer sums are those of the scalar twins (weights/decode_scalar.cc); the float
 // sums run per lane, then one horizontal sum per row. The activations' quantizers are in
 // weights/act_quantize_x86-inl.h; the weight codes as bytes in weights/block_codes_x86-inl.h;
-// Q4_0's product, which does without the sign trick, in weights/decode_q4_0_x86-inl.h; Q6_K's in
-// weights/decode_k_x86-inl.h; Q4_K's and Q5_K's in weights/decode_k4_x86-inl.h; Q3_K's in
-// weights/decode_k3_x86-inl.h.
+// the products of Q4_0, Q5_0 and (on VNNI) IQ4_NL and Q8_0, which do without the sign trick, in
+// weights/decode_groups_x86-inl.h; Q6_K's in weights/decode_k_x86-inl.h; Q4_K's and Q5_K's in
+// weights/decode_k4_x86-inl.h; Q3_K's in weights/decode_k3_x86-inl.h.
 
 #include "simd/weights/block_codes_x86-inl.h"
 
@@ -140,23 +140,24 @@ float dot_q2_k(const uint8_t* w, const uint8_t* act, int64_t n) {
 #include "simd/weights/decode_k_x86-inl.h"
 #include "simd/weights/decode_k3_x86-inl.h"
 #include "simd/weights/decode_k4_x86-inl.h"
-#include "simd/weights/decode_q4_0_x86-inl.h"
+#include "simd/weights/decode_groups_x86-inl.h"
 
 void install(Kernels& k) {
   using W = WeightType;
   k.weight[weight_index(W::kQ8_0)].from_float = q8_0_from_float;
   k.weight[weight_index(W::kQ8_K)].from_float = q8_k_from_float;
-  k.weight[weight_index(W::kQ8_0)].decode = decode_rows<dot_symmetric<BlockQ8_0>>;
-  k.weight[weight_index(W::kQ4_0)].decode = decode_q4_0;
-  k.weight[weight_index(W::kQ5_0)].decode = decode_rows<dot_symmetric<BlockQ5_0>>;
-  k.weight[weight_index(W::kIQ4_NL)].decode = decode_rows<dot_symmetric<BlockIQ4_NL>>;
-  k.weight[weight_index(W::kQ4_1)].decode = decode_rows<dot_affine<BlockQ4_1>>;
-  k.weight[weight_index(W::kQ5_1)].decode = decode_rows<dot_affine<BlockQ5_1>>;
-  k.weight[weight_index(W::kQ2_K)].decode = decode_rows<dot_q2_k>;
-  k.weight[weight_index(W::kQ3_K)].decode = decode_k<BlockQ3_K, K3Act, KAcc, k3_acts, q3_k_block>;
+  k.weight[weight_index(W::kQ8_0)].decode = decode_q8_0;
+  k.weight[weight_index(W::kQ4_0)].decode = decode_nibbles<BlockQ4_0, 8>();
+  k.weight[weight_index(W::kQ5_0)].decode = decode_nibbles<BlockQ5_0, 16>();
+  k.weight[weight_index(W::kIQ4_NL)].decode = decode_iq4_nl;
+  k.weight[weight_index(W::kQ4_1)].decode = {decode_rows<dot_affine<BlockQ4_1>>};
+  k.weight[weight_index(W::kQ5_1)].decode = {decode_rows<dot_affine<BlockQ5_1>>};
+  k.weight[weight_index(W::kQ2_K)].decode = {decode_rows<dot_q2_k>};
+  k.weight[weight_index(W::kQ3_K)].decode = decode_k<BlockQ3_K, K3Act, KAcc, k3_acts, q3_k_block>();
   k.weight[weight_index(W::kQ4_K)].decode =
-      decode_k<BlockQ4_K, KAffineAct, KAffineAcc, k_affine_acts, k_affine_block<BlockQ4_K, false>>;
+      decode_k<BlockQ4_K, KAffineAct, KAffineAcc, k_affine_acts,
+               k_affine_block<BlockQ4_K, false>>();
   k.weight[weight_index(W::kQ5_K)].decode =
-      decode_k<BlockQ5_K, KAffineAct, KAffineAcc, k_affine_acts, k_affine_block<BlockQ5_K, true>>;
-  k.weight[weight_index(W::kQ6_K)].decode = decode_k<BlockQ6_K, KAct, KAcc, k_acts, q6_k_block>;
+      decode_k<BlockQ5_K, KAffineAct, KAffineAcc, k_affine_acts, k_affine_block<BlockQ5_K, true>>();
+  k.weight[weight_index(W::kQ6_K)].decode = decode_k<BlockQ6_K, KAct, KAcc, k_acts, q6_k_block>();
 }
