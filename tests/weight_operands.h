@@ -21,8 +21,7 @@ constexpr int kRows = 7;
 constexpr int kMaxM = 4;
 constexpr int64_t kRowLengths[] = {256, 2816};
 // Also for the 32-value types: rows of 1 and 15 blocks, not whole groups of 8 or 4 (the groups of
-// the Q4_0 and Q8_0 kernels, simd/weights/decode_groups_x86-inl.h, and of
-// weights/decode_q4_0_neon-inl.h).
+// simd/weights/decode_groups_x86-inl.h and the quads of weights/decode_quads_neon-inl.h).
 constexpr int64_t kShortRowLengths[] = {32, 480};
 
 inline std::vector<int64_t> row_lengths(simd::WeightType type) {
@@ -94,7 +93,6 @@ struct KernelRows {
       : act(o.act()), stride(o.act_stride()) {
     if (!decode.lay) return;
     const size_t lay_stride = (size_t(decode.lay_bytes(o.n)) + 63) / 64 * 64;
-    // unwritten bytes (none for whole layouts) are poison for the sanitizers and valgrind to see
     lay.resize(kMaxM * lay_stride / 64);
     for (int i = 0; i < kMaxM; ++i)
       decode.lay(o.act() + i * o.act_stride(), o.n, lay.data()->bytes + i * lay_stride);

@@ -3,11 +3,11 @@
 // their namespaces, so each gets its file's -march, after the file's
 //   int32x4_t dot16(int32x4_t acc, int8x16_t x, int8x16_t y)   acc + Σ x y over 16 signed bytes, 4
 //   per lane
-// and q4_sums (weights/decode_q4_0_neon-inl.h).
+// and q4_sums (weights/decode_quads_neon-inl.h).
 // Weight codes as signed bytes in value order, 16 values per step. The integer sums per block or
 // sub-block are those of the scalar twins (weights/decode_scalar.cc), each reduced to one int
-// before its scales. Q4_0's product, which does without subtracting 8 per code, in
-// weights/decode_q4_0_neon-inl.h.
+// before its scales. The products of Q4_0 (which does without subtracting 8 per code), Q5_0,
+// IQ4_NL and Q8_0, 4 blocks at a time, in weights/decode_quads_neon-inl.h.
 
 namespace {
 
@@ -62,16 +62,6 @@ inline int8x16x2_t codes(const BlockQ5_1& b) {
     c.val[h] =
         vorrq_s8(c.val[h], vreinterpretq_s8_u8(vandq_u8(bit_bytes(b.qh, h), vdupq_n_u8(0x10))));
   return c;
-}
-
-template <class Block>
-float dot_symmetric(const uint8_t* w, const uint8_t* act, int64_t n) {
-  const Block* x = reinterpret_cast<const Block*>(w);
-  const BlockQ8_0* y = reinterpret_cast<const BlockQ8_0*>(act);
-  float sum = 0.0f;
-  for (int64_t b = 0; b < n / kQK; ++b)
-    sum += h(x[b].d) * h(y[b].d) * float(dot32(codes(x[b]), y[b].qs));
-  return sum;
 }
 
 template <class Block>
@@ -207,14 +197,14 @@ float dot_q6_k(const uint8_t* w, const uint8_t* act, int64_t n) {
 
 }  // namespace
 
-#include "simd/weights/decode_q4_0_neon-inl.h"
+#include "simd/weights/decode_quads_neon-inl.h"
 
 void install(Kernels& k) {
   using W = WeightType;
-  k.weight[weight_index(W::kQ8_0)].decode = {decode_rows<dot_symmetric<BlockQ8_0>>};
-  k.weight[weight_index(W::kQ4_0)].decode = decode_q4_0;
-  k.weight[weight_index(W::kQ5_0)].decode = {decode_rows<dot_symmetric<BlockQ5_0>>};
-  k.weight[weight_index(W::kIQ4_NL)].decode = {decode_rows<dot_symmetric<BlockIQ4_NL>>};
+  k.weight[weight_index(W::kQ8_0)].decode = decode_quads<BlockQ8_0, 0>();
+  k.weight[weight_index(W::kQ4_0)].decode = decode_quads<BlockQ4_0, 8>();
+  k.weight[weight_index(W::kQ5_0)].decode = decode_quads<BlockQ5_0, 0>();
+  k.weight[weight_index(W::kIQ4_NL)].decode = decode_quads<BlockIQ4_NL, 0>();
   k.weight[weight_index(W::kQ4_1)].decode = {decode_rows<dot_affine<BlockQ4_1>>};
   k.weight[weight_index(W::kQ5_1)].decode = {decode_rows<dot_affine<BlockQ5_1>>};
   k.weight[weight_index(W::kQ2_K)].decode = {decode_rows<dot_q2_k>};

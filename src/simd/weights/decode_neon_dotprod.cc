@@ -5,6 +5,7 @@
 #include <arm_neon.h>
 
 #include <cstring>
+#include <type_traits>
 
 #include "simd/kernels_isa.h"
 #include "simd/weights/blocks.h"
