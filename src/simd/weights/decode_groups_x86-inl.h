@@ -1,11 +1,13 @@
 // The decode products on x86 of the 32-value types whose codes are nibbles (Q4_0, Q5_0's low 4
-// bits, IQ4_NL's grid indices) and of Q8_0 on VNNI (the decode slot, DecodeArgs of
+// bits, IQ4_NL's grid indices) and of Q8_0 (the decode slot, DecodeArgs of
 // simd/kernels.h): included by weights/decode_x86-inl.h. Once per product (the lay slot), each
 // activation row (Q8_0 blocks) is laid out again for all the W rows, in groups of 8 blocks
 // (NibbleGroup): the codes of blocks 2p and 2p + 1 side by side, as the nibbles of two W blocks
 // loaded into one ymm give them; each block's scale as f32; and its bias -c Σ a. The W codes then
 // enter vpdpbusd (vpmaddubsw on avx2) as unsigned bytes u = q + c (pair_codes): Σ u a - c Σ a is
-// the scalar twin's exact integer sum Σ q a, with no sign trick per row. Three vphaddd reduce a
+// the scalar twin's exact integer sum Σ q a, with no sign trick (but for IQ4_NL and Q8_0 on avx2,
+// where vpmaddubsw could saturate on q + 128: signed codes, c = 0, the sign trick). Three vphaddd
+// reduce a
 // group's 8 blocks to one sum per lane, so the 8 W scales are widened in one vcvtph2ps (gathered
 // by one vpermt2w where AVX512BW is there and blocks are 18 bytes) and one FMA per group adds
 // d_w d_a Σ, as the twin's d_w d_a Σ per block; only the order of the float sums differs. The rows
@@ -80,16 +82,24 @@ inline void pair_codes(const BlockQ5_0* x, __m256i& lo, __m256i& hi) {
 #endif
 }
 
-// IQ4_NL: q = kIq4nlValues[nibble], c = 128 (u = q + 128 <= 241: vpdpbusd only, as vpmaddubsw's
-// pairs could saturate).
+// IQ4_NL: q = kIq4nlValues[nibble]. On VNNI as u = q + 128 (c = 128); on avx2 as q itself (c = 0,
+// kSignedCodes), summed by the sign trick, since vpmaddubsw's pairs of q + 128 could saturate.
+#if defined(__AVX512VNNI__)
+constexpr int kIq4nlOffset = 128;
+#else
+constexpr int kIq4nlOffset = 0;
+#endif
 inline void pair_codes(const BlockIQ4_NL* x, __m256i& lo, __m256i& hi) {
   pair_nibbles(x[0].qs, x[1].qs, lo, hi);
-  const __m128i grid = _mm_xor_si128(
-      _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)), _mm_set1_epi8(char(0x80)));
+  const __m128i grid =
+      _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)),
+                    _mm_set1_epi8(char(kIq4nlOffset)));
   const __m256i grid2 = _mm256_set_m128i(grid, grid);
   lo = _mm256_shuffle_epi8(grid2, lo);
   hi = _mm256_shuffle_epi8(grid2, hi);
 }
+template <class Block>
+constexpr bool kSignedCodes = std::is_same_v<Block, BlockIQ4_NL>&& kIq4nlOffset == 0;
 
 // Σ u0 s0 + u1 s1 per int32 lane (u unsigned, s signed bytes): on avx2 the two vpmaddubsw are
 // added as int16 first, exact for u <= 31 (4 * 31 * 128 < 2^15).
@@ -125,7 +135,10 @@ inline __m256 nibble_group(const Block* x, const NibbleGroup& a, __m256 acc) {
   for (int p = 0; p < 4; ++p) {
     __m256i lo, hi;
     pair_codes(x + 2 * p, lo, hi);
-    s[p] = dot_pairs(lo, load256(a.codes[p][0]), hi, load256(a.codes[p][1]));
+    if constexpr (kSignedCodes<Block>)
+      s[p] =
+          _mm256_add_epi32(dot_s8(lo, load256(a.codes[p][0])), dot_s8(hi, load256(a.codes[p][1])));
+    else s[p] = dot_pairs(lo, load256(a.codes[p][0]), hi, load256(a.codes[p][1]));
   }
   const __m256i sums =
       _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(s[2], s[3]));
@@ -176,17 +189,22 @@ constexpr DecodeKernel decode_nibbles() {
       decode_groups<Block, NibbleGroup, nibble_group<Block>>);
 }
 
-#if defined(__AVX512VNNI__)
-// Q8_0 on VNNI the same way: an activation group holds 8 blocks' codes as they are, their scales
-// as f32 and -128 Σ a; the W codes enter vpdpbusd as q + 128 (the sign bit flipped), so
-// Σ (q + 128) a - 128 Σ a is the twin's exact Σ q a. (vpmaddubsw could saturate on such bytes:
-// avx2 keeps the sign trick of dot_symmetric.) Two vphaddd levels and one exchange of halves
-// reduce the 8 blocks to one sum per lane, in block order.
+// Q8_0 the same way, in block order: an activation group holds 8 blocks' codes as they are, their
+// scales as f32 and -c Σ a. On VNNI the W codes enter vpdpbusd as q + 128 (the sign bit flipped,
+// c = 128), so Σ (q + 128) a - 128 Σ a is the twin's exact Σ q a; on avx2, where vpmaddubsw could
+// saturate on such bytes, each block is summed by the sign trick (c = 0). Two vphaddd levels and
+// one exchange of halves reduce the 8 blocks to one sum per lane.
 struct alignas(32) Q8Group {
   int8_t codes[8][32];
   float d[8];
-  int32_t bias[8];  // -128 Σ a
+  int32_t bias[8];  // -c Σ a
 };
+
+#if defined(__AVX512VNNI__)
+constexpr int kQ8Offset = 128;
+#else
+constexpr int kQ8Offset = 0;
+#endif
 
 void q8_groups(const BlockQ8_0* y, int64_t nb, Q8Group* g) {
   for (int64_t b = 0; b < (nb + 7) / 8 * 8; ++b) {
@@ -200,16 +218,21 @@ void q8_groups(const BlockQ8_0* y, int64_t nb, Q8Group* g) {
       std::memset(group.codes[k], 0, kQK);
     }
     group.d[k] = b < nb ? f16(y[b].d) : 0.0f;
-    group.bias[k] = -128 * sum;
+    group.bias[k] = -kQ8Offset * sum;
   }
 }
 
 inline __m256 q8_group(const BlockQ8_0* x, const Q8Group& a, __m256 acc) {
-  const __m256i flip = _mm256_set1_epi8(char(0x80));
   __m256i s[8];
-  for (int k = 0; k < 8; ++k)
-    s[k] = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_xor_si256(load256(x[k].qs), flip),
+  for (int k = 0; k < 8; ++k) {
+#if defined(__AVX512VNNI__)
+    s[k] = _mm256_dpbusd_epi32(_mm256_setzero_si256(),
+                               _mm256_xor_si256(load256(x[k].qs), _mm256_set1_epi8(char(0x80))),
                                load256(a.codes[k]));
+#else
+    s[k] = dot_s8(load256(x[k].qs), load256(a.codes[k]));
+#endif
+  }
   const __m256i v0 =
       _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(s[2], s[3]));
   const __m256i v1 =
@@ -225,10 +248,6 @@ inline __m256 q8_group(const BlockQ8_0* x, const Q8Group& a, __m256 acc) {
 
 constexpr DecodeKernel decode_q8_0 = Layout<BlockQ8_0, kQK, Q8Group, 8, q8_groups>::kernel(
     decode_groups<BlockQ8_0, Q8Group, q8_group>);
-constexpr DecodeKernel decode_iq4_nl = decode_nibbles<BlockIQ4_NL, 128>();
-#else
-constexpr DecodeKernel decode_q8_0 = {decode_rows<dot_symmetric<BlockQ8_0>>};
-constexpr DecodeKernel decode_iq4_nl = {decode_rows<dot_symmetric<BlockIQ4_NL>>};
-#endif
+constexpr DecodeKernel decode_iq4_nl = decode_nibbles<BlockIQ4_NL, kIq4nlOffset>();
 
 }  // namespace

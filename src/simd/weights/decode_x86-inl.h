@@ -9,7 +9,7 @@
 // Per block the integer sums are those of the scalar twins (weights/decode_scalar.cc); the float
 // sums run per lane, then one horizontal sum per row. The activations' quantizers are in
 // weights/act_quantize_x86-inl.h; the weight codes as bytes in weights/block_codes_x86-inl.h;
-// the products of Q4_0, Q5_0 and (on VNNI) IQ4_NL and Q8_0, which do without the sign trick, in
+// the products of Q4_0, Q5_0, IQ4_NL and Q8_0, 8 blocks at a time, in
 // weights/decode_groups_x86-inl.h; Q6_K's in weights/decode_k_x86-inl.h; Q4_K's and Q5_K's in
 // weights/decode_k4_x86-inl.h; Q3_K's in weights/decode_k3_x86-inl.h.
 
@@ -52,26 +52,6 @@ inline int32_t hsum_i32(__m256i x) {
   __m128i m = _mm_add_epi32(_mm256_castsi256_si128(x), _mm256_extracti128_si256(x, 1));
   m = _mm_add_epi32(m, _mm_unpackhi_epi64(m, m));
   return _mm_cvtsi128_si32(_mm_add_epi32(m, _mm_shuffle_epi32(m, 1)));
-}
-
-// Symmetric types against Q8_0 activations, two blocks per step on two accumulators.
-template <class Block>
-float dot_symmetric(const uint8_t* w, const uint8_t* act, int64_t n) {
-  const Block* x = reinterpret_cast<const Block*>(w);
-  const BlockQ8_0* y = reinterpret_cast<const BlockQ8_0*>(act);
-  const auto step = [&](int64_t b, __m256 acc) {
-    const __m256 d = _mm256_set1_ps(f16(x[b].d) * f16(y[b].d));
-    return _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_s8(codes(x[b]), load256(y[b].qs))), acc);
-  };
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  const int64_t nb = n / kQK;
-  int64_t b = 0;
-  for (; b + 1 < nb; b += 2) {
-    acc0 = step(b, acc0);
-    acc1 = step(b + 1, acc1);
-  }
-  if (b < nb) acc0 = step(b, acc0);
-  return hsum(_mm256_add_ps(acc0, acc1));
 }
 
 // Affine types against Q8_1 activations: d_w d_a Σ q_w q_a per lane, Σ m_w s_a aside.
