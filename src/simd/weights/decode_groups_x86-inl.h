@@ -50,8 +50,8 @@ void nibble_groups(const BlockQ8_0* y, int64_t nb, NibbleGroup* g) {
   }
 }
 
-// The codes of blocks x[0] and x[1] as unsigned bytes u = q + c in a pair's order: lo = values
-// 0..15 of x[0], then of x[1]; hi = values 16..31.
+// The nibbles of two blocks' qs in a pair's order: lo = values 0..15 of the first, then of the
+// second; hi = values 16..31. pair_codes below: a pair's codes in that order as bytes u = q + c.
 inline void pair_nibbles(const uint8_t* qs0, const uint8_t* qs1, __m256i& lo, __m256i& hi) {
   const __m256i low4 = _mm256_set1_epi8(0xF);
   const __m256i w = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(qs1),
