@@ -92,8 +92,8 @@ struct KernelRows {
   KernelRows(const simd::DecodeKernel& decode, const Operands& o)
       : act(o.act()), stride(o.act_stride()) {
     if (!decode.lay) return;
-    const size_t lay_stride = (size_t(decode.lay_bytes(o.n)) + 63) / 64 * 64;
-    lay.resize(kMaxM * lay_stride / 64);
+    const size_t lay_stride = size_t(decode.lay_bytes(o.n));  // whole lines
+    lay.resize(kMaxM * lay_stride / sizeof(Line));
     for (int i = 0; i < kMaxM; ++i)
       decode.lay(o.act() + i * o.act_stride(), o.n, lay.data()->bytes + i * lay_stride);
     act = lay.data()->bytes;

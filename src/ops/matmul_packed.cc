@@ -8,28 +8,29 @@
 namespace kvrt::ops {
 namespace {
 
-constexpr size_t kLine = 64;
-
-size_t round_to_lines(int64_t bytes) { return (size_t(bytes) + kLine - 1) / kLine * kLine; }
-
-// Bytes of one row of n_in values in the quantized activation format of every type that has a
-// decode kernel, the largest of them (act_row), and of a laid-out row, in whole lines (lay_row).
+// Bytes of one row of n_in values in the activation format of type t (0: x itself, F32, or a
+// row not of whole blocks) and of its decode kernel's layout (0: none).
 struct RowBytes {
   size_t act_row = 0;
   size_t lay_row = 0;
 };
 
-RowBytes row_bytes(const simd::Kernels& k, int64_t n_in) {
+RowBytes row_bytes(const simd::Kernels& k, simd::WeightType t, int64_t n_in) {
+  const simd::WeightTypeTraits& act = simd::weight_type_traits(simd::weight_type_traits(t).act);
+  const simd::DecodeKernel& decode = k.weight[simd::weight_index(t)].decode;
+  if (act.type == simd::WeightType::kF32 || n_in % act.block != 0) return {};
+  return {size_t(act.row_bytes(n_in)), decode.lay ? size_t(decode.lay_bytes(n_in)) : 0};
+}
+
+// The largest of them over the types that have a decode kernel.
+RowBytes max_row_bytes(const simd::Kernels& k, int64_t n_in) {
   RowBytes bytes;
   for (int t = 0; t < simd::kNumWeightTypes; ++t) {
     const simd::WeightTypeTraits* row = simd::find_weight_type(uint32_t(t));
-    const simd::DecodeKernel& decode = k.weight[t].decode;
-    if (row == nullptr || !decode) continue;
-    const simd::WeightTypeTraits& act = simd::weight_type_traits(row->act);
-    if (act.type == simd::WeightType::kF32) continue;  // x itself (run())
-    if (n_in % act.block != 0) continue;
-    bytes.act_row = std::max(bytes.act_row, size_t(act.row_bytes(n_in)));
-    if (decode.lay) bytes.lay_row = std::max(bytes.lay_row, round_to_lines(decode.lay_bytes(n_in)));
+    if (row == nullptr || !k.weight[t].decode) continue;
+    const RowBytes r = row_bytes(k, row->type, n_in);
+    bytes.act_row = std::max(bytes.act_row, r.act_row);
+    bytes.lay_row = std::max(bytes.lay_row, r.lay_row);
   }
   return bytes;
 }
@@ -46,14 +47,18 @@ bool PackedDecode::handles(const WeightMatrix& w) const {
 }
 
 size_t PackedDecode::scratch_bytes(int64_t m, int64_t n_in) {
-  const RowBytes bytes = row_bytes(simd::kernels(), n_in);
+  const RowBytes bytes = max_row_bytes(simd::kernels(), n_in);
   return size_t(m) * (bytes.act_row + bytes.lay_row);
 }
 
 void PackedDecode::reserve(int64_t m, int64_t n_in) {
-  const RowBytes bytes = row_bytes(*kernels_, n_in);
-  act_.resize(std::max(act_.size(), size_t(m) * bytes.act_row));
-  lay_.resize(std::max(lay_.size(), size_t(m) * bytes.lay_row / kLine));
+  const RowBytes bytes = max_row_bytes(*kernels_, n_in);
+  grow(size_t(m) * bytes.act_row, size_t(m) * bytes.lay_row);
+}
+
+void PackedDecode::grow(size_t act_bytes, size_t lay_bytes) {
+  act_.resize(std::max(act_.size(), act_bytes));
+  lay_.resize(std::max(lay_.size(), lay_bytes / sizeof(Line)));
 }
 
 void PackedDecode::run(const float* x, int64_t m, const WeightMatrix& w, float* y) {
@@ -66,13 +71,14 @@ void PackedDecode::run(const float* x, int64_t m, const WeightMatrix& w, float* 
   // laid out into lay_ where the kernel has a layout.
   const uint8_t* act_rows = reinterpret_cast<const uint8_t*>(x);
   if (act.type != simd::WeightType::kF32) {
-    reserve(m, w.n_in);
+    const RowBytes bytes = row_bytes(*kernels_, w.type, w.n_in);
+    grow(size_t(m) * bytes.act_row, size_t(m) * bytes.lay_row);
     const auto from_float = kernels_->weight[simd::weight_index(act.type)].from_float;
     for (int64_t i = 0; i < m; ++i)
       from_float(x + i * w.n_in, w.n_in, act_.data() + size_t(i) * act_stride);
     act_rows = act_.data();
     if (decode.lay) {
-      const size_t lay_stride = round_to_lines(decode.lay_bytes(w.n_in));
+      const size_t lay_stride = bytes.lay_row;
       uint8_t* lay = lay_.data()->bytes;
       for (int64_t i = 0; i < m; ++i)
         decode.lay(act_rows + size_t(i) * act_stride, w.n_in, lay + size_t(i) * lay_stride);

@@ -3,7 +3,8 @@
 // from_float slot of that format; F16 W takes x's F32 rows as they are) and, for a kernel with a
 // layout of its own, laid out by it, then the pool's threads claim items of contiguous rows of W
 // (ops/row_items.h), each running the type's decode kernel over them: W is read once, packed,
-// straight from the map. The memory of both is allocated by reserve(), not in run().
+// straight from the map. The memory of both is allocated by reserve(); run() grows it only for a
+// product larger than reserved.
 #pragma once
 
 #include <cstddef>
@@ -32,6 +33,8 @@ class PackedDecode {
   const char* name() const { return name_.c_str(); }  // "kvrt-packed:<isa of the decode kernels>"
 
  private:
+  void grow(size_t act_bytes, size_t lay_bytes);  // to at least these
+
   ThreadPool* pool_;
   const simd::Kernels* kernels_;
   std::string name_;

@@ -185,9 +185,9 @@ struct DecodeArgs {
 // The decode product on W rows of one type (packed blocks, or F16 values with F32 activation rows).
 // A kernel that reads the activations in a layout of its own (groups of blocks with their scales
 // widened and their sums, say) has lay: each activation row is laid out once per product, before
-// the threads share W's rows, into lay_bytes(n_in) bytes at a 64-byte aligned address, and run's
-// act rows are those. Without lay, run reads the activation blocks as from_float wrote them.
-// A rung sets the three together.
+// the threads share W's rows, into lay_bytes(n_in) bytes (whole 64-byte lines, the rows' stride)
+// at a 64-byte aligned address, and run's act rows are those. Without lay, run reads the activation
+// blocks as from_float wrote them. A rung sets the three together.
 struct DecodeKernel {
   void (*run)(const DecodeArgs&) = nullptr;
   int64_t (*lay_bytes)(int64_t n_in) = nullptr;
