@@ -1,6 +1,6 @@
 // A random matrix-product problem for the matmul tests: x [m][n_in] and W [n_out][n_in] drawn from
-// N(0, 1), W stored as f32, f16 or bf16 (w keeps the stored weights' exact f32 values); and the
-// count of outputs outside a bound of the double-precision product.
+// N(0, 1), W stored as f32, f16, bf16 or a quantized type (w keeps the stored weights' exact f32
+// values); and the count of outputs outside a bound of the double-precision product.
 #pragma once
 
 #include <cmath>
@@ -11,19 +11,22 @@
 
 #include "common/half.h"
 #include "ops/matmul.h"
+#include "simd/weights/types.h"
 
 namespace kvrt::test {
 
 struct MatmulProblem {
   int64_t m, n_out, n_in;
   simd::WeightType type;
-  std::vector<float> x;        // [m][n_in]
-  std::vector<float> w;        // [n_out][n_in] as f32 (f16/bf16 weights: their exact f32 values)
-  std::vector<uint16_t> w_16;  // [n_out][n_in] when type is f16 or bf16
+  std::vector<float> x;           // [m][n_in]
+  std::vector<float> w;           // [n_out][n_in] as f32 (f16/bf16 weights: their exact f32 values)
+  std::vector<uint16_t> w_16;     // [n_out][n_in] when type is f16 or bf16
+  std::vector<uint8_t> w_blocks;  // [n_out][row_bytes(n_in)] when type is quantized
 
   ops::WeightMatrix weights() const {
-    const void* data =
-        type == simd::WeightType::kF32 ? static_cast<const void*>(w.data()) : w_16.data();
+    const void* data = type == simd::WeightType::kF32 ? static_cast<const void*>(w.data())
+                       : w_blocks.empty()             ? static_cast<const void*>(w_16.data())
+                                                      : w_blocks.data();
     return {data, type, n_out, n_in};
   }
 };
@@ -41,7 +44,13 @@ inline MatmulProblem make_problem(int64_t m, int64_t n_out, int64_t n_in, simd::
                   {}};
   for (float& v : p.x) v = normal(rng);
   for (float& v : p.w) v = normal(rng);
-  if (type != simd::WeightType::kF32) {
+  if (type != simd::WeightType::kF32 && type != simd::WeightType::kF16 &&
+      type != simd::WeightType::kBF16) {  // quantized by the reference codec (whole blocks)
+    const simd::WeightTypeTraits& t = simd::weight_type_traits(type);
+    p.w_blocks.resize(size_t(n_out * t.row_bytes(n_in)));
+    t.from_float_ref(p.w.data(), n_out * n_in, p.w_blocks.data());
+    t.to_float_ref(p.w_blocks.data(), n_out * n_in, p.w.data());
+  } else if (type != simd::WeightType::kF32) {
     const bool f16 = type == simd::WeightType::kF16;
     p.w_16.resize(p.w.size());
     for (size_t i = 0; i < p.w.size(); ++i) {

@@ -43,6 +43,8 @@ using kvrt::test::run_problem;
 // (256), k tails of every length.
 constexpr Shape kPrefill[] = {{5, 3, 3},      {7, 33, 29},    {64, 100, 130},
                               {300, 67, 515}, {300, 600, 64}, {257, 300, 1024}};
+// The same for quantized W: n_in whole super-blocks of 256 values.
+constexpr Shape kPrefillBlocks[] = {{5, 3, 256}, {64, 100, 512}, {257, 300, 1024}};
 
 }  // namespace
 
@@ -56,17 +58,21 @@ TEST_CASE("matmul bf16: prefill products are the f32 sums of the bf16-rounded x 
   // error left is the f32 summation of n_in terms: |err| <= 2 n_in u32 Σ|x_k w_k| in any order.
   Matmul mm(2, MatmulPrecision::kBf16);
   uint32_t seed = 1;
-  for (WeightType type : {WeightType::kF32, WeightType::kF16, WeightType::kBF16}) {
-    for (const Shape& s : kPrefill) {
-      const Problem p = make_problem(s.m, s.n_out, s.n_in, type, seed++);
-      std::string first;
-      const auto bound = [&](double abs_sum) { return 2.0 * double(p.n_in) * kU32 * abs_sum; };
-      const int64_t n_bad = count_outside(p, run_problem(mm, p), round_bf16, bound, first);
-      INFO("type " << kvrt::simd::weight_type_name(type) << ", m " << p.m << ", n_out " << p.n_out
-                   << ", n_in " << p.n_in << "; first: " << first);
-      CHECK(n_bad == 0);
-    }
-  }
+  const auto check = [&](WeightType type, const Shape& s) {
+    const Problem p = make_problem(s.m, s.n_out, s.n_in, type, seed++);
+    std::string first;
+    const auto bound = [&](double abs_sum) { return 2.0 * double(p.n_in) * kU32 * abs_sum; };
+    const int64_t n_bad = count_outside(p, run_problem(mm, p), round_bf16, bound, first);
+    INFO("type " << kvrt::simd::weight_type_name(type) << ", m " << p.m << ", n_out " << p.n_out
+                 << ", n_in " << p.n_in << "; first: " << first);
+    CHECK(n_bad == 0);
+  };
+  for (WeightType type : {WeightType::kF32, WeightType::kF16, WeightType::kBF16})
+    for (const Shape& s : kPrefill) check(type, s);
+  // quantized W, rounded to bf16 by its type's to_bf16
+  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ5_1,
+                          WeightType::kQ4_K, WeightType::kQ6_K})
+    for (const Shape& s : kPrefillBlocks) check(type, s);
   MESSAGE("implementation: " << std::string(mm.implementation()));
   CHECK(std::string(mm.implementation()).find("bf16") != std::string::npos);
 }

@@ -8,8 +8,7 @@
 // (common/thread_pool.h) claim the blocks of W rows, each running oneDNN on one thread: no OpenMP
 // team, whose joins spin on threads that another process has descheduled.
 // At bf16 precision, x is rounded to bf16 once per call and W kWidenRows rows at a time (the type's
-// to_bf16, or to_float then the BF16 type's from_float), except W stored as BF16, which oneDNN
-// reads in place.
+// to_bf16), except W stored as BF16, which oneDNN reads in place.
 //
 // W is rounded per call rather than once at load: a bf16 copy of the weights would cost 2 bytes
 // per parameter for the life of the model (for an F16 model, as much again as the file; for a
@@ -28,6 +27,7 @@
 #include "ops/matmul_blocked.h"
 #include "ops/matmul_packed.h"
 #include "simd/dispatch.h"
+#include "simd/weights/types.h"
 #if KVRT_HAVE_DNNL
 #include "ops/matmul_dnnl.h"
 #endif
@@ -122,7 +122,7 @@ struct Matmul::Impl {
   // What one thread of the pool uses for its blocks of W: its own oneDNN GEMM, run on one thread.
   struct ThreadGemm {
     DnnlGemm gemm{1};
-    std::vector<float> widened;    // f32: [kWidenRows][n_in]; bf16: [n_in], one row
+    std::vector<float> widened;    // f32 products: [kWidenRows][n_in]
     std::vector<uint16_t> w_bf16;  // [kWidenRows][n_in]
     std::vector<float> y_block;    // [n_rows][kWidenRows]
   };
@@ -155,9 +155,8 @@ struct Matmul::Impl {
     for (int64_t i = 0; i < m; ++i) std::copy_n(y_block + i * nb, nb, y + i * ldy);
   }
 
-  // The same with x and W rounded to bf16: W in one pass where its type has a to_bf16 kernel,
-  // else W rows other than F32 pass through FP32 first (one row at a time, in L1), which rounds
-  // exactly as rounding the stored value would. W stored as BF16 is read in place.
+  // The same with x and W rounded to bf16, W in one pass (the type's to_bf16; F32 rows through
+  // BF16's from_float). W stored as BF16 is read in place.
   void gemm_bf16(const float* x, int64_t m, const WeightMatrix& w, float* y) {
     const auto to_bf16 = weight_kernels(simd::WeightType::kBF16).from_float;
     grow(x_bf16, m * w.n_in);
@@ -167,28 +166,22 @@ struct Matmul::Impl {
       to_bf16(x + i0 * w.n_in, n * w.n_in, reinterpret_cast<uint8_t*>(x_bf16.data() + i0 * w.n_in));
     });
     const bool in_place = w.type == simd::WeightType::kBF16;
-    const auto fused = weight_kernels(w.type).to_bf16;
-    const auto to_float =
-        w.type == simd::WeightType::kF32 || in_place ? nullptr : weight_kernels(w.type).to_float;
+    const auto round = weight_kernels(w.type).to_bf16;
+    if (!in_place && !round && w.type != simd::WeightType::kF32)
+      throw Error(std::string("matmul bf16: no to_bf16 kernel for ") +
+                      simd::weight_type_traits(w.type).name + " weights on the " +
+                      simd::isa_name() + " rung",
+                  ErrorKind::kInternal);
     pool->run((w.n_out + kWidenRows - 1) / kWidenRows, [&](int64_t block, int t) {
       ThreadGemm& g = threads[size_t(t)];
       const int64_t j0 = block * kWidenRows, nb = std::min(kWidenRows, w.n_out - j0);
       const uint16_t* rows = reinterpret_cast<const uint16_t*>(w.row(j0));
       if (!in_place) {
         grow(g.w_bf16, nb * w.n_in);
-        if (fused) {
-          fused(w.row(j0), nb * w.n_in, g.w_bf16.data());
-        } else {
-          if (to_float) grow(g.widened, w.n_in);
-          for (int64_t r = 0; r < nb; ++r) {
-            const float* row = reinterpret_cast<const float*>(w.row(j0 + r));
-            if (to_float) {
-              to_float(w.row(j0 + r), w.n_in, g.widened.data());
-              row = g.widened.data();
-            }
-            to_bf16(row, w.n_in, reinterpret_cast<uint8_t*>(g.w_bf16.data() + r * w.n_in));
-          }
-        }
+        if (round) round(w.row(j0), nb * w.n_in, g.w_bf16.data());
+        else
+          to_bf16(reinterpret_cast<const float*>(w.row(j0)), nb * w.n_in,
+                  reinterpret_cast<uint8_t*>(g.w_bf16.data()));
         rows = g.w_bf16.data();
       }
       if (nb == w.n_out) return g.gemm.run_bf16(x_bf16.data(), m, rows, nb, w.n_in, y, w.n_out);
@@ -258,7 +251,6 @@ size_t Matmul::scratch_bytes(int n_threads, MatmulPrecision precision, const Mat
   const size_t threads = size_t(std::max(1, n_threads));
   bytes += threads * size_t(plan.n_rows * kWidenRows) * sizeof(float);  // y_block
   if (precision == MatmulPrecision::kBf16) {
-    bytes += threads * size_t(plan.n_in_widened) * sizeof(float);
     bytes += (threads * size_t(kWidenRows * plan.n_in) + size_t(plan.n_rows * plan.n_in)) *
              sizeof(uint16_t);
   } else {
@@ -290,8 +282,8 @@ void Matmul::reserve(const MatmulPlan& plan) {
   if (bf16) Impl::grow(impl_->x_bf16, plan.n_rows * plan.n_in);
   for (Impl::ThreadGemm& g : impl_->threads) {
     Impl::grow(g.y_block, plan.n_rows * kWidenRows);
-    Impl::grow(g.widened, bf16 ? plan.n_in_widened : kWidenRows * plan.n_in_widened);
     if (bf16) Impl::grow(g.w_bf16, kWidenRows * plan.n_in);
+    else Impl::grow(g.widened, kWidenRows * plan.n_in_widened);
   }
 #endif
 }

@@ -203,7 +203,8 @@ struct WeightKernels {
   // n FP32 values (whole blocks) into blocks of this type: the activation side of integer products.
   void (*from_float)(const float* x, int64_t n, uint8_t* dst);
   // dst[0 .. n) = n stored values rounded to bf16 in one pass: to_float, then BF16's from_float,
-  // bit for bit; the W side of bf16 prefill products. Null: those two kernels one after the other.
+  // bit for bit; the W side of bf16 prefill products. The rungs that run those set it for every
+  // stored type but F32 (BF16's from_float) and BF16 (read in place).
   void (*to_bf16)(const uint8_t* src, int64_t n, uint16_t* dst);
   // The decode product on W rows in this type; none: W tiles are widened with to_float and run
   // through the FP32 matmul tiles.

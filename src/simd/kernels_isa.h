@@ -33,6 +33,9 @@ void install(Kernels& table);
 namespace avx512bf16 {
 void install(Kernels& table);
 }  // namespace avx512bf16
+namespace avx512bf16::codecs {
+void install(Kernels& table);
+}  // namespace avx512bf16::codecs
 namespace avx512amx {
 void install(Kernels& table);
 }  // namespace avx512amx

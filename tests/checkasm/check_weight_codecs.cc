@@ -1,6 +1,7 @@
 // The codecs of every weight type (the slots to_float, from_float and to_bf16): bit for bit as the
-// type's reference codec on encoded random values; and on the edge cases of their kind: every f16
-// value widened, every bf16 rounding case, the activation quantizers' ties and empty blocks.
+// type's reference codec (to_bf16: its widening, then f32_to_bf16) on encoded random values; and on
+// the edge cases of their kind: every f16 value widened, every bf16 rounding case, the activation
+// quantizers' ties and empty blocks.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -52,6 +53,20 @@ void check_codec(WeightType type, const Rung& r) {
     t.to_float_ref(ref_bytes.data(), n, ref.data());
     CHECK(std::memcmp(y.data(), ref.data(), y.size() * sizeof(float)) == 0);
   }
+  if (const auto to_bf16 = slots(r.k, type).to_bf16) {
+    // the encoded values, then random bytes: scales of every kind (subnormal, infinite, NaN)
+    std::vector<uint8_t> noise(ref_bytes.size());
+    std::mt19937 rng(5);
+    for (uint8_t& b : noise) b = uint8_t(rng());
+    for (const std::vector<uint8_t>* in : {&ref_bytes, &noise}) {
+      std::vector<uint16_t> y(x.size()), ref(x.size());
+      std::vector<float> widened(x.size());
+      to_bf16(in->data(), n, y.data());
+      t.to_float_ref(in->data(), n, widened.data());
+      for (size_t i = 0; i < x.size(); ++i) ref[i] = f32_to_bf16(widened[i]);
+      CHECK(y == ref);
+    }
+  }
 }
 
 std::vector<BenchCall> bench_codec(WeightType type, const Rung& r) {
@@ -66,6 +81,10 @@ std::vector<BenchCall> bench_codec(WeightType type, const Rung& r) {
     calls.push_back({name + "to_float", [=] { to_float(bytes->data(), n, x->data()); }});
   if (const auto from_float = slots(r.k, type).from_float)
     calls.push_back({name + "from_float", [=] { from_float(x->data(), n, bytes->data()); }});
+  if (const auto to_bf16 = slots(r.k, type).to_bf16; to_bf16 && type != WeightType::kF16) {
+    auto out = std::make_shared<std::vector<uint16_t>>(size_t(n));
+    calls.push_back({name + "to_bf16", [=] { to_bf16(bytes->data(), n, out->data()); }});
+  }
   return calls;
 }
 
@@ -147,7 +166,7 @@ const bool kRegistered = [] {
     const WeightType type = t->type;
     const std::string name = std::string("weight.") + t->name + ".";
     add({std::string("codec ") + t->name,
-         {name + "to_float", name + "from_float"},
+         {name + "to_float", name + "from_float", name + "to_bf16"},
          false,
          [type](const Rung& r) { check_codec(type, r); },
          [type](const Rung& r) { return bench_codec(type, r); }});

@@ -1,6 +1,7 @@
 // The avx512-bf16 rung: the bf16 prefill tiles (simd/kernels.h GemmBf16Args) with vdpbf16ps, which
 // sums 32 products into 16 f32 lanes, twice the FMAs'; and the rounding to bf16 of the operands of
-// bf16 matrix products (activations, F16 weights) with vcvtneps2bf16.
+// bf16 matrix products (activations, F16 weights; the quantized types in weights/to_bf16_avx512.cc)
+// with vcvtneps2bf16.
 #include <immintrin.h>
 
 #include <cstddef>
@@ -114,6 +115,7 @@ void install(Kernels& t) {
   t.bf16_pairs = pairs;
   t.weight[weight_index(WeightType::kBF16)].from_float = bf16_from_float;
   t.weight[weight_index(WeightType::kF16)].to_bf16 = f16_to_bf16;
+  codecs::install(t);
 }
 
 }  // namespace kvrt::simd::avx512bf16

@@ -1,10 +1,14 @@
 // Scalar twins of the matmul and weight-type kernels (simd/kernels.h): the oracle of the matmul
 // tests and the bottom rung of the dispatch ladder.
+#include <algorithm>
 #include <utility>
 
+#include "common/half.h"
 #include "simd/kernels_scalar.h"
+#include "simd/weights/blocks.h"
 #include "simd/weights/codecs.h"
 #include "simd/weights/decode.h"
+#include "simd/weights/types.h"
 
 namespace kvrt::simd::scalar {
 namespace {
@@ -38,6 +42,24 @@ void f16_decode(const DecodeArgs& a) {
   }
 }
 
+// n values of type T (whole blocks) widened by its reference codec, a super-block at a time, then
+// rounded to bf16: the to_bf16 of the quantized types.
+template <WeightType T>
+void widen_to_bf16(const uint8_t* src, int64_t n, uint16_t* dst) {
+  const WeightTypeTraits& t = weight_type_traits(T);
+  float x[kQK_K];  // a whole number of blocks of every quantized type
+  for (int64_t i = 0; i < n; i += kQK_K) {
+    const int64_t c = std::min<int64_t>(kQK_K, n - i);
+    t.to_float_ref(src + t.row_bytes(i), c, x);
+    for (int64_t j = 0; j < c; ++j) dst[i + j] = f32_to_bf16(x[j]);
+  }
+}
+
+template <WeightType... T>
+void install_to_bf16(Kernels& k) {
+  ((k.weight[weight_index(T)].to_bf16 = widen_to_bf16<T>), ...);
+}
+
 }  // namespace
 
 void install_matmul(Kernels& k) {
@@ -59,6 +81,9 @@ void install_matmul(Kernels& k) {
   }
   k.weight[weight_index(WeightType::kF16)].decode = {f16_decode};
   k.weight[weight_index(WeightType::kF16)].to_bf16 = ref::f16_to_bf16;
+  using W = WeightType;
+  install_to_bf16<W::kQ8_0, W::kQ4_0, W::kQ5_0, W::kIQ4_NL, W::kQ4_1, W::kQ5_1, W::kQ2_K, W::kQ3_K,
+                  W::kQ4_K, W::kQ5_K, W::kQ6_K>(k);
   install_weight_dots(k);
 }
 

@@ -1,10 +1,12 @@
-// The to_float slots of the quantized weight types on x86: W tiles widened for the FP32 (and bf16)
-// prefill products, embedding rows. Included by weights/to_float_avx2.cc and
-// weights/to_float_avx512.cc inside their namespaces; those files are compiled with
-// -ffp-contract=off, so every value is the reference codec's (weight_codecs*.cc) bit for bit: the
-// same scalar scale products, then per value one product and, for the affine types, one addition or
-// subtraction, each rounded. A block's codes become 32 bytes in value order
-// (weights/block_codes_x86-inl.h), then floats 16 (zmm) or 8 (ymm) at a time.
+// The to_float slots of the quantized weight types on x86: W tiles widened for the FP32 prefill
+// products, embedding rows; and, compiled with AVX512-BF16, their to_bf16 slots: the same values
+// rounded to bf16 as they are stored, the W side of the bf16 prefill products. Included by
+// weights/to_float_avx2.cc, weights/to_float_avx512.cc and weights/to_bf16_avx512.cc inside their
+// namespaces; those files are compiled with -ffp-contract=off, so every value is the reference
+// codec's (weight_codecs*.cc) bit for bit: the same scalar scale products, then per value one
+// product and, for the affine types, one addition or subtraction, each rounded. A block's codes
+// become 32 bytes in value order (weights/block_codes_x86-inl.h), then floats 16 (zmm) or 8 (ymm)
+// at a time.
 
 #include "simd/weights/block_codes_x86-inl.h"
 
@@ -15,10 +17,23 @@ inline float f16(uint16_t bits) { return _cvtsh_ss(bits); }
 // How the offset of a half enters: d * q (symmetric), d * q + m (Q4_1, Q5_1), d * q - m (K types).
 enum class Offset { kNone, kAdd, kSub };
 
+#if defined(__AVX512F__)
+inline void store16(float* dst, __m512 v) { _mm512_storeu_ps(dst, v); }
+#endif
+#if defined(__AVX512BF16__)
+// vcvtneps2bf16 rounds as f32_to_bf16 (common/half.h) but flushes denormal inputs to zero; no
+// widened value is one: a nonzero d * q (+ or - m) of f16 scales is a multiple of 2^-24, and the
+// K types' scale products d * sc are exact.
+inline void store16(uint16_t* dst, __m512 v) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst),
+                      reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v)));
+}
+#endif
+
 // dst[0 .. 32) = float(q[j]) * d[h] (+ or - o[h]), h = j / 16: the two 16-value halves of the 32
 // codes in q (signed or unsigned bytes) may have their own scale and offset.
-template <bool kSigned, Offset kOffset>
-inline void widen32(__m256i q, const float d[2], const float o[2], float* dst) {
+template <bool kSigned, Offset kOffset, class Out>
+inline void widen32(__m256i q, const float d[2], const float o[2], Out* dst) {
   const __m128i half[2] = {_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1)};
   for (int h = 0; h < 2; ++h) {
 #if defined(__AVX512F__)
@@ -30,7 +45,7 @@ inline void widen32(__m256i q, const float d[2], const float o[2], float* dst) {
     __m512 v = _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(all, i), _mm512_set1_ps(d[h]));
     if constexpr (kOffset == Offset::kAdd) v = _mm512_add_ps(v, _mm512_set1_ps(o[h]));
     if constexpr (kOffset == Offset::kSub) v = _mm512_sub_ps(v, _mm512_set1_ps(o[h]));
-    _mm512_storeu_ps(dst + 16 * h, v);
+    store16(dst + 16 * h, v);
 #else
     for (int e = 0; e < 2; ++e) {
       const __m128i b = e == 0 ? half[h] : _mm_unpackhi_epi64(half[h], half[h]);  // 8 bytes
@@ -45,23 +60,23 @@ inline void widen32(__m256i q, const float d[2], const float o[2], float* dst) {
 }
 
 // One scale (and offset) for all 32 values.
-template <bool kSigned, Offset kOffset>
-inline void widen32(__m256i q, float d, float o, float* dst) {
+template <bool kSigned, Offset kOffset, class Out>
+inline void widen32(__m256i q, float d, float o, Out* dst) {
   const float ds[2] = {d, d}, os[2] = {o, o};
   widen32<kSigned, kOffset>(q, ds, os, dst);
 }
 
 // Q8_0, Q4_0, Q5_0, IQ4_NL: d * q.
-template <class Block>
-void symmetric_to_float(const uint8_t* src, int64_t n, float* dst) {
+template <class Block, class Out>
+void widen_symmetric(const uint8_t* src, int64_t n, Out* dst) {
   const Block* b = reinterpret_cast<const Block*>(src);
   for (int64_t i = 0; i < n / kQK; ++i)
     widen32<true, Offset::kNone>(codes(b[i]), f16(b[i].d), 0.0f, dst + i * kQK);
 }
 
 // Q4_1, Q5_1: d * q + m.
-template <class Block>
-void affine_to_float(const uint8_t* src, int64_t n, float* dst) {
+template <class Block, class Out>
+void widen_affine(const uint8_t* src, int64_t n, Out* dst) {
   const Block* b = reinterpret_cast<const Block*>(src);
   for (int64_t i = 0; i < n / kQK; ++i)
     widen32<false, Offset::kAdd>(codes(b[i]), f16(b[i].d), f16(b[i].m), dst + i * kQK);
@@ -69,8 +84,8 @@ void affine_to_float(const uint8_t* src, int64_t n, float* dst) {
 
 // Q2_K and Q3_K: run (n2, j) of 32 values is bits 2j of qs[32 n2 ..], its halves sub-blocks
 // 8 n2 + 2j and + 1 (16 values each); Q3_K's third bit is bit 4 n2 + j of hmask, clear meaning -4.
-template <bool kHighBit, class Block>
-void k2_to_float(const Block& b, const float dl[16], const float ml[16], float* dst) {
+template <bool kHighBit, class Block, class Out>
+void widen_k2(const Block& b, const float dl[16], const float ml[16], Out* dst) {
   const __m256i three = _mm256_set1_epi8(3);
   for (int n2 = 0; n2 < 2; ++n2) {
     const __m256i q2 = load256(b.qs + 32 * n2);
@@ -89,7 +104,8 @@ void k2_to_float(const Block& b, const float dl[16], const float ml[16], float* 
   }
 }
 
-void q2_k_to_float(const uint8_t* src, int64_t n, float* dst) {
+template <class Out>
+void widen_q2_k(const uint8_t* src, int64_t n, Out* dst) {
   const BlockQ2_K* b = reinterpret_cast<const BlockQ2_K*>(src);
   for (int64_t i = 0; i < n / kQK_K; ++i, dst += kQK_K) {
     const float d = f16(b[i].d), dmin = f16(b[i].dmin);
@@ -98,24 +114,25 @@ void q2_k_to_float(const uint8_t* src, int64_t n, float* dst) {
       dl[s] = d * float(b[i].scales[s] & 0xF);
       ml[s] = dmin * float(b[i].scales[s] >> 4);
     }
-    k2_to_float<false>(b[i], dl, ml, dst);
+    widen_k2<false>(b[i], dl, ml, dst);
   }
 }
 
-void q3_k_to_float(const uint8_t* src, int64_t n, float* dst) {
+template <class Out>
+void widen_q3_k(const uint8_t* src, int64_t n, Out* dst) {
   const BlockQ3_K* b = reinterpret_cast<const BlockQ3_K*>(src);
   for (int64_t i = 0; i < n / kQK_K; ++i, dst += kQK_K) {
     const float d = f16(b[i].d);
     float dl[16];
     for (int s = 0; s < 16; ++s) dl[s] = d * float(q3_k_scale(s, b[i].scales) - 32);
-    k2_to_float<true>(b[i], dl, nullptr, dst);
+    widen_k2<true>(b[i], dl, nullptr, dst);
   }
 }
 
 // Q4_K and Q5_K: sub-block s (32 values) is nibble s % 2 of qs[32 (s / 2) ..], Q5_K's fifth bit
 // bit s of qh; d * scale_s * q - dmin * min_s.
-template <class Block, bool kFifthBit>
-void k_affine_to_float(const uint8_t* src, int64_t n, float* dst) {
+template <class Block, bool kFifthBit, class Out>
+void widen_k_affine(const uint8_t* src, int64_t n, Out* dst) {
   const Block* b = reinterpret_cast<const Block*>(src);
   const __m256i low4 = _mm256_set1_epi8(0xF), one = _mm256_set1_epi8(1);
   for (int64_t i = 0; i < n / kQK_K; ++i) {
@@ -135,7 +152,8 @@ void k_affine_to_float(const uint8_t* src, int64_t n, float* dst) {
 
 // Q6_K: run (n2, k) of 32 values has its low 4 bits in nibble k / 2 of ql[64 n2 + 32 (k % 2) ..]
 // and its top 2 bits at bits 2k of qh[32 n2 ..]; codes - 32 times d * scale of each 16 values.
-void q6_k_to_float(const uint8_t* src, int64_t n, float* dst) {
+template <class Out>
+void widen_q6_k(const uint8_t* src, int64_t n, Out* dst) {
   const BlockQ6_K* b = reinterpret_cast<const BlockQ6_K*>(src);
   const __m256i low4 = _mm256_set1_epi8(0xF), low2 = _mm256_set1_epi8(3),
                 bias = _mm256_set1_epi8(32);
@@ -157,19 +175,27 @@ void q6_k_to_float(const uint8_t* src, int64_t n, float* dst) {
   }
 }
 
+// The slot of each type: to_float (Out float) or to_bf16 (Out uint16_t).
+template <class Out>
+void set_slots(Kernels& k, void (*WeightKernels::*slot)(const uint8_t*, int64_t, Out*)) {
+  using W = WeightType;
+  k.weight[weight_index(W::kQ8_0)].*slot = widen_symmetric<BlockQ8_0, Out>;
+  k.weight[weight_index(W::kQ4_0)].*slot = widen_symmetric<BlockQ4_0, Out>;
+  k.weight[weight_index(W::kQ5_0)].*slot = widen_symmetric<BlockQ5_0, Out>;
+  k.weight[weight_index(W::kIQ4_NL)].*slot = widen_symmetric<BlockIQ4_NL, Out>;
+  k.weight[weight_index(W::kQ4_1)].*slot = widen_affine<BlockQ4_1, Out>;
+  k.weight[weight_index(W::kQ5_1)].*slot = widen_affine<BlockQ5_1, Out>;
+  k.weight[weight_index(W::kQ2_K)].*slot = widen_q2_k<Out>;
+  k.weight[weight_index(W::kQ3_K)].*slot = widen_q3_k<Out>;
+  k.weight[weight_index(W::kQ4_K)].*slot = widen_k_affine<BlockQ4_K, false, Out>;
+  k.weight[weight_index(W::kQ5_K)].*slot = widen_k_affine<BlockQ5_K, true, Out>;
+  k.weight[weight_index(W::kQ6_K)].*slot = widen_q6_k<Out>;
+}
+
 }  // namespace
 
-void install(Kernels& k) {
-  using W = WeightType;
-  k.weight[weight_index(W::kQ8_0)].to_float = symmetric_to_float<BlockQ8_0>;
-  k.weight[weight_index(W::kQ4_0)].to_float = symmetric_to_float<BlockQ4_0>;
-  k.weight[weight_index(W::kQ5_0)].to_float = symmetric_to_float<BlockQ5_0>;
-  k.weight[weight_index(W::kIQ4_NL)].to_float = symmetric_to_float<BlockIQ4_NL>;
-  k.weight[weight_index(W::kQ4_1)].to_float = affine_to_float<BlockQ4_1>;
-  k.weight[weight_index(W::kQ5_1)].to_float = affine_to_float<BlockQ5_1>;
-  k.weight[weight_index(W::kQ2_K)].to_float = q2_k_to_float;
-  k.weight[weight_index(W::kQ3_K)].to_float = q3_k_to_float;
-  k.weight[weight_index(W::kQ4_K)].to_float = k_affine_to_float<BlockQ4_K, false>;
-  k.weight[weight_index(W::kQ5_K)].to_float = k_affine_to_float<BlockQ5_K, true>;
-  k.weight[weight_index(W::kQ6_K)].to_float = q6_k_to_float;
-}
+#if defined(__AVX512BF16__)
+void install(Kernels& k) { set_slots<uint16_t>(k, &WeightKernels::to_bf16); }
+#else
+void install(Kernels& k) { set_slots<float>(k, &WeightKernels::to_float); }
+#endif
