@@ -47,7 +47,8 @@ std::vector<float> rope_op(std::vector<float> x, int n_heads, int head_dim, int 
   ops::RopeParams params;
   params.base = base;
   const ops::RopeTable table(pos + 1, rope_dim, params, factors);
-  ops::rope(table, {x.data(), 1, n_heads, head_dim, pos, neox});
+  ThreadPool one(1);
+  ops::rope(table, {x.data(), 1, n_heads, head_dim, pos, neox}, one);
   return x;
 }
 

@@ -38,24 +38,26 @@ void project(ops::Matmul& mm, const float* xn, const ops::WeightMatrix& w, const
 }
 
 // x += residual_scale * norm(out) (post_norm null: out itself); out [n][d_model].
-void residual(const ModelConfig& c, const float* post_norm, int n, float* out, float* x) {
-  if (post_norm) ops::rms_norm(out, post_norm, n, c.d_model, c.rms_eps, out);
+void residual(const ModelConfig& c, const float* post_norm, int n, ThreadPool& pool, float* out,
+              float* x) {
+  if (post_norm) ops::rms_norm(out, post_norm, n, c.d_model, c.rms_eps, out, pool);
   if (c.residual_scale != 1.0f) ops::scale(out, int64_t(n) * c.d_model, c.residual_scale);
-  ops::add_inplace(x, out, int64_t(n) * c.d_model);
+  ops::add_inplace(x, out, int64_t(n) * c.d_model, pool);
 }
 
 // The input of a sublayer: xn = norm(x), or x itself where the layer has no pre-norm.
-const float* sublayer_input(const ModelConfig& c, const float* norm, int n, Activations& a) {
+const float* sublayer_input(const ModelConfig& c, const float* norm, int n, ThreadPool& pool,
+                            Activations& a) {
   if (!norm) return a.x.data();
-  ops::rms_norm(a.x.data(), norm, n, c.d_model, c.rms_eps, a.xn.data());
+  ops::rms_norm(a.x.data(), norm, n, c.d_model, c.rms_eps, a.xn.data(), pool);
   return a.xn.data();
 }
 
 // RMSNorm of n rows of Q or K [n][n_heads * head_dim] in place: each head, or the whole row.
-void qk_norm(const ModelConfig& c, const float* w, int n, int n_heads, float* x) {
+void qk_norm(const ModelConfig& c, const float* w, int n, int n_heads, ThreadPool& pool, float* x) {
   if (c.architecture->qk_norm == QkNorm::kPerHead)
-    ops::rms_norm(x, w, n * n_heads, c.head_dim, c.rms_eps, x);
-  else ops::rms_norm(x, w, n, n_heads * c.head_dim, c.rms_eps, x);
+    ops::rms_norm(x, w, n * n_heads, c.head_dim, c.rms_eps, x, pool);
+  else ops::rms_norm(x, w, n, n_heads * c.head_dim, c.rms_eps, x, pool);
 }
 
 }  // namespace
@@ -83,24 +85,24 @@ void embed_rows(const Model& m, const int32_t* tokens, int n, Activations& a) {
 void qkv_rows(const Model& m, int layer, int n, ops::Matmul& mm, Activations& a) {
   const ModelConfig& c = m.config();
   const LayerWeights& lw = m.weights().layers[size_t(layer)];
-  const float* in = sublayer_input(c, lw.attn_norm, n, a);
+  const float* in = sublayer_input(c, lw.attn_norm, n, mm.pool(), a);
   project(mm, in, lw.wq, lw.bq, n, a.q.data());
   project(mm, in, lw.wk, lw.bk, n, a.k.data());
   project(mm, in, lw.wv, lw.bv, n, a.v.data());
-  if (lw.q_norm) qk_norm(c, lw.q_norm, n, c.n_heads, a.q.data());
-  if (lw.k_norm) qk_norm(c, lw.k_norm, n, c.n_kv_heads, a.k.data());
+  if (lw.q_norm) qk_norm(c, lw.q_norm, n, c.n_heads, mm.pool(), a.q.data());
+  if (lw.k_norm) qk_norm(c, lw.k_norm, n, c.n_kv_heads, mm.pool(), a.k.data());
 }
 
 void attention_out_rows(const Model& m, int layer, int n, ops::Matmul& mm, Activations& a) {
   const LayerWeights& lw = m.weights().layers[size_t(layer)];
   mm.run(a.attn.data(), n, lw.wo, a.xn.data());
-  residual(m.config(), lw.post_attn_norm, n, a.xn.data(), a.x.data());
+  residual(m.config(), lw.post_attn_norm, n, mm.pool(), a.xn.data(), a.x.data());
 }
 
 void ffn_rows(const Model& m, int layer, int n, ops::Matmul& mm, Activations& a) {
   const ModelConfig& c = m.config();
   const LayerWeights& lw = m.weights().layers[size_t(layer)];
-  const float* in = sublayer_input(c, lw.ffn_norm, n, a);
+  const float* in = sublayer_input(c, lw.ffn_norm, n, mm.pool(), a);
   mm.run(in, n, lw.w_gate, a.gate.data());
   mm.run(in, n, lw.w_up, a.up.data());
   switch (c.architecture->activation) {
@@ -112,12 +114,12 @@ void ffn_rows(const Model& m, int layer, int n, ops::Matmul& mm, Activations& a)
       break;
   }
   mm.run(a.gate.data(), n, lw.w_down, a.xn.data());
-  residual(c, lw.post_ffn_norm, n, a.xn.data(), a.x.data());
+  residual(c, lw.post_ffn_norm, n, mm.pool(), a.xn.data(), a.x.data());
 }
 
 void logits_rows(const Model& m, const float* x, int n, ops::Matmul& mm, float* xn, float* logits) {
   const ModelConfig& c = m.config();
-  ops::rms_norm(x, m.weights().output_norm, n, c.d_model, c.rms_eps, xn);
+  ops::rms_norm(x, m.weights().output_norm, n, c.d_model, c.rms_eps, xn, mm.pool());
   mm.run(xn, n, m.weights().output, logits);
   if (c.logit_scale != 1.0f) ops::scale(logits, int64_t(n) * c.n_vocab, 1.0f / c.logit_scale);
   if (c.final_softcap > 0.0f) ops::softcap(logits, int64_t(n) * c.n_vocab, c.final_softcap);

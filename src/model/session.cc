@@ -167,8 +167,8 @@ void Session::attend(int layer, int n, float* q, float* k, const float* v, float
   if (c.rope_at(layer)) {
     const ops::RopeTable& table = c.uses_window_rope(layer) ? *rope_window_ : rope_;
     const bool neox = c.rope_pairing == RopePairing::kNeox;
-    ops::rope(table, {q, n, c.n_heads, c.head_dim, pos0, neox});
-    ops::rope(table, {k, n, c.n_kv_heads, c.head_dim, pos0, neox});
+    ops::rope(table, {q, n, c.n_heads, c.head_dim, pos0, neox}, matmul_->pool());
+    ops::rope(table, {k, n, c.n_kv_heads, c.head_dim, pos0, neox}, matmul_->pool());
   }
   if (c.attn_temp_scale > 0.0f)
     ops::attention_temperature(q, n, c.n_heads * c.head_dim, pos0, c.attn_temp_scale,

@@ -7,15 +7,43 @@
 
 namespace kvrt::ops {
 
-void rms_norm(const float* x, const float* weight, int n_rows, int n, float eps, float* y) {
-  for (int r = 0; r < n_rows; ++r) {
-    const float* xr = x + size_t(r) * size_t(n);
-    float* yr = y + size_t(r) * size_t(n);
-    double ss = 0.0;
-    for (int i = 0; i < n; ++i) ss += double(xr[i]) * double(xr[i]);
-    const float scale = float(1.0 / std::sqrt(ss / n + double(eps)));
-    for (int i = 0; i < n; ++i) yr[i] = xr[i] * scale * weight[i];
-  }
+namespace {
+
+// Items of a loop over rows or values, each `per_item` long; fewer than two items' worth is one
+// item, run by the caller. The cut does not depend on the thread count, nor do the results.
+template <class Fn>
+void for_items(int64_t n, int64_t per_item, ThreadPool& pool, Fn&& fn) {
+  const int64_t n_items = n < 2 * per_item ? 1 : (n + per_item - 1) / per_item;
+  pool.run(n_items, [&](int64_t item, int) {
+    const int64_t i0 = item * per_item, i1 = n_items == 1 ? n : std::min(n, i0 + per_item);
+    fn(i0, i1);
+  });
+}
+
+// Σ x[i]² in double, in 8 interleaved partial sums (vectors) added at the end.
+double sum_squares(const float* x, int n) {
+  double part[8] = {};
+  int i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) part[j] += double(x[i + j]) * double(x[i + j]);
+  double ss = 0.0;
+  for (; i < n; ++i) ss += double(x[i]) * double(x[i]);
+  for (double p : part) ss += p;
+  return ss;
+}
+
+}  // namespace
+
+void rms_norm(const float* x, const float* weight, int n_rows, int n, float eps, float* y,
+              ThreadPool& pool) {
+  for_items(n_rows, 16, pool, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* xr = x + size_t(r) * size_t(n);
+      float* yr = y + size_t(r) * size_t(n);
+      const float scale = float(1.0 / std::sqrt(sum_squares(xr, n) / n + double(eps)));
+      for (int i = 0; i < n; ++i) yr[i] = xr[i] * scale * weight[i];
+    }
+  });
 }
 
 namespace {
@@ -81,22 +109,24 @@ RopeTable::RopeTable(int n_ctx, int rope_dim, const RopeParams& p, const float* 
   }
 }
 
-void rope(const RopeTable& table, const RopeArgs& a) {
+void rope(const RopeTable& table, const RopeArgs& a, ThreadPool& pool) {
   const int half = table.half();
-  for (int t = 0; t < a.n_tokens; ++t) {
-    const float* c = table.cos_at(a.pos0 + t);
-    const float* s = table.sin_at(a.pos0 + t);
-    for (int h = 0; h < a.n_heads; ++h) {
-      float* x = a.x + (size_t(t) * a.n_heads + h) * size_t(a.head_dim);
-      for (int i = 0; i < half; ++i) {
-        const int i0 = a.neox ? i : 2 * i;
-        const int i1 = a.neox ? i + half : 2 * i + 1;
-        const float x0 = x[i0], x1 = x[i1];
-        x[i0] = x0 * c[i] - x1 * s[i];
-        x[i1] = x0 * s[i] + x1 * c[i];
+  for_items(a.n_tokens, 16, pool, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const float* c = table.cos_at(a.pos0 + int(t));
+      const float* s = table.sin_at(a.pos0 + int(t));
+      for (int h = 0; h < a.n_heads; ++h) {
+        float* x = a.x + (size_t(t) * a.n_heads + h) * size_t(a.head_dim);
+        for (int i = 0; i < half; ++i) {
+          const int i0 = a.neox ? i : 2 * i;
+          const int i1 = a.neox ? i + half : 2 * i + 1;
+          const float x0 = x[i0], x1 = x[i1];
+          x[i0] = x0 * c[i] - x1 * s[i];
+          x[i1] = x0 * s[i] + x1 * c[i];
+        }
       }
     }
-  }
+  });
 }
 
 void attention_temperature(float* q, int n_tokens, int width, int pos0, float scale,
@@ -111,17 +141,14 @@ void attention_temperature(float* q, int n_tokens, int width, int pos0, float sc
 
 namespace {
 
-// gate[i] = act(gate[i]) * up[i] by a kernel of the table, in items of the pool.
+// gate[i] = act(gate[i]) * up[i] by a kernel of the table, in items of the pool of kPerItem values
+// (a multiple of 64, so each value takes the same vector or tail path whatever thread runs it); a
+// decode step's few thousand values are one item, run by the caller.
 void gated(void (*kernel)(float*, const float*, int64_t), float* gate, const float* up, int64_t n,
            ThreadPool& pool) {
-  // Items of kPerItem values (a multiple of 64, so each value takes the same vector or tail path
-  // whatever thread runs it); a decode step's few thousand values are one item, run by the caller.
   constexpr int64_t kPerItem = 1 << 14;
-  const int64_t n_items = n < 2 * kPerItem ? 1 : (n + kPerItem - 1) / kPerItem;
-  pool.run(n_items, [&](int64_t item, int) {
-    const int64_t i0 = item * kPerItem, i1 = n_items == 1 ? n : std::min(n, i0 + kPerItem);
-    kernel(gate + i0, up + i0, i1 - i0);
-  });
+  for_items(n, kPerItem, pool,
+            [&](int64_t i0, int64_t i1) { kernel(gate + i0, up + i0, i1 - i0); });
 }
 
 }  // namespace
@@ -145,6 +172,11 @@ void softcap(float* x, int64_t n, float cap) {
 
 void add_inplace(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+void add_inplace(float* y, const float* x, int64_t n, ThreadPool& pool) {
+  for_items(n, 1 << 14, pool,
+            [&](int64_t i0, int64_t i1) { add_inplace(y + i0, x + i0, i1 - i0); });
 }
 
 void add_bias(float* y, const float* bias, int n_rows, int n) {

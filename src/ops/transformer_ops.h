@@ -10,8 +10,10 @@
 
 namespace kvrt::ops {
 
-// y[r] = x[r] / sqrt(mean(x[r]²) + eps) * weight, for n_rows rows of n values.
-void rms_norm(const float* x, const float* weight, int n_rows, int n, float eps, float* y);
+// y[r] = x[r] / sqrt(mean(x[r]²) + eps) * weight, for n_rows rows of n values, on the threads of
+// `pool` (whose count does not change the result), as are rope and the pooled add_inplace.
+void rms_norm(const float* x, const float* weight, int n_rows, int n, float eps, float* y,
+              ThreadPool& pool);
 
 // How RoPE angles are stretched past the trained context (a model's rope.scaling.*).
 enum class RopeScaling : uint8_t { kNone, kLinear, kYarn };
@@ -55,7 +57,7 @@ struct RopeArgs {
   int pos0 = 0;       // position of token 0
   bool neox = false;  // pair (i, i + rope_dim/2) instead of (2i, 2i+1)
 };
-void rope(const RopeTable& table, const RopeArgs& args);
+void rope(const RopeTable& table, const RopeArgs& args, ThreadPool& pool);
 
 // Llama 4's attention temperature: row t of q [n_tokens][width], at position pos0 + t, times
 // 1 + scale * ln(floor(pos / floor_step) + 1).
@@ -76,8 +78,9 @@ void scale(float* x, int64_t n, float s);
 // x[i] = cap * tanh(x[i] / cap) for n values (Gemma 2's logit soft-cap).
 void softcap(float* x, int64_t n, float cap);
 
-// y[i] += x[i]
+// y[i] += x[i] for n values.
 void add_inplace(float* y, const float* x, int64_t n);
+void add_inplace(float* y, const float* x, int64_t n, ThreadPool& pool);
 
 // y[r][i] += bias[i] for n_rows rows of n values.
 void add_bias(float* y, const float* bias, int n_rows, int n);
