@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "simd/kernels_isa.h"
 #include "simd/weights/blocks.h"
