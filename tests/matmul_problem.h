@@ -41,6 +41,7 @@ inline MatmulProblem make_problem(int64_t m, int64_t n_out, int64_t n_in, simd::
                   type,
                   std::vector<float>(size_t(m * n_in)),
                   std::vector<float>(size_t(n_out * n_in)),
+                  {},
                   {}};
   for (float& v : p.x) v = normal(rng);
   for (float& v : p.w) v = normal(rng);
