@@ -1,17 +1,16 @@
 // The decode products on x86 of the 32-value types whose codes are nibbles (Q4_0, Q5_0's low 4
-// bits, IQ4_NL's grid indices) and of Q8_0 (the decode slot, DecodeArgs of
-// simd/kernels.h): included by weights/decode_x86-inl.h. Once per product (the lay slot), each
-// activation row (Q8_0 blocks) is laid out again for all the W rows, in groups of 8 blocks
-// (NibbleGroup): the codes of blocks 2p and 2p + 1 side by side, as the nibbles of two W blocks
-// loaded into one ymm give them; each block's scale as f32; and its bias -c Σ a. The W codes then
-// enter vpdpbusd (vpmaddubsw on avx2) as unsigned bytes u = q + c (pair_codes): Σ u a - c Σ a is
-// the scalar twin's exact integer sum Σ q a, with no sign trick (but for IQ4_NL and Q8_0 on avx2,
-// where vpmaddubsw could saturate on q + 128: signed codes, c = 0, the sign trick). Three vphaddd
-// reduce a
-// group's 8 blocks to one sum per lane, so the 8 W scales are widened in one vcvtph2ps (gathered
-// by one vpermt2w where AVX512BW is there and blocks are 18 bytes) and one FMA per group adds
-// d_w d_a Σ, as the twin's d_w d_a Σ per block; only the order of the float sums differs. The rows
-// are read ahead in software (read_ahead).
+// bits, IQ4_NL's grid indices; Q4_1 and Q5_1 against Q8_1, affine_group) and of Q8_0 (the decode
+// slot, DecodeArgs of simd/kernels.h): included by weights/decode_x86-inl.h. Once per product (the
+// lay slot), each activation row (Q8_0 blocks) is laid out again for all the W rows, in groups of 8
+// blocks (NibbleGroup): the codes of blocks 2p and 2p + 1 side by side, as the nibbles of two W
+// blocks loaded into one ymm give them; each block's scale as f32; and its bias -c Σ a. The W codes
+// then enter vpdpbusd (vpmaddubsw on avx2) as unsigned bytes u = q + c (pair_codes): Σ u a - c Σ a
+// is the scalar twin's exact integer sum Σ q a, with no sign trick (but for IQ4_NL and Q8_0 on
+// avx2, where vpmaddubsw could saturate on q + 128: signed codes, c = 0, the sign trick). Three
+// vphaddd reduce a group's 8 blocks to one sum per lane, so the 8 W scales are widened in one
+// vcvtph2ps (gathered by one vpermt2w where AVX512BW is there and blocks are 18 bytes) and one FMA
+// per group adds d_w d_a Σ, as the twin's d_w d_a Σ per block; only the order of the float sums
+// differs. The rows are read ahead in software (read_ahead).
 
 namespace {
 
@@ -25,6 +24,19 @@ struct alignas(32) NibbleGroup {
 };
 constexpr int kPairLane[8] = {0, 4, 1, 5, 2, 6, 3, 7};  // the lane of block k of a group
 
+// Block k of a group's codes (qs, or zeros for null) in their places of the pairs.
+inline void pair_place(int8_t (*codes)[2][32], int k, const int8_t* qs) {
+  int8_t* lo = codes[k / 2][0] + 16 * (k % 2);
+  int8_t* hi = codes[k / 2][1] + 16 * (k % 2);
+  if (qs) {
+    std::memcpy(lo, qs, kQK / 2);
+    std::memcpy(hi, qs + kQK / 2, kQK / 2);
+  } else {
+    std::memset(lo, 0, kQK / 2);
+    std::memset(hi, 0, kQK / 2);
+  }
+}
+
 // The groups of one activation row of nb blocks for W codes offset by c, the last group padded
 // with zero blocks.
 template <int c>
@@ -32,21 +44,12 @@ void nibble_groups(const BlockQ8_0* y, int64_t nb, NibbleGroup* g) {
   for (int64_t b = 0; b < (nb + 7) / 8 * 8; ++b) {
     NibbleGroup& group = g[b / 8];
     const int k = int(b % 8), lane = kPairLane[k];
-    int8_t* lo = group.codes[k / 2][0] + 16 * (k % 2);
-    int8_t* hi = group.codes[k / 2][1] + 16 * (k % 2);
-    if (b < nb) {
-      int32_t sum = 0;
+    pair_place(group.codes, k, b < nb ? y[b].qs : nullptr);
+    int32_t sum = 0;
+    if (b < nb)
       for (int j = 0; j < kQK; ++j) sum += y[b].qs[j];
-      std::memcpy(lo, y[b].qs, kQK / 2);
-      std::memcpy(hi, y[b].qs + kQK / 2, kQK / 2);
-      group.d[lane] = f16(y[b].d);
-      group.bias[lane] = -c * sum;
-    } else {
-      std::memset(lo, 0, kQK / 2);
-      std::memset(hi, 0, kQK / 2);
-      group.d[lane] = 0.0f;
-      group.bias[lane] = 0;
-    }
+    group.d[lane] = b < nb ? f16(y[b].d) : 0.0f;
+    group.bias[lane] = -c * sum;
   }
 }
 
@@ -65,8 +68,15 @@ inline void pair_codes(const BlockQ4_0* x, __m256i& lo, __m256i& hi) {
   pair_nibbles(x[0].qs, x[1].qs, lo, hi);
 }
 
-// Q5_0: q = nibble + 16 h - 16 (h the value's bit of qh), c = 16.
-inline void pair_codes(const BlockQ5_0* x, __m256i& lo, __m256i& hi) {
+// Q4_1: q = nibble, c = 0.
+inline void pair_codes(const BlockQ4_1* x, __m256i& lo, __m256i& hi) {
+  pair_nibbles(x[0].qs, x[1].qs, lo, hi);
+}
+
+// Q5_0: q = nibble + 16 h - 16 (h the value's bit of qh), c = 16; Q5_1: q = nibble + 16 h, c = 0.
+template <class Block>
+requires std::is_same_v<Block, BlockQ5_0> || std::is_same_v<Block, BlockQ5_1>
+inline void pair_codes(const Block* x, __m256i& lo, __m256i& hi) {
   pair_nibbles(x[0].qs, x[1].qs, lo, hi);
   uint32_t h0, h1;
   std::memcpy(&h0, x[0].qh, sizeof h0);
@@ -187,6 +197,48 @@ template <class Block, int c>
 constexpr DecodeKernel decode_nibbles() {
   return Layout<BlockQ8_0, kQK, NibbleGroup, 8, nibble_groups<c>>::kernel(
       decode_groups<Block, NibbleGroup, nibble_group<Block>>);
+}
+
+// Q4_1 and Q5_1 (d q + m) against Q8_1 activations, as the nibble types: the codes q enter as they
+// are (c = 0), and each block adds m_w s_a (Q8_1's s = d_a Σ a) as the twin does, the 8 mins
+// widened in one vcvtph2ps and added by one more FMA per group.
+struct alignas(32) AffineGroup {
+  int8_t codes[4][2][32];  // as NibbleGroup's
+  float d[8];              // in the lane order of the reduced sums (kPairLane)
+  float s[8];
+};
+
+void affine_groups(const BlockQ8_1* y, int64_t nb, AffineGroup* g) {
+  for (int64_t b = 0; b < (nb + 7) / 8 * 8; ++b) {
+    AffineGroup& group = g[b / 8];
+    const int k = int(b % 8), lane = kPairLane[k];
+    pair_place(group.codes, k, b < nb ? y[b].qs : nullptr);
+    group.d[lane] = b < nb ? f16(y[b].d) : 0.0f;
+    group.s[lane] = b < nb ? f16(y[b].s) : 0.0f;
+  }
+}
+
+template <class Block>
+inline __m256 affine_group(const Block* x, const AffineGroup& a, __m256 acc) {
+  __m256i s[4];
+  for (int p = 0; p < 4; ++p) {
+    __m256i lo, hi;
+    pair_codes(x + 2 * p, lo, hi);
+    s[p] = dot_pairs(lo, load256(a.codes[p][0]), hi, load256(a.codes[p][1]));
+  }
+  const __m256i sums =
+      _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(s[2], s[3]));
+  const __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(pair_scales(x)), _mm256_load_ps(a.d));
+  const __m128i m = _mm_setr_epi16(short(x[0].m), short(x[2].m), short(x[4].m), short(x[6].m),
+                                   short(x[1].m), short(x[3].m), short(x[5].m), short(x[7].m));
+  acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sums), acc);
+  return _mm256_fmadd_ps(_mm256_cvtph_ps(m), _mm256_load_ps(a.s), acc);
+}
+
+template <class Block>
+constexpr DecodeKernel decode_affine() {
+  return Layout<BlockQ8_1, kQK, AffineGroup, 8, affine_groups>::kernel(
+      decode_groups<Block, AffineGroup, affine_group<Block>>);
 }
 
 // Q8_0 the same way, in block order: an activation group holds 8 blocks' codes as they are, their

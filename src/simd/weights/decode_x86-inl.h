@@ -9,7 +9,7 @@
 // Per block the integer sums are those of the scalar twins (weights/decode_scalar.cc); the float
 // sums run per lane, then one horizontal sum per row. The activations' quantizers are in
 // weights/act_quantize_x86-inl.h; the weight codes as bytes in weights/block_codes_x86-inl.h;
-// the products of Q4_0, Q5_0, IQ4_NL and Q8_0, 8 blocks at a time, in
+// the products of Q4_0, Q5_0, IQ4_NL, Q8_0, Q4_1 and Q5_1, 8 blocks at a time, in
 // weights/decode_groups_x86-inl.h; Q6_K's in weights/decode_k_x86-inl.h; Q4_K's and Q5_K's in
 // weights/decode_k4_x86-inl.h; Q3_K's in weights/decode_k3_x86-inl.h.
 
@@ -52,22 +52,6 @@ inline int32_t hsum_i32(__m256i x) {
   __m128i m = _mm_add_epi32(_mm256_castsi256_si128(x), _mm256_extracti128_si256(x, 1));
   m = _mm_add_epi32(m, _mm_unpackhi_epi64(m, m));
   return _mm_cvtsi128_si32(_mm_add_epi32(m, _mm_shuffle_epi32(m, 1)));
-}
-
-// Affine types against Q8_1 activations: d_w d_a Σ q_w q_a per lane, Σ m_w s_a aside.
-template <class Block>
-float dot_affine(const uint8_t* w, const uint8_t* act, int64_t n) {
-  const Block* x = reinterpret_cast<const Block*>(w);
-  const BlockQ8_1* y = reinterpret_cast<const BlockQ8_1*>(act);
-  __m256 acc = _mm256_setzero_ps();
-  float mins = 0.0f;
-  for (int64_t b = 0; b < n / kQK; ++b) {
-    const __m256 d = _mm256_set1_ps(f16(x[b].d) * f16(y[b].d));
-    acc = _mm256_fmadd_ps(
-        d, _mm256_cvtepi32_ps(dot_us8(_mm256_setzero_si256(), codes(x[b]), load256(y[b].qs))), acc);
-    mins += f16(x[b].m) * f16(y[b].s);
-  }
-  return hsum(acc) + mins;
 }
 
 // 16 int16 lanes: the first 8 s0, the last 8 s1 (the scales of two 16-value sub-blocks).
@@ -130,8 +114,8 @@ void install(Kernels& k) {
   k.weight[weight_index(W::kQ4_0)].decode = decode_nibbles<BlockQ4_0, 8>();
   k.weight[weight_index(W::kQ5_0)].decode = decode_nibbles<BlockQ5_0, 16>();
   k.weight[weight_index(W::kIQ4_NL)].decode = decode_iq4_nl;
-  k.weight[weight_index(W::kQ4_1)].decode = {decode_rows<dot_affine<BlockQ4_1>>};
-  k.weight[weight_index(W::kQ5_1)].decode = {decode_rows<dot_affine<BlockQ5_1>>};
+  k.weight[weight_index(W::kQ4_1)].decode = decode_affine<BlockQ4_1>();
+  k.weight[weight_index(W::kQ5_1)].decode = decode_affine<BlockQ5_1>();
   k.weight[weight_index(W::kQ2_K)].decode = {decode_rows<dot_q2_k>};
   k.weight[weight_index(W::kQ3_K)].decode = decode_k<BlockQ3_K, K3Act, KAcc, k3_acts, q3_k_block>();
   k.weight[weight_index(W::kQ4_K)].decode =
