@@ -7,18 +7,15 @@
 // Weight codes as signed bytes in value order, 16 values per step. The integer sums per block or
 // sub-block are those of the scalar twins (weights/decode_scalar.cc), the same products grouped in
 // int32 lanes; only the order of the float sums differs. The products of Q4_0 (which does without
-// subtracting 8 per code), Q5_0, IQ4_NL and Q8_0, 4 blocks at a time, in
+// subtracting 8 per code), Q5_0, IQ4_NL, Q8_0, Q4_1 and Q5_1, 4 blocks at a time, in
 // weights/decode_quads_neon-inl.h.
 
 namespace {
 
 // Σ x y over the 32 values of a block (codes in value order: c[0] values 0..15, c[1] 16..31), in
-// int32 lanes, and as one int.
+// int32 lanes.
 inline int32x4_t dot32_lanes(const int8x16x2_t& c, const int8_t* a) {
   return dot16(dot16(vdupq_n_s32(0), c.val[0], vld1q_s8(a)), c.val[1], vld1q_s8(a + 16));
-}
-inline int32_t dot32(const int8x16x2_t& c, const int8_t* a) {
-  return vaddvq_s32(dot32_lanes(c, a));
 }
 
 // An FP16 scale as a float: fcvt (base ARMv8.0 floating point), equal to f16_to_f32 for every
@@ -63,16 +60,6 @@ inline int8x16x2_t codes(const BlockQ5_1& b) {
     c.val[h] =
         vorrq_s8(c.val[h], vreinterpretq_s8_u8(vandq_u8(bit_bytes(b.qh, h), vdupq_n_u8(0x10))));
   return c;
-}
-
-template <class Block>
-float dot_affine(const uint8_t* w, const uint8_t* act, int64_t n) {
-  const Block* x = reinterpret_cast<const Block*>(w);
-  const BlockQ8_1* y = reinterpret_cast<const BlockQ8_1*>(act);
-  float sum = 0.0f;
-  for (int64_t b = 0; b < n / kQK; ++b)
-    sum += h(x[b].d) * h(y[b].d) * float(dot32(codes(x[b]), y[b].qs)) + h(x[b].m) * h(y[b].s);
-  return sum;
 }
 
 // The K types' sums Σ_s scale_s Σ q a: each sub-block's Σ q a stays in int32 lanes, times its
@@ -260,8 +247,8 @@ void install(Kernels& k) {
   k.weight[weight_index(W::kQ4_0)].decode = decode_quads<BlockQ4_0, 8>();
   k.weight[weight_index(W::kQ5_0)].decode = decode_quads<BlockQ5_0, 0>();
   k.weight[weight_index(W::kIQ4_NL)].decode = decode_quads<BlockIQ4_NL, 0>();
-  k.weight[weight_index(W::kQ4_1)].decode = {decode_rows<dot_affine<BlockQ4_1>>};
-  k.weight[weight_index(W::kQ5_1)].decode = {decode_rows<dot_affine<BlockQ5_1>>};
+  k.weight[weight_index(W::kQ4_1)].decode = decode_affine_quads<BlockQ4_1>();
+  k.weight[weight_index(W::kQ5_1)].decode = decode_affine_quads<BlockQ5_1>();
   k.weight[weight_index(W::kQ2_K)].decode = {decode_rows<dot_q2_k>};
   k.weight[weight_index(W::kQ3_K)].decode = {decode_rows<dot_q3_k>};
   k.weight[weight_index(W::kQ4_K)].decode = {decode_rows<dot_k_affine<BlockQ4_K, false>>};
