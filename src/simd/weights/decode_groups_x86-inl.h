@@ -138,21 +138,24 @@ inline __m128i pair_scales(const Block* x) {
                         short(x[3].d), short(x[5].d), short(x[7].d));
 }
 
-// acc + the products of the 8 blocks at x and group a, lane kPairLane[k] with block k's.
+// Σ u a of the 8 blocks at x and a group's codes (pair order), lane kPairLane[k] with block k's.
 template <class Block>
-inline __m256 nibble_group(const Block* x, const NibbleGroup& a, __m256 acc) {
+inline __m256i pair_sums(const Block* x, const int8_t (*codes)[2][32]) {
   __m256i s[4];
   for (int p = 0; p < 4; ++p) {
     __m256i lo, hi;
     pair_codes(x + 2 * p, lo, hi);
     if constexpr (kSignedCodes<Block>)
-      s[p] =
-          _mm256_add_epi32(dot_s8(lo, load256(a.codes[p][0])), dot_s8(hi, load256(a.codes[p][1])));
-    else s[p] = dot_pairs(lo, load256(a.codes[p][0]), hi, load256(a.codes[p][1]));
+      s[p] = _mm256_add_epi32(dot_s8(lo, load256(codes[p][0])), dot_s8(hi, load256(codes[p][1])));
+    else s[p] = dot_pairs(lo, load256(codes[p][0]), hi, load256(codes[p][1]));
   }
-  const __m256i sums =
-      _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(s[2], s[3]));
-  const __m256i isum = _mm256_add_epi32(sums, load256(a.bias));
+  return _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(s[2], s[3]));
+}
+
+// acc + the products of the 8 blocks at x and group a.
+template <class Block>
+inline __m256 nibble_group(const Block* x, const NibbleGroup& a, __m256 acc) {
+  const __m256i isum = _mm256_add_epi32(pair_sums(x, a.codes), load256(a.bias));
   const __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(pair_scales(x)), _mm256_load_ps(a.d));
   return _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(isum), acc);
 }
@@ -220,14 +223,7 @@ void affine_groups(const BlockQ8_1* y, int64_t nb, AffineGroup* g) {
 
 template <class Block>
 inline __m256 affine_group(const Block* x, const AffineGroup& a, __m256 acc) {
-  __m256i s[4];
-  for (int p = 0; p < 4; ++p) {
-    __m256i lo, hi;
-    pair_codes(x + 2 * p, lo, hi);
-    s[p] = dot_pairs(lo, load256(a.codes[p][0]), hi, load256(a.codes[p][1]));
-  }
-  const __m256i sums =
-      _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(s[2], s[3]));
+  const __m256i sums = pair_sums(x, a.codes);
   const __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(pair_scales(x)), _mm256_load_ps(a.d));
   const __m128i m = _mm_setr_epi16(short(x[0].m), short(x[2].m), short(x[4].m), short(x[6].m),
                                    short(x[1].m), short(x[3].m), short(x[5].m), short(x[7].m));
