@@ -103,6 +103,7 @@ int finish(const char* name, int code) {
 
 int main(int argc, char** argv) {
   kvrt::cli::reserve_standard_fds();
+  kvrt::cli::buffer_stdout();
   if (argc < 2) {
     print_usage(stderr);
     return kvrt::cli::kExitUsage;

@@ -21,6 +21,11 @@ void reserve_standard_fds() {
   }
 }
 
+void buffer_stdout() {
+  static char buffer[size_t(1) << 20];  // glibc takes a size only with a buffer
+  if (!isatty(STDOUT_FILENO)) std::setvbuf(stdout, buffer, _IOFBF, sizeof buffer);
+}
+
 void write_stdout(std::string_view text) {
   errno = 0;
   if (std::fwrite(text.data(), 1, text.size(), stdout) == text.size() && std::fflush(stdout) == 0)

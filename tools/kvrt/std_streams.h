@@ -12,6 +12,11 @@ namespace kvrt::cli {
 // so every use of them fails instead of reading or writing another file.
 void reserve_standard_fds();
 
+// Gives stdout, where it is not a terminal, a buffer of 1 MiB: a command's printed text then meets
+// the descriptor in close_stdout's flush (or write_stdout's), which sees the errno of a failing
+// write; glibc keeps none of a write that failed inside printf, once the default 4 KiB filled.
+void buffer_stdout();
+
 // Writes `text` to stdout and flushes it (streamed output); kvrt::Error(kResource) when it cannot
 // be written, so generation stops instead of running on into the void.
 void write_stdout(std::string_view text);
