@@ -122,11 +122,13 @@ inline __m256i dot_pairs(__m256i u0, __m256i s0, __m256i u1, __m256i s1) {
 #endif
 }
 
-// The f16 scales of blocks 0, 2, 4, 6, 1, 3, 5, 7 at x (each block's first 2 bytes).
+// An f16 field (the scale d, or Q4_1's and Q5_1's min m) of blocks 0, 2, 4, 6, 1, 3, 5, 7 at x.
 template <class Block>
-inline __m128i pair_scales(const Block* x) {
+inline __m128i pair_halves(const Block* x, uint16_t Block::*field) {
 #if defined(__AVX512BW__)
-  if constexpr (sizeof(Block) == 18) {  // from the first 128 bytes (block k's at word 9k)
+  // 18-byte blocks (Q4_0, IQ4_NL) have one such field, d, their first 2 bytes: from the first
+  // 128 bytes (block k's at word 9k)
+  if constexpr (sizeof(Block) == 18) {
     const __m512i idx = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
                                          0, 0, 0, 0, 63, 45, 27, 9, 54, 36, 18, 0);
     const __m512i words = _mm512_permutex2var_epi16(
@@ -134,8 +136,9 @@ inline __m128i pair_scales(const Block* x) {
     return _mm512_castsi512_si128(words);
   }
 #endif
-  return _mm_setr_epi16(short(x[0].d), short(x[2].d), short(x[4].d), short(x[6].d), short(x[1].d),
-                        short(x[3].d), short(x[5].d), short(x[7].d));
+  return _mm_setr_epi16(short(x[0].*field), short(x[2].*field), short(x[4].*field),
+                        short(x[6].*field), short(x[1].*field), short(x[3].*field),
+                        short(x[5].*field), short(x[7].*field));
 }
 
 // Σ u a of the 8 blocks at x and a group's codes (pair order), lane kPairLane[k] with block k's.
@@ -156,7 +159,7 @@ inline __m256i pair_sums(const Block* x, const int8_t (*codes)[2][32]) {
 template <class Block>
 inline __m256 nibble_group(const Block* x, const NibbleGroup& a, __m256 acc) {
   const __m256i isum = _mm256_add_epi32(pair_sums(x, a.codes), load256(a.bias));
-  const __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(pair_scales(x)), _mm256_load_ps(a.d));
+  const __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(pair_halves(x, &Block::d)), _mm256_load_ps(a.d));
   return _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(isum), acc);
 }
 
@@ -224,11 +227,9 @@ void affine_groups(const BlockQ8_1* y, int64_t nb, AffineGroup* g) {
 template <class Block>
 inline __m256 affine_group(const Block* x, const AffineGroup& a, __m256 acc) {
   const __m256i sums = pair_sums(x, a.codes);
-  const __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(pair_scales(x)), _mm256_load_ps(a.d));
-  const __m128i m = _mm_setr_epi16(short(x[0].m), short(x[2].m), short(x[4].m), short(x[6].m),
-                                   short(x[1].m), short(x[3].m), short(x[5].m), short(x[7].m));
+  const __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(pair_halves(x, &Block::d)), _mm256_load_ps(a.d));
   acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sums), acc);
-  return _mm256_fmadd_ps(_mm256_cvtph_ps(m), _mm256_load_ps(a.s), acc);
+  return _mm256_fmadd_ps(_mm256_cvtph_ps(pair_halves(x, &Block::m)), _mm256_load_ps(a.s), acc);
 }
 
 template <class Block>
