@@ -37,16 +37,19 @@ void quads(const BlockQ8_0* y, int64_t nb, Quad* q) {
   }
 }
 
+// Σ q a of blocks x[k] (codes()) and the 32 activation codes at a + k a_stride, in lane k < 4.
+template <class Block>
+inline int32x4_t block_sums(const Block* x, const int8_t* a, size_t a_stride) {
+  int32x4_t s[4];
+  for (int k = 0; k < 4; ++k) s[k] = dot32_lanes(codes(x[k]), a + k * a_stride);
+  return vpaddq_s32(vpaddq_s32(s[0], s[1]), vpaddq_s32(s[2], s[3]));
+}
+
 // Σ q a of blocks x[k], y[k] in lane k < 4.
 template <class Block>
 inline int32x4_t quad_sums(const Block* x, const BlockQ8_0* y) {
-  if constexpr (std::is_same_v<Block, BlockQ4_0>) {
-    return q4_sums(x, y);
-  } else {
-    int32x4_t s[4];
-    for (int k = 0; k < 4; ++k) s[k] = dot32_lanes(codes(x[k]), y[k].qs);
-    return vpaddq_s32(vpaddq_s32(s[0], s[1]), vpaddq_s32(s[2], s[3]));
-  }
+  if constexpr (std::is_same_v<Block, BlockQ4_0>) return q4_sums(x, y);
+  else return block_sums(x, y[0].qs, sizeof(BlockQ8_0));
 }
 
 // The f16 field (scale or min) of the 4 blocks at x as f32.
@@ -111,9 +114,7 @@ void affine_quads(const BlockQ8_1* y, int64_t nb, AffineQuad* q) {
 
 template <class Block>
 inline float32x4_t quad_step(const Block* x, const AffineQuad& quad, float32x4_t acc) {
-  int32x4_t s[4];
-  for (int k = 0; k < 4; ++k) s[k] = dot32_lanes(codes(x[k]), quad.qs[k]);
-  const int32x4_t isum = vpaddq_s32(vpaddq_s32(s[0], s[1]), vpaddq_s32(s[2], s[3]));
+  const int32x4_t isum = block_sums(x, quad.qs[0], kQK);
   const float32x4_t d = vmulq_f32(f16x4(x, &Block::d), vld1q_f32(quad.d));
   acc = vfmaq_f32(acc, d, vcvtq_f32_s32(isum));
   return vfmaq_f32(acc, f16x4(x, &Block::m), vld1q_f32(quad.s));
