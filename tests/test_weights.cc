@@ -2,6 +2,8 @@
 // tied output matrices work, and models with a missing key or an unsupported type are refused
 // with a sentence naming the key or tensor.
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -82,6 +84,24 @@ void rewrite_stories(const std::string& path, const std::string& drop,
   }
   w.write(path);
 }
+
+// Pages of [p, p + n) present in this process's page tables (/proc/self/pagemap, bit 63).
+size_t present_pages(const void* p, size_t n) {
+  const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  const int fd = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  size_t present = 0;
+  for (uintptr_t i = uintptr_t(p) / page; i <= (uintptr_t(p) + n - 1) / page; ++i) {
+    uint64_t entry = 0;
+    const ssize_t got = ::pread(fd, &entry, sizeof entry, off_t(i * sizeof entry));
+    CHECK(got == ssize_t(sizeof entry));
+    present += size_t(entry >> 63);
+  }
+  ::close(fd);
+  return present;
+}
+
+size_t pages_of(size_t n) { return n / size_t(::sysconf(_SC_PAGESIZE)); }
 
 // Overwrites n bytes of tensor `name`, at byte_in_tensor of its data, in the file at `path`.
 void patch_tensor(const std::string& path, const std::string& name, int64_t byte_in_tensor,
@@ -207,6 +227,25 @@ TEST_CASE("a tied output matrix reuses token_embd") {
   CHECK(logits_of(tmp / "tied.gguf").size() == 8 * size_t(m.config().n_vocab));
 }
 
+TEST_CASE("an untied token_embd leaves resident memory once checked; a token maps its row again") {
+  test::TempDir tmp;
+  synth::write_synth_model(small_config(simd::WeightType::kF32), tmp / "untied.gguf");
+  model::Model m(tmp / "untied.gguf");
+  const model::Weights& w = m.weights();
+  const size_t embd_bytes = size_t(w.token_embd.n_out) * w.token_embd.row_bytes(),
+               output_bytes = size_t(w.output.n_out) * w.output.row_bytes();
+  REQUIRE(pages_of(embd_bytes) >= 8);
+  CHECK(present_pages(w.token_embd.data, embd_bytes) <= 2);  // the pages it shares, at most
+  CHECK(present_pages(w.output.data, output_bytes) >= pages_of(output_bytes));  // read each step
+
+  std::vector<float> row(size_t(w.token_embd.n_in));
+  w.embedding(300, row.data());
+  const io::GgufFile file(tmp / "untied.gguf");
+  const float* stored = reinterpret_cast<const float*>(file.find_tensor("token_embd.weight")->data);
+  CHECK(std::memcmp(row.data(), stored + 300 * row.size(), row.size() * sizeof(float)) == 0);
+  CHECK(present_pages(w.token_embd.row(300), w.token_embd.row_bytes()) >= 1);
+}
+
 TEST_CASE("a model without a required key is refused naming the key") {
   test::TempDir tmp;
   rewrite_stories(tmp / "no_blocks.gguf", "llama.block_count", nullptr);
@@ -280,6 +319,9 @@ TEST_CASE("tensors misaligned by general.alignment = 1 are copied aligned, with 
   }
   for (const void* p : pointers) CHECK(reinterpret_cast<uintptr_t>(p) % alignof(float) == 0);
   CHECK(w.bytes_converted() > 0);  // the copies
+  const io::GgufTensor& embd = *m.file().find_tensor("token_embd.weight");
+  REQUIRE(pages_of(embd.n_bytes) >= 8);
+  CHECK(present_pages(embd.data, embd.n_bytes) <= 2);  // the map's pages, once copied
   CHECK(logits_of(path) == logits_of(tmp / "aligned.gguf"));
 }
 

@@ -69,6 +69,9 @@ class GgufFile {
 
   const GgufValue* find(std::string_view key) const;
   const GgufTensor* find_tensor(std::string_view name) const;
+  // Drops the resident pages of a tensor kvrt has copied or reads only a row at a time
+  // (MmapFile::release).
+  void release(const GgufTensor& t) const { file_->release(t.data, t.n_bytes); }
 
   // Typed getters: a missing key or a wrong type is an Error naming file and key.
   std::string_view get_string(std::string_view key) const;

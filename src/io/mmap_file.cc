@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -22,6 +23,14 @@ MmapFile::MmapFile(const std::string& path) : path_(path) {
   const int err = errno;
   if (p == MAP_FAILED) throw Error("cannot map '" + path + "': " + std::strerror(err));
   data_ = static_cast<const uint8_t*>(p);
+}
+
+void MmapFile::release(const uint8_t* p, size_t n) const {
+  const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (uintptr_t(p) + page - 1) / page * page,
+                  end = (uintptr_t(p) + n) / page * page;
+  // Advice only: should the kernel refuse it, the pages stay resident and nothing else changes.
+  if (begin < end) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 MmapFile::~MmapFile() {

@@ -18,6 +18,10 @@ class MmapFile {
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
 
+  // Drops this process's copy of the whole pages inside [p, p + n) of the map: they stop counting
+  // as its resident memory, and a later read maps them again from the page cache.
+  void release(const uint8_t* p, size_t n) const;
+
  private:
   std::string path_;
   const uint8_t* data_ = nullptr;

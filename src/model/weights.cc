@@ -64,7 +64,7 @@ const float*& layer_vector(LayerWeights& l, TensorRole role) {
 
 }  // namespace
 
-const uint8_t* Weights::aligned_data(const io::GgufTensor& t) {
+const uint8_t* Weights::aligned_data(const io::GgufFile& file, const io::GgufTensor& t) {
   const int64_t alignment = simd::weight_type_traits(t.type).alignment();
   if (reinterpret_cast<uintptr_t>(t.data) % uintptr_t(alignment) == 0) {
     bytes_mapped_ += t.n_bytes;
@@ -72,6 +72,7 @@ const uint8_t* Weights::aligned_data(const io::GgufTensor& t) {
   }
   owned_.push_back(std::make_unique<float[]>((t.n_bytes + sizeof(float) - 1) / sizeof(float)));
   std::memcpy(owned_.back().get(), t.data, t.n_bytes);
+  file.release(t);
   bytes_converted_ += t.n_bytes;
   return reinterpret_cast<const uint8_t*>(owned_.back().get());
 }
@@ -79,9 +80,11 @@ const uint8_t* Weights::aligned_data(const io::GgufTensor& t) {
 const float* Weights::load_vector(const io::GgufFile& file, const io::GgufTensor& t) {
   const simd::WeightTypeTraits& type = computable_type(file, t);
   check_finite(file, t, type);
-  if (t.type == simd::WeightType::kF32) return reinterpret_cast<const float*>(aligned_data(t));
+  if (t.type == simd::WeightType::kF32)
+    return reinterpret_cast<const float*>(aligned_data(file, t));
   owned_.push_back(std::make_unique<float[]>(size_t(t.n_elements)));  // [n_elements]
   type.to_float_ref(t.data, t.n_elements, owned_.back().get());
+  file.release(t);
   bytes_converted_ += size_t(t.n_elements) * sizeof(float);
   return owned_.back().get();
 }
@@ -89,7 +92,7 @@ const float* Weights::load_vector(const io::GgufFile& file, const io::GgufTensor
 // A matrix in its stored type, in place from the map where aligned.
 ops::WeightMatrix Weights::load_matrix(const io::GgufFile& file, const io::GgufTensor& t) {
   check_finite(file, t, computable_type(file, t));
-  return {aligned_data(t), t.type, t.dims[1], t.dims[0]};
+  return {aligned_data(file, t), t.type, t.dims[1], t.dims[0]};
 }
 
 void Weights::load_layer(const io::GgufFile& file, const ModelConfig& c, const RoleTensors& roles,
@@ -139,10 +142,14 @@ void Weights::embedding(int32_t token, float* out) const {
 
 Weights::Weights(const io::GgufFile& file, const ModelConfig& c) {
   const BoundTensors b = bind_tensors(file, c);
-  token_embd = load_matrix(file, *b.model[size_t(TensorRole::kTokenEmbd)]);
+  const io::GgufTensor& embd = *b.model[size_t(TensorRole::kTokenEmbd)];
+  token_embd = load_matrix(file, embd);
   output_norm = load_vector(file, *b.model[size_t(TensorRole::kOutputNorm)]);
   const io::GgufTensor* out = b.model[size_t(TensorRole::kOutput)];
   output = out ? load_matrix(file, *out) : token_embd;
+  // Read a row per token when not the output too: only the prompt's rows need be resident, not
+  // the pages the load's scan for NaN and infinities touched (a 128k-token vocabulary is 1 GB).
+  if (out) file.release(embd);
   rope_freqs = load_rope_factors(file, b.model[size_t(TensorRole::kRopeFreqs)]);
   rope_factors_short = load_rope_factors(file, b.model[size_t(TensorRole::kRopeFactorsShort)]);
   rope_factors_long = load_rope_factors(file, b.model[size_t(TensorRole::kRopeFactorsLong)]);

@@ -66,8 +66,8 @@ class Weights {
   }  // FP32 copies and aligned copies owned here
 
  private:
-  const uint8_t* aligned_data(
-      const io::GgufTensor& t);  // t's data, copied if misaligned for its type
+  // t's data, copied if misaligned for its type (then the file's pages are released).
+  const uint8_t* aligned_data(const io::GgufFile& file, const io::GgufTensor& t);
   const float* load_vector(const io::GgufFile& file, const io::GgufTensor& t);
   const float* load_rope_factors(const io::GgufFile& file,
                                  const io::GgufTensor* t);  // null t: null
