@@ -293,29 +293,37 @@ void quantize_row_q4n(const float* x, int n, int group, uint8_t* row) {
   }
 }
 
-template <class A>
-void swiglu_impl(float* gate, const float* up, int64_t n) {
+// act(gate[i]) · up[i] for n values by vector arithmetic `step`, the tail too (padded): a value's
+// result does not depend on where it sits, so a product cut into blocks of columns gives the
+// values of the whole.
+template <class A, class Step>
+void gated_values(float* gate, const float* up, int64_t n, Step&& step) {
   constexpr int l = kLanes<A>;
   int64_t i = 0;
-  for (; i + l <= n; i += l) {
-    const Vec<A> g = Vec<A>::load_unaligned(gate + i);
-    (divide<A>(g, Vec<A>(1.0f) + xsimd::exp(-g)) * Vec<A>::load_unaligned(up + i))
+  for (; i + l <= n; i += l)
+    step(Vec<A>::load_unaligned(gate + i), Vec<A>::load_unaligned(up + i))
         .store_unaligned(gate + i);
-  }
-  scalar::swiglu(gate + i, up + i, n - i);
+  if (i == n) return;
+  alignas(64) float g[l] = {}, u[l] = {};
+  std::copy(gate + i, gate + n, g);
+  std::copy(up + i, up + n, u);
+  step(Vec<A>::load_aligned(g), Vec<A>::load_aligned(u)).store_aligned(g);
+  std::copy(g, g + (n - i), gate + i);
+}
+
+template <class A>
+void swiglu_impl(float* gate, const float* up, int64_t n) {
+  gated_values<A>(gate, up, n, [](Vec<A> g, Vec<A> u) {
+    return divide<A>(g, Vec<A>(1.0f) + xsimd::exp(-g)) * u;
+  });
 }
 
 template <class A>
 void geglu_impl(float* gate, const float* up, int64_t n) {
-  constexpr int l = kLanes<A>;
   const Vec<A> c(scalar::kGeluSqrt2OverPi), k(scalar::kGeluCoef), half(0.5f), one(1.0f);
-  int64_t i = 0;
-  for (; i + l <= n; i += l) {
-    const Vec<A> x = Vec<A>::load_unaligned(gate + i);
-    const Vec<A> t = xsimd::tanh(c * x * xsimd::fma(k * x, x, one));
-    (half * x * (one + t) * Vec<A>::load_unaligned(up + i)).store_unaligned(gate + i);
-  }
-  scalar::geglu(gate + i, up + i, n - i);
+  gated_values<A>(gate, up, n, [&](Vec<A> x, Vec<A> u) {
+    return half * x * (one + xsimd::tanh(c * x * xsimd::fma(k * x, x, one))) * u;
+  });
 }
 
 template <class A>
