@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/error.h"
 #include "kvrt_config.h"
 #include "matmul_problem.h"
 #include "quant_types.h"
@@ -158,5 +159,62 @@ TEST_CASE(
     std::vector<float> y(size_t(p.m * p.n_out), std::nanf(""));  // every output must be written
     mm.run(p.x.data(), p.m, WeightMatrix{packed.data(), type, p.n_out, p.n_in}, y.data());
     check_against_reference(p, y);
+  }
+}
+
+TEST_CASE("matmul: a group of products and the gated pair give each product's own outputs") {
+  // Group members share x's quantized rows when their types share an activation format and
+  // layout (Q4_K beside Q6_K), else run one by one (Q4_0, Q8_1-fed Q4_1, F16); F32 runs on the
+  // blocked tiles; 300 rows reach oneDNN. Every y must equal its product run alone, bit for bit,
+  // and run_glu's the gate of the two run alone (201 columns: a partial block and vector tails).
+  const std::vector<std::vector<WeightType>> sets = {
+      {WeightType::kQ4_K, WeightType::kQ4_K, WeightType::kQ6_K},
+      {WeightType::kQ4_0, WeightType::kQ4_1, WeightType::kF16},
+      {WeightType::kF32, WeightType::kF32}};
+  std::vector<kvrt::ops::MatmulPrecision> precisions = {kvrt::ops::MatmulPrecision::kF32};
+  try {
+    kvrt::ops::require_matmul_precision(kvrt::ops::MatmulPrecision::kBf16);
+    precisions.push_back(kvrt::ops::MatmulPrecision::kBf16);
+  } catch (const kvrt::Error&) {
+    MESSAGE("bf16 products not runnable here: the group runs at f32 only");
+  }
+  const int64_t n_in = 256, n_outs[] = {201, 67, 130};
+  for (kvrt::ops::MatmulPrecision precision : precisions) {
+    Matmul mm(2, precision);
+    for (const std::vector<WeightType>& set : sets) {
+      for (int64_t m : {1, 4, 300}) {
+        std::vector<Problem> problems;
+        for (size_t i = 0; i < set.size(); ++i) {
+          problems.push_back(make_problem(m, n_outs[i], n_in, set[i], uint32_t(40 + i)));
+          problems[i].x = problems[0].x;  // one x for the group
+        }
+        std::vector<std::vector<float>> alone, grouped;
+        std::vector<kvrt::ops::Product> group;
+        std::vector<WeightMatrix> ws;
+        for (const Problem& p : problems) ws.push_back(p.weights());
+        for (size_t i = 0; i < problems.size(); ++i) {
+          alone.push_back(run_problem(mm, problems[i]));
+          grouped.emplace_back(alone.back().size(), std::nanf(""));
+        }
+        for (size_t i = 0; i < problems.size(); ++i) group.push_back({&ws[i], grouped[i].data()});
+        mm.run(problems[0].x.data(), m, group);
+        for (size_t i = 0; i < problems.size(); ++i) {
+          INFO(std::string(kvrt::ops::matmul_precision_name(precision))
+               << " " << std::string(kvrt::simd::weight_type_name(set[i])) << ", m " << m);
+          CHECK(grouped[i] == alone[i]);
+        }
+
+        Problem up = make_problem(m, n_outs[0], n_in, set[0], 50);
+        up.x = problems[0].x;
+        const WeightMatrix w_up = up.weights();
+        std::vector<float> gate = alone[0], up_y = run_problem(mm, up);
+        kvrt::simd::kernels().swiglu(gate.data(), up_y.data(), int64_t(gate.size()));
+        std::vector<float> fused(gate.size(), std::nanf("")), scratch(gate.size());
+        mm.run_glu(problems[0].x.data(), m, ws[0], w_up, kvrt::simd::kernels().swiglu, fused.data(),
+                   scratch.data());
+        INFO("run_glu " << std::string(kvrt::simd::weight_type_name(set[0])) << ", m " << m);
+        CHECK(fused == gate);
+      }
+    }
   }
 }

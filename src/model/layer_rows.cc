@@ -30,13 +30,6 @@ size_t Activations::bytes_allocated() const {
 
 namespace {
 
-// y[n][w.n_out] = xn · Wᵀ (+ bias, where the layer has one).
-void project(ops::Matmul& mm, const float* xn, const ops::WeightMatrix& w, const float* bias, int n,
-             float* y) {
-  mm.run(xn, n, w, y);
-  if (bias) ops::add_bias(y, bias, n, int(w.n_out));
-}
-
 // x += residual_scale * norm(out) (post_norm null: out itself); out [n][d_model].
 void residual(const ModelConfig& c, const float* post_norm, int n, ThreadPool& pool, float* out,
               float* x) {
@@ -58,6 +51,14 @@ void qk_norm(const ModelConfig& c, const float* w, int n, int n_heads, ThreadPoo
   if (c.architecture->qk_norm == QkNorm::kPerHead)
     ops::rms_norm(x, w, n * n_heads, c.head_dim, c.rms_eps, x, pool);
   else ops::rms_norm(x, w, n, n_heads * c.head_dim, c.rms_eps, x, pool);
+}
+
+simd::GluKernel glu_kernel(Activation a) {
+  switch (a) {
+    case Activation::kSilu: return simd::kernels().swiglu;
+    case Activation::kGeluTanh: break;
+  }
+  return simd::kernels().geglu;
 }
 
 }  // namespace
@@ -86,9 +87,11 @@ void qkv_rows(const Model& m, int layer, int n, ops::Matmul& mm, Activations& a)
   const ModelConfig& c = m.config();
   const LayerWeights& lw = m.weights().layers[size_t(layer)];
   const float* in = sublayer_input(c, lw.attn_norm, n, mm.pool(), a);
-  project(mm, in, lw.wq, lw.bq, n, a.q.data());
-  project(mm, in, lw.wk, lw.bk, n, a.k.data());
-  project(mm, in, lw.wv, lw.bv, n, a.v.data());
+  const ops::Product qkv[] = {{&lw.wq, a.q.data()}, {&lw.wk, a.k.data()}, {&lw.wv, a.v.data()}};
+  mm.run(in, n, qkv);
+  const float* bias[] = {lw.bq, lw.bk, lw.bv};
+  for (size_t i = 0; i < 3; ++i)
+    if (bias[i]) ops::add_bias(qkv[i].y, bias[i], n, int(qkv[i].w->n_out));
   if (lw.q_norm) qk_norm(c, lw.q_norm, n, c.n_heads, mm.pool(), a.q.data());
   if (lw.k_norm) qk_norm(c, lw.k_norm, n, c.n_kv_heads, mm.pool(), a.k.data());
 }
@@ -103,16 +106,8 @@ void ffn_rows(const Model& m, int layer, int n, ops::Matmul& mm, Activations& a)
   const ModelConfig& c = m.config();
   const LayerWeights& lw = m.weights().layers[size_t(layer)];
   const float* in = sublayer_input(c, lw.ffn_norm, n, mm.pool(), a);
-  mm.run(in, n, lw.w_gate, a.gate.data());
-  mm.run(in, n, lw.w_up, a.up.data());
-  switch (c.architecture->activation) {
-    case Activation::kSilu:
-      ops::swiglu(a.gate.data(), a.up.data(), int64_t(n) * c.d_ff, mm.pool());
-      break;
-    case Activation::kGeluTanh:
-      ops::geglu(a.gate.data(), a.up.data(), int64_t(n) * c.d_ff, mm.pool());
-      break;
-  }
+  mm.run_glu(in, n, lw.w_gate, lw.w_up, glu_kernel(c.architecture->activation), a.gate.data(),
+             a.up.data());
   mm.run(a.gate.data(), n, lw.w_down, a.xn.data());
   residual(c, lw.post_ffn_norm, n, mm.pool(), a.xn.data(), a.x.data());
 }

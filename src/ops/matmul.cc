@@ -10,6 +10,10 @@
 // At bf16 precision, x is rounded to bf16 once per call and W kWidenRows rows at a time (the type's
 // to_bf16), except W stored as BF16, which oneDNN reads in place.
 //
+// Products of one x (Q, K and V; gate and up) run as a group in one loop of the pool, x rounded or
+// quantized once. On oneDNN, gate and up also apply the FFN's activation a block of columns at a
+// time (run_glu), while the block is in cache, and up's columns are never written out.
+//
 // W is rounded per call rather than once at load: a bf16 copy of the weights would cost 2 bytes
 // per parameter for the life of the model (for an F16 model, as much again as the file; for a
 // 4-bit one, 3.5 times the file), while rounding per call is a small part of a prefill product
@@ -26,6 +30,8 @@
 #include "ops/matmul.h"
 #include "ops/matmul_blocked.h"
 #include "ops/matmul_packed.h"
+#include "ops/row_items.h"
+#include "ops/transformer_ops.h"
 #include "simd/dispatch.h"
 #include "simd/weights/types.h"
 #if KVRT_HAVE_DNNL
@@ -118,6 +124,9 @@ struct Matmul::Impl {
     if (!KVRT_HAVE_DNNL) gemm_name = blocked.name();
   }
 
+  // Whether a product of m rows of x runs on the decode kernels (else on oneDNN, where built).
+  bool decode(int64_t m) const { return rows == MatmulRows::kEachAlone || m <= kDecodeMaxTokens; }
+
 #if KVRT_HAVE_DNNL
   // What one thread of the pool uses for its blocks of W: its own oneDNN GEMM, run on one thread.
   struct ThreadGemm {
@@ -125,27 +134,68 @@ struct Matmul::Impl {
     std::vector<float> widened;    // f32 products: [kWidenRows][n_in]
     std::vector<uint16_t> w_bf16;  // [kWidenRows][n_in]
     std::vector<float> y_block;    // [n_rows][kWidenRows]
+    std::vector<float> y_up;       // [n_rows][kWidenRows]: run_glu's up block
   };
 
-  // y = x · Wᵀ through oneDNN, a block of kWidenRows rows of W per pool item: rows j0..j0+nb of
-  // W give columns j0..j0+nb of y. W other than F32 is widened first.
-  void gemm_f32(const float* x, int64_t m, const WeightMatrix& w, float* y) {
-    const auto to_float =
-        w.type == simd::WeightType::kF32 ? nullptr : weight_kernels(w.type).to_float;
-    pool->run((w.n_out + kWidenRows - 1) / kWidenRows, [&](int64_t block, int t) {
-      ThreadGemm& g = threads[size_t(t)];
-      const int64_t j0 = block * kWidenRows, nb = std::min(kWidenRows, w.n_out - j0);
+  // Calls fn(product, j0, nb, thread's gemm) on the pool for every block of kWidenRows rows of W
+  // of each product of the group: rows j0..j0+nb of W give columns j0..j0+nb of its y.
+  template <class Fn>
+  void for_w_blocks(std::span<const Product> group, Fn&& fn) {
+    GroupItems items;
+    for (const Product& p : group) items.add((p.w->n_out + kWidenRows - 1) / kWidenRows);
+    pool->run(items.total(), [&](int64_t item, int t) {
+      const size_t i = size_t(items.product(item));
+      const int64_t j0 = (item - items.first[i]) * kWidenRows;
+      fn(group[i], j0, std::min(kWidenRows, group[i].w->n_out - j0), threads[size_t(t)]);
+    });
+  }
+
+  // Before the blocks of products of x: at bf16, x rounded once into x_bf16 (on the pool).
+  void prepare(const float* x, int64_t m, std::span<const Product> group) {
+    if (precision != MatmulPrecision::kBf16) return;
+    const int64_t n_in = group[0].w->n_in;
+    for (const Product& p : group)
+      if (p.w->type != simd::WeightType::kBF16 && p.w->type != simd::WeightType::kF32 &&
+          !weight_kernels(p.w->type).to_bf16)
+        throw Error(std::string("matmul bf16: no to_bf16 kernel for ") +
+                        simd::weight_type_traits(p.w->type).name + " weights on the " +
+                        simd::isa_name() + " rung",
+                    ErrorKind::kInternal);
+    const auto to_bf16 = weight_kernels(simd::WeightType::kBF16).from_float;
+    grow(x_bf16, m * n_in);
+    constexpr int64_t kRowsPerItem = 16;
+    pool->run((m + kRowsPerItem - 1) / kRowsPerItem, [&](int64_t item, int) {
+      const int64_t i0 = item * kRowsPerItem, n = std::min(kRowsPerItem, m - i0);
+      to_bf16(x + i0 * n_in, n * n_in, reinterpret_cast<uint8_t*>(x_bf16.data() + i0 * n_in));
+    });
+  }
+
+  // y[m][nb] (dense) = x · (rows j0..j0+nb of W)ᵀ through oneDNN. f32: W other than F32 widened
+  // first (the type's to_float); bf16: x_bf16 by W rounded in one pass (the type's to_bf16; F32
+  // rows through BF16's from_float), W stored as BF16 read in place.
+  void block_product(const float* x, int64_t m, const WeightMatrix& w, int64_t j0, int64_t nb,
+                     ThreadGemm& g, float* y) {
+    if (precision == MatmulPrecision::kF32) {
       const float* rows = reinterpret_cast<const float*>(w.row(j0));
-      if (to_float) {
+      if (w.type != simd::WeightType::kF32) {
         grow(g.widened, nb * w.n_in);
-        to_float(w.row(j0), nb * w.n_in, g.widened.data());
+        weight_kernels(w.type).to_float(w.row(j0), nb * w.n_in, g.widened.data());
         rows = g.widened.data();
       }
-      if (nb == w.n_out) return g.gemm.run(x, m, rows, nb, w.n_in, y, w.n_out);
-      grow(g.y_block, m * nb);
-      g.gemm.run(x, m, rows, nb, w.n_in, g.y_block.data(), nb);
-      copy_columns(g.y_block.data(), m, nb, y + j0, w.n_out);
-    });
+      return g.gemm.run(x, m, rows, nb, w.n_in, y, nb);
+    }
+    const uint16_t* rows = reinterpret_cast<const uint16_t*>(w.row(j0));
+    if (w.type != simd::WeightType::kBF16) {
+      grow(g.w_bf16, nb * w.n_in);
+      if (const auto round = weight_kernels(w.type).to_bf16)
+        round(w.row(j0), nb * w.n_in, g.w_bf16.data());
+      else
+        weight_kernels(simd::WeightType::kBF16)
+            .from_float(reinterpret_cast<const float*>(w.row(j0)), nb * w.n_in,
+                        reinterpret_cast<uint8_t*>(g.w_bf16.data()));
+      rows = g.w_bf16.data();
+    }
+    g.gemm.run_bf16(x_bf16.data(), m, rows, nb, w.n_in, y, nb);
   }
 
   // y_block [m][nb] into columns of y (row stride ldy): oneDNN 2.6 runs its brgemm kernels
@@ -155,39 +205,35 @@ struct Matmul::Impl {
     for (int64_t i = 0; i < m; ++i) std::copy_n(y_block + i * nb, nb, y + i * ldy);
   }
 
-  // The same with x and W rounded to bf16, W in one pass (the type's to_bf16; F32 rows through
-  // BF16's from_float). W stored as BF16 is read in place.
-  void gemm_bf16(const float* x, int64_t m, const WeightMatrix& w, float* y) {
-    const auto to_bf16 = weight_kernels(simd::WeightType::kBF16).from_float;
-    grow(x_bf16, m * w.n_in);
-    constexpr int64_t kRowsPerItem = 16;
-    pool->run((m + kRowsPerItem - 1) / kRowsPerItem, [&](int64_t item, int) {
-      const int64_t i0 = item * kRowsPerItem, n = std::min(kRowsPerItem, m - i0);
-      to_bf16(x + i0 * w.n_in, n * w.n_in, reinterpret_cast<uint8_t*>(x_bf16.data() + i0 * w.n_in));
-    });
-    const bool in_place = w.type == simd::WeightType::kBF16;
-    const auto round = weight_kernels(w.type).to_bf16;
-    if (!in_place && !round && w.type != simd::WeightType::kF32)
-      throw Error(std::string("matmul bf16: no to_bf16 kernel for ") +
-                      simd::weight_type_traits(w.type).name + " weights on the " +
-                      simd::isa_name() + " rung",
-                  ErrorKind::kInternal);
-    pool->run((w.n_out + kWidenRows - 1) / kWidenRows, [&](int64_t block, int t) {
-      ThreadGemm& g = threads[size_t(t)];
-      const int64_t j0 = block * kWidenRows, nb = std::min(kWidenRows, w.n_out - j0);
-      const uint16_t* rows = reinterpret_cast<const uint16_t*>(w.row(j0));
-      if (!in_place) {
-        grow(g.w_bf16, nb * w.n_in);
-        if (round) round(w.row(j0), nb * w.n_in, g.w_bf16.data());
-        else
-          to_bf16(reinterpret_cast<const float*>(w.row(j0)), nb * w.n_in,
-                  reinterpret_cast<uint8_t*>(g.w_bf16.data()));
-        rows = g.w_bf16.data();
-      }
-      if (nb == w.n_out) return g.gemm.run_bf16(x_bf16.data(), m, rows, nb, w.n_in, y, w.n_out);
+  // The block's columns of p.y: written by oneDNN straight into y when they are all of it, else
+  // into the thread's y_block, then copied.
+  void gemm(const float* x, int64_t m, std::span<const Product> group) {
+    prepare(x, m, group);
+    for_w_blocks(group, [&](const Product& p, int64_t j0, int64_t nb, ThreadGemm& g) {
+      if (nb == p.w->n_out) return block_product(x, m, *p.w, j0, nb, g, p.y);
       grow(g.y_block, m * nb);
-      g.gemm.run_bf16(x_bf16.data(), m, rows, nb, w.n_in, g.y_block.data(), nb);
-      copy_columns(g.y_block.data(), m, nb, y + j0, w.n_out);
+      block_product(x, m, *p.w, j0, nb, g, g.y_block.data());
+      copy_columns(g.y_block.data(), m, nb, p.y + j0, p.w->n_out);
+    });
+  }
+
+  // h = glu(x · gateᵀ, x · upᵀ), a block of columns per item: both products of the block, then
+  // glu on them while they are in cache, and only h's columns written.
+  void gemm_glu(const float* x, int64_t m, const WeightMatrix& gate, const WeightMatrix& up,
+                simd::GluKernel glu, float* h) {
+    const Product both[] = {{&gate, h}, {&up, nullptr}};
+    prepare(x, m, both);
+    for_w_blocks(std::span(both, 1), [&](const Product&, int64_t j0, int64_t nb, ThreadGemm& g) {
+      float* y = h;
+      if (nb != gate.n_out) {
+        grow(g.y_block, m * nb);
+        y = g.y_block.data();
+      }
+      grow(g.y_up, m * nb);
+      block_product(x, m, gate, j0, nb, g, y);
+      block_product(x, m, up, j0, nb, g, g.y_up.data());
+      glu(y, g.y_up.data(), m * nb);
+      if (y != h) copy_columns(y, m, nb, h + j0, gate.n_out);
     });
   }
 
@@ -227,29 +273,58 @@ int Matmul::n_threads() const { return impl_->n_threads; }
 ThreadPool& Matmul::pool() const { return *impl_->pool; }
 
 void Matmul::run(const float* x, int64_t m, const WeightMatrix& w, float* y) {
-  const bool decode = impl_->rows == MatmulRows::kEachAlone || m <= kDecodeMaxTokens;
+  const Product p{&w, y};
+  run(x, m, std::span(&p, 1));
+}
+
+void Matmul::run(const float* x, int64_t m, std::span<const Product> group) {
+  KVRT_ASSERT(!group.empty() && group.size() <= kMaxGroup);
+  for (const Product& p : group) KVRT_ASSERT(p.w->n_in == group[0].w->n_in);
+  const bool decode = impl_->decode(m);
 #if KVRT_HAVE_DNNL
   if (!decode) {
-    if (impl_->precision == MatmulPrecision::kBf16) impl_->gemm_bf16(x, m, w, y);
-    else impl_->gemm_f32(x, m, w, y);
+    impl_->gemm(x, m, group);
     impl_->gemm_name = impl_->dnnl_name();
     return;
   }
 #endif
-  if (decode && impl_->packed.handles(w)) {
-    impl_->packed.run(x, m, w, y);
+  const auto packed = [&](const Product& p) { return decode && impl_->packed.handles(*p.w); };
+  if (std::all_of(group.begin(), group.end(), packed)) {
+    impl_->packed.run(x, m, group);
     impl_->gemv_name = impl_->packed.name();
     return;
   }
-  impl_->blocked.run(x, m, w, y);
-  if (decode) impl_->gemv_name = impl_->blocked.name();
+  for (const Product& p : group) {
+    if (packed(p)) {
+      impl_->packed.run(x, m, std::span(&p, 1));
+      impl_->gemv_name = impl_->packed.name();
+      continue;
+    }
+    impl_->blocked.run(x, m, *p.w, p.y);
+    if (decode) impl_->gemv_name = impl_->blocked.name();
+  }
+}
+
+void Matmul::run_glu(const float* x, int64_t m, const WeightMatrix& gate, const WeightMatrix& up,
+                     simd::GluKernel glu, float* gate_y, float* up_y) {
+  KVRT_ASSERT(gate.n_in == up.n_in && gate.n_out == up.n_out);
+#if KVRT_HAVE_DNNL
+  if (!impl_->decode(m)) {
+    impl_->gemm_glu(x, m, gate, up, glu, gate_y);
+    impl_->gemm_name = impl_->dnnl_name();
+    return;
+  }
+#endif
+  const Product both[] = {{&gate, gate_y}, {&up, up_y}};
+  run(x, m, both);
+  ops::glu(glu, gate_y, up_y, m * gate.n_out, *impl_->pool);
 }
 
 size_t Matmul::scratch_bytes(int n_threads, MatmulPrecision precision, const MatmulPlan& plan) {
   size_t bytes = BlockedMatmul::scratch_floats(n_threads, plan.n_in_widened) * sizeof(float);
 #if KVRT_HAVE_DNNL
   const size_t threads = size_t(std::max(1, n_threads));
-  bytes += threads * size_t(plan.n_rows * kWidenRows) * sizeof(float);  // y_block
+  bytes += 2 * threads * size_t(plan.n_rows * kWidenRows) * sizeof(float);  // y_block, y_up
   if (precision == MatmulPrecision::kBf16) {
     bytes += (threads * size_t(kWidenRows * plan.n_in) + size_t(plan.n_rows * plan.n_in)) *
              sizeof(uint16_t);
@@ -267,8 +342,8 @@ size_t Matmul::bytes_allocated() const {
 #if KVRT_HAVE_DNNL
   bytes += impl_->x_bf16.size() * sizeof(uint16_t);
   for (const Impl::ThreadGemm& g : impl_->threads)
-    bytes +=
-        (g.widened.size() + g.y_block.size()) * sizeof(float) + g.w_bf16.size() * sizeof(uint16_t);
+    bytes += (g.widened.size() + g.y_block.size() + g.y_up.size()) * sizeof(float) +
+             g.w_bf16.size() * sizeof(uint16_t);
 #endif
   return bytes + impl_->packed.bytes_allocated();
 }
@@ -282,6 +357,7 @@ void Matmul::reserve(const MatmulPlan& plan) {
   if (bf16) Impl::grow(impl_->x_bf16, plan.n_rows * plan.n_in);
   for (Impl::ThreadGemm& g : impl_->threads) {
     Impl::grow(g.y_block, plan.n_rows * kWidenRows);
+    Impl::grow(g.y_up, plan.n_rows * kWidenRows);
     if (bf16) Impl::grow(g.w_bf16, kWidenRows * plan.n_in);
     else Impl::grow(g.widened, kWidenRows * plan.n_in_widened);
   }

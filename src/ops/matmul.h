@@ -11,12 +11,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/thread_pool.h"
 #include "simd/dispatch.h"
+#include "simd/kernels.h"
 #include "simd/weights/types.h"
 
 namespace kvrt::ops {
@@ -61,6 +63,12 @@ struct WeightMatrix {
   WeightMatrix rows(int64_t first, int64_t n) const { return {row(first), type, n, n_in}; }
 };
 
+// One product of a group that shares x (Q, K and V; gate and up): y[m][w->n_out] = x · w->ᵀ.
+struct Product {
+  const WeightMatrix* w;
+  float* y;
+};
+
 // Which kernels a call runs:
 //   kByCount:   by the number of rows of x (ops/decode_size.h): decode-sized calls on the decode
 //               kernels, larger ones on oneDNN (at the Matmul's precision). A session's products.
@@ -90,6 +98,15 @@ class Matmul {
                   MatmulRows rows = MatmulRows::kByCount);
   ~Matmul();
   void run(const float* x, int64_t m, const WeightMatrix& w, float* y);
+  // The products of one x in one pass of the threads, each y as run() gives it: x is rounded or
+  // quantized once and one join ends them all. At most kMaxGroup, every w of the same n_in.
+  void run(const float* x, int64_t m, std::span<const Product> group);
+  static constexpr size_t kMaxGroup = 3;
+  // A gated FFN's first half: gate_y = glu(x · gateᵀ, x · upᵀ) (gate and up of one n_in and n_out;
+  // up_y is scratch, left undefined). Prefill products run both for a block of columns, then
+  // glu while the block is in cache, and write gate_y's columns only.
+  void run_glu(const float* x, int64_t m, const WeightMatrix& gate, const WeightMatrix& up,
+               simd::GluKernel glu, float* gate_y, float* up_y);
   MatmulPrecision precision() const;
   int n_threads() const;
   ThreadPool& pool() const;  // its threads, for the other parallel loops of the same caller

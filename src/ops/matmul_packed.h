@@ -1,14 +1,15 @@
 // Decode products on W in its stored type (simd/weights/decode.h) for matmul.cc: the rows of x are
-// quantized once per product into the weight type's activation blocks (Q8_0, Q8_1 or Q8_K, by the
-// from_float slot of that format; F16 W takes x's F32 rows as they are) and, for a kernel with a
-// layout of its own, laid out by it, then the pool's threads claim items of contiguous rows of W
-// (ops/row_items.h), each running the type's decode kernel over them: W is read once, packed,
-// straight from the map. The memory of both is allocated by reserve(); run() grows it only for a
-// product larger than reserved.
+// quantized once per product (or group of products) into the weight type's activation blocks (Q8_0,
+// Q8_1 or Q8_K, by the from_float slot of that format; F16 W takes x's F32 rows as they are) and,
+// for a kernel with a layout of its own, laid out by it, then the pool's threads claim items of
+// contiguous rows of W (ops/row_items.h), each running the type's decode kernel over them: W is
+// read once, packed, straight from the map. The memory of both is allocated by reserve(); run()
+// grows it only for a product larger than reserved.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,9 @@ class PackedDecode {
   // Whether run() computes y = x · Wᵀ for W: a weight type with a decode kernel. Each row of y
   // is the same whatever m (every output is a dot product of its own).
   bool handles(const WeightMatrix& w) const;
-  void run(const float* x, int64_t m, const WeightMatrix& w, float* y);
+  // The products of a group (Matmul::run) in one loop of the pool; x is quantized and laid out
+  // once for all of them when their types share the activation format and layout, else once each.
+  void run(const float* x, int64_t m, std::span<const Product> group);
   // The activation rows (blocks and layouts) of products of up to m rows of up to n_in values,
   // allocated now.
   void reserve(int64_t m, int64_t n_in);

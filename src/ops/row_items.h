@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 
 #include "ops/decode_size.h"
@@ -13,6 +14,7 @@
 namespace kvrt::ops {
 
 struct RowItems {
+  RowItems() = default;
   // About kItemBytes of W per item: small enough that a thread that starts late or is
   // descheduled leaves little for the others to wait on, large enough that claiming (one atomic
   // add) and the break in the kernels' read-ahead cost little.
@@ -33,9 +35,27 @@ struct RowItems {
     return std::min(n_units, item * per_item);
   }  // of item, in units
 
-  int64_t n_units;
+  int64_t n_units = 0;
   int64_t per_item = 0;
   int64_t n_items = 0;
+};
+
+// The items of a group of products (Matmul::run) in one loop of the pool: product p's items
+// follow product p - 1's.
+struct GroupItems {
+  void add(int64_t n_items) {
+    first[n + 1] = first[n] + n_items;
+    ++n;
+  }
+  int64_t total() const { return first[n]; }
+  int product(int64_t item) const {  // whose item it is
+    int p = 0;
+    while (item >= first[size_t(p) + 1]) ++p;
+    return p;
+  }
+
+  std::array<int64_t, Matmul::kMaxGroup + 1> first{};  // [product]: its first item; [n]: the total
+  size_t n = 0;
 };
 
 }  // namespace kvrt::ops

@@ -139,26 +139,12 @@ void attention_temperature(float* q, int n_tokens, int width, int pos0, float sc
   }
 }
 
-namespace {
-
-// gate[i] = act(gate[i]) * up[i] by a kernel of the table, in items of the pool of kPerItem values
-// (a multiple of 64, so each value takes the same vector or tail path whatever thread runs it); a
-// decode step's few thousand values are one item, run by the caller.
-void gated(void (*kernel)(float*, const float*, int64_t), float* gate, const float* up, int64_t n,
-           ThreadPool& pool) {
+// In items of kPerItem values; a decode step's few thousand values are one item, run by the
+// caller.
+void glu(simd::GluKernel kernel, float* gate, const float* up, int64_t n, ThreadPool& pool) {
   constexpr int64_t kPerItem = 1 << 14;
   for_items(n, kPerItem, pool,
             [&](int64_t i0, int64_t i1) { kernel(gate + i0, up + i0, i1 - i0); });
-}
-
-}  // namespace
-
-void swiglu(float* gate, const float* up, int64_t n, ThreadPool& pool) {
-  gated(simd::kernels().swiglu, gate, up, n, pool);
-}
-
-void geglu(float* gate, const float* up, int64_t n, ThreadPool& pool) {
-  gated(simd::kernels().geglu, gate, up, n, pool);
 }
 
 void scale(float* x, int64_t n, float s) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/thread_pool.h"
+#include "simd/kernels.h"
 
 namespace kvrt::ops {
 
@@ -64,13 +65,9 @@ void rope(const RopeTable& table, const RopeArgs& args, ThreadPool& pool);
 void attention_temperature(float* q, int n_tokens, int width, int pos0, float scale,
                            int floor_step);
 
-// gate[i] = silu(gate[i]) * up[i] for n values (in place in gate), on the threads of `pool`
-// (whose count does not change the result).
-void swiglu(float* gate, const float* up, int64_t n, ThreadPool& pool);
-
-// gate[i] = gelu(gate[i]) * up[i] for n values, GELU in its tanh approximation (Gemma 2); threads
-// as swiglu.
-void geglu(float* gate, const float* up, int64_t n, ThreadPool& pool);
+// gate[i] = act(gate[i]) * up[i] for n values by `kernel` (simd::Kernels' swiglu or geglu), on
+// the threads of `pool` (whose count does not change the result).
+void glu(simd::GluKernel kernel, float* gate, const float* up, int64_t n, ThreadPool& pool);
 
 // x[i] *= s for n values.
 void scale(float* x, int64_t n, float s);

@@ -27,6 +27,9 @@ struct F32Rows {
 using kv::kAccColumnDims;  // the value-tile kernels take head_dim 8 dims at a time (kv/tiles.h)
 constexpr int kMaxQueries = 8;  // queries per dot/acc call (query heads sharing one kv head)
 
+// An FFN's gated activation: gate[i] = act(gate[i]) · up[i] for n values, in place.
+using GluKernel = void (*)(float* gate, const float* up, int64_t n);
+
 // Queries quantized once per decode step for the integer dot over key tiles (the slot
 // quantize_queries): per query and group of G values q ≈ d * c, int8 codes c (the q8 codec of
 // kv/blocks.h). The minimum term of asymmetric formats uses the exact sum of q.
@@ -220,8 +223,8 @@ struct Kernels {
                            const QueryBuffers& out);
   FormatKernels format[kv::kNumFormats];         // slot = kv::Format; the f32 slot is empty
   float (*exp_sum)(float* x, int n, float max);  // x = exp(x - max) in place; returns the sum
-  void (*swiglu)(float* gate, const float* up, int64_t n);  // gate = silu(gate) · up (the FFN)
-  void (*geglu)(float* gate, const float* up, int64_t n);  // gate = gelu_tanh(gate) · up (Gemma 2)
+  GluKernel swiglu;                              // gate = silu(gate) · up (the FFN)
+  GluKernel geglu;                               // gate = gelu_tanh(gate) · up (Gemma 2)
   void (*hadamard)(float* x, int n);  // orthonormal fast Walsh–Hadamard, n power of two
   void (*gemm)(const GemmArgs&);      // prefill tiles, rows in lanes
   void (*softmax)(const SoftmaxArgs&);
