@@ -7,7 +7,7 @@
 #   tools/peer_bench.sh [options]
 #     --peer DIR        peer-llama.sh's directory (default $PEER_DIR, else peer-llama.sh's own
 #                       default ${TMPDIR:-/tmp}/peer-llama); the tools are in DIR/src/build/bin
-#     --sections LIST   comma-separated, in this order (default weights,kv,arch,state,quality):
+#     --sections LIST   comma-separated, in this order (default weights,kv,arch,state,memory,quality):
 #                       weights  decode at short context, 4096 and 8192 positions and prefill of 512
 #                                tokens for each --types on the realistic synthetic shape
 #                                (synth_model --type f16, quantized by the peer's llama-quantize);
@@ -18,6 +18,8 @@
 #                       arch     decode at short context and 8192 positions on each --arch-model
 #                       state    prompt-cache file sizes: `kvrt run --prompt-cache` per KV setting
 #                                and `llama-completion --prompt-cache` per cache type, same prompt
+#                       memory   peak resident memory of `kvrt run` and `llama-completion` for each
+#                                --types at -c 4096, same prompt, each runtime's default cache
 #                       quality  tools/peer/kv_quality.sh (mean KL to each runtime's FP32 cache) on
 #                                models/canary.gguf and, when ../shared/fixtures is there
 #                                ($KVRT_FIXTURES_DIR), arch/qwen2-hd64.gguf
@@ -38,7 +40,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${KVRT_BUILD:-$root/build}"
 peer="${PEER_DIR:-${TMPDIR:-/tmp}/peer-llama}"
-sections="weights,kv,arch,state,quality"
+sections="weights,kv,arch,state,memory,quality"
 types="F16,Q8_0,Q4_0,Q4_K_M"
 threads="1,2"
 reps=2
@@ -98,9 +100,9 @@ need() {
 for section in ${sections//,/ }; do
   case "$section" in
     weights|kv|arch) need llama-bench llama-quantize ;;
-    state) need llama-completion ;;
+    state|memory) need llama-completion ;;
     quality) need libllama.so ;;
-    *) echo "peer_bench.sh: unknown section '$section' (weights, kv, arch, state, quality)" >&2; exit 2 ;;
+    *) echo "peer_bench.sh: unknown section '$section' (weights, kv, arch, state, memory, quality)" >&2; exit 2 ;;
   esac
 done
 kvrt="$build/tools/kvrt/kvrt"
@@ -210,6 +212,10 @@ for section in ${sections//,/ }; do
       done ;;
     state)
       "$root/tools/peer/state_sizes.sh" "$bin" "$kvrt" "$f16" "${threads%%,*}" "$dir" ;;
+    memory)
+      files=()
+      for type in ${types//,/ }; do files+=("$type=$(weights_file "$type")"); done
+      "$root/tools/peer/resident.sh" "$bin" "$kvrt" "${threads%%,*}" "$dir" "${files[@]}" ;;
     quality)
       quality_models=("$root/models/canary.gguf")
       fixture="${KVRT_FIXTURES_DIR:-$root/../shared/fixtures}/arch/qwen2-hd64.gguf"

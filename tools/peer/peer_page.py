@@ -1,7 +1,8 @@
 """Renders a tools/peer_bench.sh run: prints the tables of kvrt beside llama.cpp (ratios kvrt /
 llama.cpp) and, given a path, writes them as a results page. Reads DIR/steps.tsv (one line per
 measured step: section, model, threads, runtime, what, JSON file, 1-minute load before it, the
-command), the JSON of llama-bench -o json and kvrt bench --json, DIR/peer.txt and DIR/state.tsv.
+command), the JSON of llama-bench -o json and kvrt bench --json, DIR/peer.txt, DIR/state.tsv and
+DIR/resident.tsv.
 Standard library only; nothing here is typed by hand.
    peer_page.py DIR CPU COMMIT [PAGE]"""
 import datetime
@@ -174,6 +175,23 @@ if os.path.exists(state):
                     [[r[0], f"`{r[1]}`", r[2], size(int(r[3])), f"{int(r[3]) / int(r[2]):.0f}",
                       f"{int(r[3]) / int(r[2]) / base:.3f}" if base else "-"] for r in rows]))
 
+resident = os.path.join(src, "resident.tsv")
+if os.path.exists(resident):
+    rows = [l.rstrip("\n").split("\t") for l in open(resident, encoding="utf-8")]
+    kib = {(r[0], r[1], r[2]): int(r[3]) for r in rows}
+    md.append("## Resident memory\n")
+    md.append("Peak resident memory (ru_maxrss) of one generation: `kvrt run` and `llama-completion` at "
+              "`-c 4096` on the same prompt (the first texts of `validation/canary`, about 2,000 tokens), "
+              "8 new tokens, each runtime's default cache (kvrt f32, llama.cpp f16) and kvrt's q8.\n")
+    out = []
+    for t in dict.fromkeys(r[0] for r in rows):
+        llama, k32, k8 = kib.get((t, "llama.cpp", "f16")), kib.get((t, "kvrt", "f32")), kib.get((t, "kvrt", "q8"))
+        out.append([t, size(1024 * k32) if k32 else "-", size(1024 * k8) if k8 else "-",
+                    size(1024 * llama) if llama else "-",
+                    f"{k32 / llama:.3f}" if k32 and llama else "-", f"{k8 / llama:.3f}" if k8 and llama else "-"])
+    md.append(table(["weights", "kvrt f32 cache", "kvrt q8 cache", "llama.cpp f16 cache",
+                     "kvrt f32 / llama.cpp", "kvrt q8 / llama.cpp"], out))
+
 quality = [s for s in steps if s["section"] == "quality"]
 if quality:
     md.append("## KV quality beside llama.cpp's cache types\n")
@@ -193,8 +211,9 @@ md.append("## Commands, in the order run\n")
 md.append("1-minute load average before each. `kvrt bench --settings \"f32;f32;...\"` runs the prefill "
           "once per repeated setting: the first is the warm-up, the others are averaged.\n")
 lines = [f"[{s['load']:.2f}] {s['cmd']}" for s in steps]
-if os.path.exists(state):
-    lines += [r[4] for r in (l.rstrip("\n").split("\t") for l in open(state, encoding="utf-8"))]
+for extra in (state, resident):
+    if os.path.exists(extra):
+        lines += [r[4] for r in (l.rstrip("\n").split("\t") for l in open(extra, encoding="utf-8"))]
 md.append("```\n" + "\n".join(lines) + "\n```\n")
 
 text = "\n".join(md)

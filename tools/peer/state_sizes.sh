@@ -13,16 +13,7 @@ bin="$1" kvrt="$2" model="$3" t="$4" dir="$5"
 work="$dir/state"
 mkdir -p "$work"
 prompt="$work/prompt.txt"
-python3 - "$root/validation/canary/manifest.toml" "$prompt" <<'PY'
-import sys, tomllib
-cases = tomllib.load(open(sys.argv[1], "rb"))["case"]
-text = ""
-for c in cases:  # about 4 characters a token on this vocabulary: 2,000 tokens
-    if len(text) >= 8000:
-        break
-    text += c["text"].strip() + "\n"
-open(sys.argv[2], "w", encoding="utf-8").write(text)
-PY
+python3 "$root/tools/peer/canary_prompt.py" "$root/validation/canary/manifest.toml" "$prompt"
 
 # Tokens held by a state file, from its header (docs/formats/state-file.md; llama.cpp's
 # llama_state_save_file: magic, version, token count).
