@@ -12,6 +12,7 @@
 //   scheduler holds back: the 1-thread rows are the steadier measure of the decode path)
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -23,6 +24,7 @@
 #include "kv/kv_cache.h"
 #include "ops/attention.h"
 #include "simd/dispatch.h"
+#include "stream_read.h"
 
 namespace {
 
@@ -65,16 +67,21 @@ struct Row {
   double stream_gbps;  // streaming read of as many bytes, same threads
 };
 
-// GB/s of a plain read of `bytes` bytes (summing 64-bit words) on `threads` threads: the ceiling a
-// decode step that reads the cache once can reach from the memory level that holds it.
+// GB/s of a plain read of `bytes` bytes (stream_read.h, a contiguous share per thread) on
+// `threads` threads: the ceiling a decode step that reads the cache once can reach from the memory
+// level that holds it.
 double stream_read_gbps(size_t bytes, int threads) {
   std::vector<uint64_t> buf(bytes / sizeof(uint64_t), 1);  // [bytes / 8]
   const size_t n = buf.size();
   volatile uint64_t sink = 0;
   const double sec = best_seconds([&] {
     uint64_t total = 0;
-#pragma omp parallel for num_threads(threads) reduction(+ : total) schedule(static)
-    for (size_t i = 0; i < n; ++i) total += buf[i];
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+    {
+      const size_t share = (n + size_t(omp_get_num_threads()) - 1) / size_t(omp_get_num_threads());
+      const size_t i0 = std::min(n, share * size_t(omp_get_thread_num()));
+      total += kvrt::bench::stream_sum(buf.data() + i0, std::min(n - i0, share));
+    }
     sink = sink + total;
   });
   return static_cast<double>(n * sizeof(uint64_t)) / sec / 1e9;

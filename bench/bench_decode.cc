@@ -22,6 +22,7 @@
 #include "simd/dispatch.h"
 #include "simd/weights/types.h"
 #include "realistic_shape.h"
+#include "stream_read.h"
 
 namespace {
 
@@ -53,7 +54,7 @@ double best_seconds_per_call(F&& f, int windows) {
 
 // One token's decode products on kLayers distinct layers of W in `type` (every matrix its own, as
 // in a model), timed whole: W comes from memory. Prints tok/s, W GB/s and the GB/s of a plain read
-// of as many bytes (summing 64-bit words): what a product that reads W once can reach.
+// of as many bytes (stream_read.h): what a product that reads W once can reach.
 void streamed_token(const WeightTypeTraits& type, kvrt::ops::Matmul& mm, int windows,
                     std::mt19937& rng) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -89,14 +90,9 @@ void streamed_token(const WeightTypeTraits& type, kvrt::ops::Matmul& mm, int win
                             mm.run(x.data(), 1, m, y.data());
                         },
                         1));
-    t_read = std::min(t_read, best_seconds_per_call(
-                                  [&] {
-                                    uint64_t total[4] = {};  // independent sums: not a chain
-                                    for (size_t i = 0; i + 4 <= plain.size(); i += 4)
-                                      for (int u = 0; u < 4; ++u) total[u] += plain[i + u];
-                                    sink = sink + total[0] + total[1] + total[2] + total[3];
-                                  },
-                                  1));
+    t_read = std::min(
+        t_read, best_seconds_per_call(
+                    [&] { sink = sink + kvrt::bench::stream_sum(plain.data(), plain.size()); }, 1));
   }
   const double gbps = double(bytes) / t * 1e-9, stream = double(bytes) / t_read * 1e-9;
   std::printf("%-8s %9.1f %9.2f %12.2f %8.0f%%\n", type.name, 1.0 / t, gbps, stream,
