@@ -53,6 +53,7 @@ void qk_norm(const ModelConfig& c, const float* w, int n, int n_heads, ThreadPoo
   else ops::rms_norm(x, w, n, n_heads * c.head_dim, c.rms_eps, x, pool);
 }
 
+// The kernel of the FFN's gated activation.
 simd::GluKernel glu_kernel(Activation a) {
   switch (a) {
     case Activation::kSilu: return simd::kernels().swiglu;

@@ -144,7 +144,7 @@ struct Matmul::Impl {
     GroupItems items;
     for (const Product& p : group) items.add((p.w->n_out + kWidenRows - 1) / kWidenRows);
     pool->run(items.total(), [&](int64_t item, int t) {
-      const size_t i = size_t(items.product(item));
+      const size_t i = items.product(item);
       const int64_t j0 = (item - items.first[i]) * kWidenRows;
       fn(group[i], j0, std::min(kWidenRows, group[i].w->n_out - j0), threads[size_t(t)]);
     });

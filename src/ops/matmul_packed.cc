@@ -101,7 +101,7 @@ void PackedDecode::run(const float* x, int64_t m, std::span<const Product> group
     items.add(rows[p].n_items);
   }
   pool_->run(items.total(), [&](int64_t item, int) {
-    const size_t p = size_t(items.product(item));
+    const size_t p = items.product(item);
     const WeightMatrix& w = *group[p].w;
     const int64_t i = item - items.first[p], j0 = rows[p].first(i), j1 = rows[p].first(i + 1);
     kernels_->weight[simd::weight_index(w.type)].decode.run({.w = w.row(j0),

@@ -1,10 +1,10 @@
-// Decode products on W in its stored type (simd/weights/decode.h) for matmul.cc: the rows of x are
-// quantized once per product (or group of products) into the weight type's activation blocks (Q8_0,
-// Q8_1 or Q8_K, by the from_float slot of that format; F16 W takes x's F32 rows as they are) and,
-// for a kernel with a layout of its own, laid out by it, then the pool's threads claim items of
-// contiguous rows of W (ops/row_items.h), each running the type's decode kernel over them: W is
-// read once, packed, straight from the map. The memory of both is allocated by reserve(); run()
-// grows it only for a product larger than reserved.
+// Decode products on W in its stored type (simd/weights/decode.h) for matmul.cc: the rows of x
+// are quantized once per product, or group of products, into the weight type's activation blocks
+// (Q8_0, Q8_1 or Q8_K, by the from_float slot of that format; F16 W takes x's F32 rows as they
+// are) and, for a kernel with a layout of its own, laid out by it, then the pool's threads claim
+// items of contiguous rows of W (ops/row_items.h), each running the type's decode kernel over
+// them: W is read once, packed, straight from the map. The memory of both is allocated by
+// reserve(); run() grows it only for a product larger than reserved.
 #pragma once
 
 #include <cstddef>

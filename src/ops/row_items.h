@@ -48,9 +48,9 @@ struct GroupItems {
     ++n;
   }
   int64_t total() const { return first[n]; }
-  int product(int64_t item) const {  // whose item it is
-    int p = 0;
-    while (item >= first[size_t(p) + 1]) ++p;
+  size_t product(int64_t item) const {  // whose item it is
+    size_t p = 0;
+    while (item >= first[p + 1]) ++p;
     return p;
   }
 
