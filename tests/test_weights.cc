@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -227,7 +228,7 @@ TEST_CASE("a tied output matrix reuses token_embd") {
   CHECK(logits_of(tmp / "tied.gguf").size() == 8 * size_t(m.config().n_vocab));
 }
 
-TEST_CASE("an untied token_embd leaves resident memory once checked; a token maps its row again") {
+TEST_CASE("an untied token_embd leaves resident memory once checked; rows are read from the file") {
   test::TempDir tmp;
   synth::write_synth_model(small_config(simd::WeightType::kF32), tmp / "untied.gguf");
   model::Model m(tmp / "untied.gguf");
@@ -238,12 +239,31 @@ TEST_CASE("an untied token_embd leaves resident memory once checked; a token map
   CHECK(present_pages(w.token_embd.data, embd_bytes) <= 2);  // the pages it shares, at most
   CHECK(present_pages(w.output.data, output_bytes) >= pages_of(output_bytes));  // read each step
 
-  std::vector<float> row(size_t(w.token_embd.n_in));
-  w.embedding(300, row.data());
-  const io::GgufFile file(tmp / "untied.gguf");
-  const float* stored = reinterpret_cast<const float*>(file.find_tensor("token_embd.weight")->data);
-  CHECK(std::memcmp(row.data(), stored + 300 * row.size(), row.size() * sizeof(float)) == 0);
-  CHECK(present_pages(w.token_embd.row(300), w.token_embd.row_bytes()) >= 1);
+  std::vector<float> row(size_t(w.token_embd.n_in)), raw(row.size());
+  for (int32_t token : {0, 300, 511}) {
+    w.embedding(token, row.data(), raw.data());
+    const io::GgufFile file(tmp / "untied.gguf");
+    const float* stored =
+        reinterpret_cast<const float*>(file.find_tensor("token_embd.weight")->data);
+    CHECK(std::memcmp(row.data(), stored + size_t(token) * row.size(),
+                      row.size() * sizeof(float)) == 0);
+  }
+  CHECK(present_pages(w.token_embd.data, embd_bytes) <= 2);  // read by pread, not mapped
+}
+
+TEST_CASE("a model file cut short after loading makes a token's row an error, not a crash") {
+  test::TempDir tmp;
+  synth::write_synth_model(small_config(simd::WeightType::kF32), tmp / "untied.gguf");
+  model::Model m(tmp / "untied.gguf");
+  const size_t embd_at = m.file().find_tensor("token_embd.weight")->file_offset;
+  std::filesystem::resize_file(tmp / "untied.gguf", embd_at + 100);
+  std::vector<float> row(size_t(m.weights().token_embd.n_in)), raw(row.size());
+  try {
+    m.weights().embedding(400, row.data(), raw.data());
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("changed after it was loaded") != std::string::npos);
+  }
 }
 
 TEST_CASE("a model without a required key is refused naming the key") {

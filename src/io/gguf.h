@@ -72,6 +72,8 @@ class GgufFile {
   // Drops the resident pages of a tensor kvrt has copied or reads only a row at a time
   // (MmapFile::release).
   void release(const GgufTensor& t) const { file_->release(t.data, t.n_bytes); }
+  // The n bytes at p, inside a tensor's data, read from the file (MmapFile::read).
+  void read(const uint8_t* p, size_t n, void* dst) const { file_->read(p, n, dst); }
 
   // Typed getters: a missing key or a wrong type is an Error naming file and key.
   std::string_view get_string(std::string_view key) const;

@@ -80,7 +80,8 @@ ops::MatmulPlan products_plan(const Model& m, int n_rows) {
 
 void embed_rows(const Model& m, const int32_t* tokens, int n, Activations& a) {
   const ModelConfig& c = m.config();
-  for (int t = 0; t < n; ++t) m.weights().embedding(tokens[t], &a.x[size_t(t) * c.d_model]);
+  for (int t = 0; t < n; ++t)  // xn's row, free until the first norm, holds the raw row
+    m.weights().embedding(tokens[t], &a.x[size_t(t) * c.d_model], &a.xn[size_t(t) * c.d_model]);
   ops::scale(a.x.data(), int64_t(n) * c.d_model, c.embedding_scale);
 }
 

@@ -135,9 +135,13 @@ const float* Weights::rope_factors(int n_ctx, int orig_ctx) const {
   return rope_factors_short ? rope_factors_short : rope_freqs;
 }
 
-void Weights::embedding(int32_t token, float* out) const {
-  simd::kernels().weight[simd::weight_index(token_embd.type)].to_float(token_embd.row(token),
-                                                                       token_embd.n_in, out);
+void Weights::embedding(int32_t token, float* out, void* raw) const {
+  const uint8_t* row = token_embd.row(token);
+  if (embd_file_) {
+    embd_file_->read(row, token_embd.row_bytes(), raw);
+    row = static_cast<const uint8_t*>(raw);
+  }
+  simd::kernels().weight[simd::weight_index(token_embd.type)].to_float(row, token_embd.n_in, out);
 }
 
 Weights::Weights(const io::GgufFile& file, const ModelConfig& c) {
@@ -147,9 +151,13 @@ Weights::Weights(const io::GgufFile& file, const ModelConfig& c) {
   output_norm = load_vector(file, *b.model[size_t(TensorRole::kOutputNorm)]);
   const io::GgufTensor* out = b.model[size_t(TensorRole::kOutput)];
   output = out ? load_matrix(file, *out) : token_embd;
-  // Read a row per token when not the output too: only the prompt's rows need be resident, not
-  // the pages the load's scan for NaN and infinities touched (a 128k-token vocabulary is 1 GB).
-  if (out) file.release(embd);
+  // Read a row per token when not the output too: none of its pages need stay resident after
+  // the load's scan for NaN and infinities (a 128k-token vocabulary is 1 GB), and rows read from
+  // the file keep them out (through the map, the kernel would map 64 KiB around each).
+  if (out) {
+    file.release(embd);
+    if (token_embd.data == embd.data) embd_file_ = &file;
+  }
   rope_freqs = load_rope_factors(file, b.model[size_t(TensorRole::kRopeFreqs)]);
   rope_factors_short = load_rope_factors(file, b.model[size_t(TensorRole::kRopeFactorsShort)]);
   rope_factors_long = load_rope_factors(file, b.model[size_t(TensorRole::kRopeFactorsLong)]);

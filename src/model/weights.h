@@ -56,8 +56,9 @@ class Weights {
   // The divisors a session of n_ctx positions turns its RoPE pairs by (null: none).
   const float* rope_factors(int n_ctx, int orig_ctx) const;
 
-  // out[d_model] = token_embd row `token`, widened to FP32.
-  void embedding(int32_t token, float* out) const;
+  // out[d_model] = token_embd row `token`, widened to FP32; raw: row_bytes() of scratch, where a
+  // row of an untied token_embd is read from the file (its pages stay out of memory).
+  void embedding(int32_t token, float* out, void* raw) const;
   std::vector<LayerWeights> layers;  // [n_layers]
 
   size_t bytes_mapped() const { return bytes_mapped_; }  // used in place from the file
@@ -76,6 +77,7 @@ class Weights {
                   LayerWeights& l);
 
   std::vector<std::unique_ptr<float[]>> owned_;  // FP32 vectors and aligned copies
+  const io::GgufFile* embd_file_ = nullptr;      // token_embd's rows read from it, not the map
   size_t bytes_mapped_ = 0;
   size_t bytes_converted_ = 0;
 };
