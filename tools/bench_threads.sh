@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Do two threads pay, and do they survive a busy neighbour? Runs `kvrt bench` (prefill of N
-# tokens, then decode at that short context) on 1 and 2 threads, on an idle machine and with one
-# busy process beside it (`yes > /dev/null`), interleaved round by round so that drift in the
+# Do two threads pay, and do they survive busy neighbours? Runs `kvrt bench` (prefill of N
+# tokens, then decode at that short context) on 1 and 2 threads, on an idle machine and with busy
+# processes beside it (`yes > /dev/null`, one unless --busy says more), interleaved round by round so that drift in the
 # machine's load hits every cell alike, for one or more kvrt binaries (e.g. main's and a branch's).
 # Prints every run, then per binary and neighbour the ratio of 2 threads to 1 (prefill and decode,
 # each round and their median), with lscpu's model name and the load average before each run.
@@ -12,6 +12,7 @@
 #     --rounds N      rounds of the whole grid (default 3)
 #     --tokens N      prefill tokens and the decode context (default 512)
 #     --decode N      decode steps timed per run (default 64)
+#     --busy N        busy processes beside the busy runs (default 1)
 #     --json DIR      keep every run's kvrt bench JSON in DIR
 #   Env: KVRT_BUILD (default build/).
 set -euo pipefail
@@ -22,6 +23,7 @@ model=""
 rounds=3
 tokens=512
 decode=64
+busy=1
 keep=""
 bins=()
 while (($#)); do
@@ -30,13 +32,14 @@ while (($#)); do
     --rounds) rounds="$2"; shift 2 ;;
     --tokens) tokens="$2"; shift 2 ;;
     --decode) decode="$2"; shift 2 ;;
+    --busy) busy="$2"; shift 2 ;;
     --json) keep="$2"; shift 2 ;;
-    -h|--help) sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "bench_threads.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     *) bins+=("$1"); shift ;;
   esac
 done
-for n in "$rounds" "$tokens" "$decode"; do
+for n in "$rounds" "$tokens" "$decode" "$busy"; do
   [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "bench_threads.sh: '$n' is not a positive count" >&2; exit 2; }
 done
 ((${#bins[@]})) || bins=("$build/tools/kvrt/kvrt")
@@ -53,25 +56,27 @@ fi
 [ -f "$model" ] || { echo "bench_threads.sh: model '$model' is not a file" >&2; exit 2; }
 
 work="$(mktemp -d)"
-neighbour=""
-stop_neighbour() {
-  if [ -n "$neighbour" ]; then
-    kill "$neighbour" 2>/dev/null || true
-    wait "$neighbour" 2>/dev/null || true
-    neighbour=""
-  fi
+neighbours=()
+stop_neighbours() {
+  for p in "${neighbours[@]}"; do
+    kill "$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true
+  done
+  neighbours=()
 }
-trap 'stop_neighbour; rm -rf "$work"' EXIT
+trap 'stop_neighbours; rm -rf "$work"' EXIT
 [ -z "$keep" ] || mkdir -p "$keep"
 
 cpu="$(LC_ALL=C lscpu | sed -n 's/^Model name: *//p' | head -n 1)"
-echo "CPU: ${cpu:-unknown}, $(nproc) cores; model $(basename "$model"); prefill $tokens tokens, decode at $tokens"
+echo "CPU: ${cpu:-unknown}, $(nproc) cores; model $(basename "$model"); prefill $tokens tokens, decode at $tokens; busy: $busy x yes"
 echo "command: KVRT bench -m MODEL -t T --ctx $tokens --prefill-tokens $tokens --decode-tokens $decode --settings f32"
 results="$work/results.tsv"
 for ((r = 1; r <= rounds; r++)); do
   for bi in "${!bins[@]}"; do
     for load in idle busy; do
-      [ "$load" = busy ] && { yes > /dev/null & neighbour=$!; }
+      if [ "$load" = busy ]; then
+        for ((i = 0; i < busy; i++)); do yes > /dev/null & neighbours+=($!); done
+      fi
       # Alternate the order of the thread counts from round to round.
       order="1 2"; ((r % 2)) || order="2 1"
       for t in $order; do
@@ -91,7 +96,7 @@ print("\t".join([r, b, load, t, "%.2f" % s["prefill_tok_s"], "%.2f" % s["decode"
 PY
         tail -n 1 "$results" | awk -F'\t' '{printf "round %s  bin %s  %-4s  -t %s  prefill %8s  decode %7s tok/s  (load %s)\n", $1, $2, $3, $4, $5, $6, $7}'
       done
-      stop_neighbour
+      stop_neighbours
     done
   done
 done
