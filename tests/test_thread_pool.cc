@@ -3,12 +3,14 @@
 // is busy (nested, or from another thread) run inline, an exception reaches the caller after the
 // started items have finished, and a pool whose worker is kept off the CPU still finishes.
 #include <doctest/doctest.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -155,4 +157,105 @@ TEST_CASE("thread pool: a worker that cannot run leaves its items to the caller"
     CHECK(done.load() == kItems);
     CHECK(by_caller.load() == (worker_claimed.load() ? kItems - 1 : kItems));
   }
+}
+
+namespace {
+
+bool same_cpus(const cpu_set_t& a, const cpu_set_t& b) { return CPU_EQUAL(&a, &b); }
+
+// The CPUs the calling thread may run on; none when they cannot be read.
+cpu_set_t own_cpus() {
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  if (sched_getaffinity(0, sizeof cpus, &cpus) != 0) CPU_ZERO(&cpus);
+  return cpus;
+}
+
+int count(const cpu_set_t& cpus) { return CPU_COUNT(&cpus); }
+
+}  // namespace
+
+TEST_CASE("thread pool: a worker held inside an item is brought to the waiting caller's CPU") {
+  const cpu_set_t all = own_cpus();
+  if (count(all) < 2) {
+    MESSAGE("skipped: this process may run on one CPU only");
+    return;
+  }
+  ThreadPool pool(2);
+  bool held = false;
+  for (int rep = 0; rep < 50 && !held; ++rep) {
+    // The worker's first item waits for every other item, then for the caller to pin it to one
+    // CPU (the caller's items take microseconds, so after its 50 us of spinning it counts the
+    // worker as descheduled), and records the CPUs it may run on meanwhile.
+    constexpr int kItems = 64;
+    std::atomic<int> done{0};
+    std::atomic<bool> worker_claimed{false};
+    int pinned_cpus = 0;
+    pool.run(kItems, [&](int64_t, int t) {
+      if (t != 0 && !worker_claimed.exchange(true)) {
+        while (done.load() < kItems - 1) std::this_thread::yield();
+        const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+        do {
+          std::this_thread::sleep_for(std::chrono::microseconds(200));
+          pinned_cpus = count(own_cpus());
+        } while (pinned_cpus != 1 && std::chrono::steady_clock::now() < end);
+      }
+      done.fetch_add(1);
+    });
+    if (!worker_claimed.load()) continue;
+    held = true;
+    CHECK(pinned_cpus == 1);
+    CHECK(pool.stragglers_moved() >= 1);
+    // After the loop the worker may run on every CPU again.
+    bool restored = false, worker_ran = false;
+    for (int again = 0; again < 100 && !worker_ran; ++again) {
+      pool.run(64, [&](int64_t, int t) {
+        if (t != 0 && !worker_ran) {
+          worker_ran = true;
+          restored = same_cpus(own_cpus(), all);
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+      });
+    }
+    if (worker_ran) CHECK(restored);
+  }
+  if (!held) MESSAGE("skipped: the worker never claimed an item");
+}
+
+TEST_CASE("thread pool: a worker placed on the caller's CPU leaves it with its CPUs unchanged") {
+  const cpu_set_t all = own_cpus();
+  if (count(all) < 2) {
+    MESSAGE("skipped: this process may run on one CPU only");
+    return;
+  }
+  ThreadPool pool(2);
+  // The caller stays on one CPU; a worker item moves the worker there (as the scheduler may).
+  const int cpu = sched_getcpu();
+  REQUIRE(cpu >= 0);
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);
+  std::atomic<int> placed{0};
+  std::vector<cpu_set_t> seen;
+  std::mutex seen_lock;
+  for (int rep = 0; rep < 200 && seen.size() < 20; ++rep) {
+    pool.run(16, [&](int64_t, int t) {
+      if (t == 0) {  // slow enough for the worker to join, and off the CPU now and then
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+        return;
+      }
+      {
+        std::lock_guard<std::mutex> lock(seen_lock);
+        seen.push_back(own_cpus());
+      }
+      // Placed on the caller's CPU but allowed on all, for the next loop to find it there.
+      if (sched_setaffinity(0, sizeof one, &one) == 0 && sched_getcpu() == cpu) placed.fetch_add(1);
+      sched_setaffinity(0, sizeof all, &all);
+    });
+  }
+  sched_setaffinity(0, sizeof all, &all);
+  CHECK(placed.load() > 0);
+  // Each time the worker joined a loop it may run on every CPU: leaving kept its own mask.
+  for (const cpu_set_t& s : seen) CHECK(same_cpus(s, all));
 }

@@ -1,5 +1,8 @@
 #include "common/thread_pool.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <chrono>
 #include <string>
 #include <system_error>
@@ -23,20 +26,25 @@ inline void cpu_relax() {
 #endif
 }
 
+using Clock = std::chrono::steady_clock;
+
 // Spins until done() or kSpin has passed; true when done.
 template <class Done>
 bool spin_until(Done done) {
-  const auto end = std::chrono::steady_clock::now() + kSpin;
+  const auto end = Clock::now() + kSpin;
   for (int i = 1;; ++i) {
     if (done()) return true;
     cpu_relax();
-    if (i % 64 == 0 && std::chrono::steady_clock::now() > end) return done();
+    if (i % 64 == 0 && Clock::now() > end) return done();
   }
 }
 
 }  // namespace
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
+ThreadPool::ThreadPool(int n_threads)
+    : n_threads_(n_threads < 1 ? 1 : n_threads), inside_(size_t(n_threads_ - 1)) {
+  cpu_set_t cpus;
+  can_move_ = sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) > 1;
   try {
     workers_.reserve(size_t(n_threads_ - 1));
     for (int t = 1; t < n_threads_; ++t) workers_.emplace_back([this, t] { worker(t); });
@@ -64,17 +72,20 @@ void ThreadPool::fail(std::exception_ptr e) {
   if (failed_.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) error_ = e;
 }
 
-void ThreadPool::claim_items(int thread) {
+int64_t ThreadPool::claim_items(int thread) {
+  int64_t ran = 0;
   while (!failed_.load(std::memory_order_relaxed)) {
     const int64_t item = next_.fetch_add(1, std::memory_order_relaxed);
-    if (item >= n_items_) return;
+    if (item >= n_items_) break;
+    ++ran;
     try {
       fn_(ctx_, item, thread);
     } catch (...) {
       fail(std::current_exception());
-      return;
+      break;
     }
   }
+  return ran;
 }
 
 void ThreadPool::run_items(int64_t n_items, ItemFn fn, void* ctx) {
@@ -91,23 +102,70 @@ void ThreadPool::run_items(int64_t n_items, ItemFn fn, void* ctx) {
   failed_.store(false, std::memory_order_relaxed);
   error_ = nullptr;
   ++loop_;
+  caller_cpu_ = can_move_ ? sched_getcpu() : -1;
   entry_.store(uint64_t(loop_) << 32, std::memory_order_release);  // open: workers may join
   posted_.fetch_add(1, std::memory_order_seq_cst);
   if (sleepers_.load(std::memory_order_seq_cst) > 0) posted_.notify_all();
 
-  claim_items(0);
+  const Clock::time_point opened = Clock::now();
+  const int64_t own = claim_items(0);
+  const Clock::duration own_time = Clock::now() - opened;
   // No item is left to claim: close the loop, then wait only for the workers that joined it.
   const uint32_t joined =
       uint32_t(entry_.fetch_or(kClosed, std::memory_order_acq_rel) & (kClosed - 1));
   if (!spin_until([&] { return left_.load(std::memory_order_acquire) == joined; })) {
+    // A worker still inside an item after longer than the caller took per item is most likely
+    // descheduled, waiting behind another process: bring it to this CPU, idle while the caller
+    // sleeps. (Prefill's items take milliseconds; a worker inside one is left where it runs.)
+    const bool straggling = own > 0 && own_time < kSpin * own;
+    const bool moved = straggling && move_stragglers_here();
     caller_asleep_.store(true, std::memory_order_seq_cst);
     for (uint32_t left; (left = left_.load(std::memory_order_seq_cst)) != joined;)
       left_.wait(left, std::memory_order_seq_cst);
     caller_asleep_.store(false, std::memory_order_relaxed);
+    if (moved) release_stragglers();
   }
   const std::exception_ptr error = failed_.load(std::memory_order_acquire) ? error_ : nullptr;
   busy_.store(false, std::memory_order_release);
   if (error) std::rethrow_exception(error);
+}
+
+bool ThreadPool::move_stragglers_here() {
+  const int cpu = can_move_ ? sched_getcpu() : -1;
+  if (cpu < 0 || cpu >= CPU_SETSIZE) return false;
+  cpu_set_t here;
+  CPU_ZERO(&here);
+  CPU_SET(cpu, &here);
+  bool any = false;
+  for (size_t w = 0; w < workers_.size(); ++w) {
+    Inside& inside = inside_[w];
+    if (!inside.flag.load(std::memory_order_relaxed)) continue;
+    const pthread_t handle = workers_[w].native_handle();
+    inside.moved = pthread_getaffinity_np(handle, sizeof inside.cpus, &inside.cpus) == 0 &&
+                   CPU_ISSET(cpu, &inside.cpus) &&
+                   pthread_setaffinity_np(handle, sizeof here, &here) == 0;
+    if (inside.moved) stragglers_moved_.fetch_add(1, std::memory_order_relaxed);
+    any = any || inside.moved;
+  }
+  return any;
+}
+
+void ThreadPool::release_stragglers() {
+  for (size_t w = 0; w < workers_.size(); ++w) {
+    Inside& inside = inside_[w];
+    if (!inside.moved) continue;
+    pthread_setaffinity_np(workers_[w].native_handle(), sizeof inside.cpus, &inside.cpus);
+    inside.moved = false;
+  }
+}
+
+void ThreadPool::leave_cpu(int cpu) {
+  cpu_set_t mine, others;
+  if (sched_getaffinity(0, sizeof mine, &mine) != 0 || !CPU_ISSET(cpu, &mine)) return;
+  others = mine;
+  CPU_CLR(cpu, &others);
+  if (CPU_COUNT(&others) == 0 || sched_setaffinity(0, sizeof others, &others) != 0) return;
+  sched_setaffinity(0, sizeof mine, &mine);
 }
 
 void ThreadPool::worker(int thread) {
@@ -128,7 +186,13 @@ void ThreadPool::worker(int thread) {
       joined = entry_.compare_exchange_weak(e, e + 1, std::memory_order_acq_rel,
                                             std::memory_order_acquire);
     if (!joined) continue;
+    // On the caller's CPU (moved there as a straggler, or placed there by the scheduler) the
+    // two would take turns: move to another one while the caller waits to run.
+    if (caller_cpu_ >= 0 && sched_getcpu() == caller_cpu_) leave_cpu(caller_cpu_);
+    Inside& inside = inside_[size_t(thread - 1)];
+    inside.flag.store(true, std::memory_order_relaxed);
     claim_items(thread);
+    inside.flag.store(false, std::memory_order_relaxed);
     left_.fetch_add(1, std::memory_order_seq_cst);
     if (caller_asleep_.load(std::memory_order_seq_cst)) left_.notify_one();
   }
