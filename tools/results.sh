@@ -104,8 +104,10 @@ if [ -z "$from" ] && ((only_quality == 0)); then
 fi
 
 mkdir -p "$(dirname "$out")"
-python3 - "$dir" "$out" "$cpu" "$commit" "$readme" <<'PY'
+PYTHONPATH="$root/tools${PYTHONPATH:+:$PYTHONPATH}" python3 - "$dir" "$out" "$cpu" "$commit" "$readme" <<'PY'
 import datetime, json, os, re, sys
+
+from page_md import table, write_page
 
 src, out, cpu, commit, readme = sys.argv[1:6]
 
@@ -150,12 +152,6 @@ def size(n):
         if n >= div:
             return f"{n / div:.1f} {unit}"
     return f"{int(n)} B"
-
-
-def table(head, rows):
-    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
-    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |" for r in rows]
-    return "\n".join(lines) + "\n"
 
 
 cmds = commands()
@@ -279,9 +275,7 @@ if val:
     if val.get("skipped_settings"):
         md.append("Settings skipped: " + "; ".join(val["skipped_settings"]) + ".\n")
 
-with open(out, "w", encoding="utf-8") as f:
-    f.write("\n".join(md))
-print(out)
+write_page("\n".join(md), out, "results.sh")
 
 
 # README's headline: decode speed and KV bytes per setting from kvrt bench, and validate's

@@ -9,14 +9,11 @@ import os
 import statistics
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from page_md import table, write_page  # noqa: E402
+
 src, cpu = sys.argv[1:3]
 page = sys.argv[3] if len(sys.argv) > 3 else ""
-
-
-def table(head, rows):
-    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
-    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
-    return "\n".join(lines) + "\n"
 
 
 run = {}
@@ -136,7 +133,4 @@ out.append(table(head, per_round_rows()))
 text = "\n".join(out)
 print(text)
 if page:
-    os.makedirs(os.path.dirname(os.path.abspath(page)), exist_ok=True)
-    with open(page, "w", encoding="utf-8") as f:
-        f.write(text)
-    print(f"serve_page: wrote {page}", file=sys.stderr)
+    write_page(text, page, "serve_page")

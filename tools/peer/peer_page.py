@@ -10,14 +10,11 @@ import json
 import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from page_md import table, write_page  # noqa: E402
+
 src, cpu, commit = sys.argv[1:4]
 page = sys.argv[4] if len(sys.argv) > 4 else ""
-
-
-def table(head, rows):
-    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
-    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
-    return "\n".join(lines) + "\n"
 
 
 def read_steps():
@@ -219,7 +216,4 @@ md.append("```\n" + "\n".join(lines) + "\n```\n")
 text = "\n".join(md)
 print(text)
 if page:
-    os.makedirs(os.path.dirname(os.path.abspath(page)), exist_ok=True)
-    with open(page, "w", encoding="utf-8") as f:
-        f.write(text)
-    print(page, file=sys.stderr)
+    write_page(text, page, "peer_page")
