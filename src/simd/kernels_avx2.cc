@@ -11,6 +11,7 @@
 #include "common/half.h"
 #include "kv/blocks.h"
 #include "simd/kernels_isa.h"
+#include "simd/prefetch.h"
 #include "simd/kernels_scalar.h"
 
 namespace kvrt::simd::avx2 {

@@ -60,15 +60,6 @@ void matmul_tile(const TileArgs<W>& a) {
   }
 }
 
-// Software prefetch of the kBytes at p (whole lines) 2 KiB ahead: W's rows are one sequential
-// stream, but the hardware prefetchers alone left F16 decode slower (kvrt bench, 1 and 2 threads:
-// 1, 2 and 4 KiB ahead tried, 2 KiB the best, as for the quantized kernels' read_ahead).
-template <int kBytes>
-inline void read_ahead(const uint16_t* p) {
-  for (int l = 0; l < kBytes; l += 64)
-    __builtin_prefetch(reinterpret_cast<const char*>(p) + 2048 + l);
-}
-
 // Outputs of W rows [j0, j1) of a decode call (f16_decode below), 4 rows of x at a time.
 template <class Batch>
 void f16_decode_block(const DecodeArgs& a, int j0, int j1) {

@@ -9,6 +9,7 @@
 
 #include "common/half.h"
 #include "simd/kernels_isa.h"
+#include "simd/prefetch.h"
 #include "simd/kernels_scalar.h"
 
 namespace kvrt::simd::avx512bf16 {
@@ -103,7 +104,7 @@ void f16_to_bf16(const uint8_t* src, int64_t n, uint16_t* dst) {
   const uint16_t* h = reinterpret_cast<const uint16_t*>(src);
   int64_t k = 0;
   for (; k + 32 <= n; k += 32) {
-    __builtin_prefetch(h + k + 1024);
+    read_ahead<64>(h + k);
     for (int64_t j = k; j < k + 32; j += 16) {
       const __m512 v = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + j)));
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + j),

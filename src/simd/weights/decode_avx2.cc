@@ -9,6 +9,7 @@
 
 #include "common/half.h"
 #include "simd/kernels_isa.h"
+#include "simd/prefetch.h"
 #include "simd/weights/blocks.h"
 #include "simd/weights/decode.h"
 #include "simd/weights/decode_lay.h"

@@ -163,14 +163,13 @@ inline __m256 nibble_group(const Block* x, const NibbleGroup& a, __m256 acc) {
   return _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(isum), acc);
 }
 
-// Software prefetch of the lines of a pair of groups (and the line they straddle) 2 KiB past x:
-// the rows of a product are one sequential stream, but the hardware prefetchers alone left decode
-// slower (bench_matmul; 2 KiB was the best of the distances tried, 1 to 8 KiB).
+// Software prefetch of a pair of groups 2 KiB past x (simd/prefetch.h), a line more than their
+// bytes for the line they straddle: the rows of a product are one sequential stream, but the
+// hardware prefetchers alone left decode slower (bench_matmul; 2 KiB was the best of the distances
+// tried, 1 to 8 KiB).
 template <class Block>
-inline void read_ahead(const Block* x) {
-  constexpr int kLines = int(16 * sizeof(Block) + 63) / 64 + 1;
-  const char* p = reinterpret_cast<const char*>(x) + 2048;
-  for (int l = 0; l < kLines; ++l) _mm_prefetch(p + 64 * l, _MM_HINT_T0);
+inline void read_ahead_pair(const Block* x) {
+  read_ahead<16 * sizeof(Block) + 64>(x);
 }
 
 // The driver of the kernels on groups of 8 blocks, whose activation rows are groups (lay_row):
@@ -188,7 +187,7 @@ void decode_groups(const DecodeArgs& a) {
       __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
       int64_t k = 0;
       for (; k + 1 < full; k += 2) {
-        read_ahead(x + 8 * k);
+        read_ahead_pair(x + 8 * k);
         acc0 = step(x + 8 * k, g[k], acc0);
         acc1 = step(x + 8 * (k + 1), g[k + 1], acc1);
       }

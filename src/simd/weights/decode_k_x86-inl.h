@@ -44,9 +44,7 @@ inline __m256i word_of(int lo, int hi) {
 // KiB did alike, bench_decode's cache-resident matrices alike at every distance).
 template <class Block>
 inline void k_read_ahead(const Block* x) {
-  const char* p = reinterpret_cast<const char*>(x) + 8192;
-  for (size_t l = 0; l < sizeof(Block); l += 64) _mm_prefetch(p + l, _MM_HINT_T0);
-  _mm_prefetch(p + sizeof(Block) - 1, _MM_HINT_T0);
+  read_ahead<sizeof(Block), true, 8192>(x);
 }
 
 #if defined(__AVX512VNNI__)

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "simd/kernels_isa.h"
+#include "simd/prefetch.h"
 #include "simd/weights/blocks.h"
 
 namespace kvrt::simd::avx2::codecs {

@@ -66,12 +66,11 @@ inline void widen32(__m256i q, float d, float o, Out* dst) {
   widen32<kSigned, kOffset>(q, ds, os, dst);
 }
 
-// Software prefetch of block b's lines 2 KiB ahead: prefill widens every row of W once per chunk,
-// from DRAM, as the F16 loops (matmul/gemm_tiles-inl.h).
+// Software prefetch of block b's lines 2 KiB ahead (simd/prefetch.h): prefill widens every row of
+// W once per chunk, from DRAM, as the F16 loops (matmul/gemm_tiles-inl.h).
 template <class Block>
-inline void read_ahead(const Block* b) {
-  for (size_t l = 0; l < sizeof(Block); l += 64)
-    _mm_prefetch(reinterpret_cast<const char*>(b) + 2048 + l, _MM_HINT_T0);
+inline void read_block_ahead(const Block* b) {
+  read_ahead<sizeof(Block)>(b);
 }
 
 // Q8_0, Q4_0, Q5_0, IQ4_NL: d * q.
@@ -79,7 +78,7 @@ template <class Block, class Out>
 void widen_symmetric(const uint8_t* src, int64_t n, Out* dst) {
   const Block* b = reinterpret_cast<const Block*>(src);
   for (int64_t i = 0; i < n / kQK; ++i) {
-    read_ahead(b + i);
+    read_block_ahead(b + i);
     widen32<true, Offset::kNone>(codes(b[i]), f16(b[i].d), 0.0f, dst + i * kQK);
   }
 }
@@ -89,7 +88,7 @@ template <class Block, class Out>
 void widen_affine(const uint8_t* src, int64_t n, Out* dst) {
   const Block* b = reinterpret_cast<const Block*>(src);
   for (int64_t i = 0; i < n / kQK; ++i) {
-    read_ahead(b + i);
+    read_block_ahead(b + i);
     widen32<false, Offset::kAdd>(codes(b[i]), f16(b[i].d), f16(b[i].m), dst + i * kQK);
   }
 }
@@ -120,7 +119,7 @@ template <class Out>
 void widen_q2_k(const uint8_t* src, int64_t n, Out* dst) {
   const BlockQ2_K* b = reinterpret_cast<const BlockQ2_K*>(src);
   for (int64_t i = 0; i < n / kQK_K; ++i, dst += kQK_K) {
-    read_ahead(b + i);
+    read_block_ahead(b + i);
     const float d = f16(b[i].d), dmin = f16(b[i].dmin);
     float dl[16], ml[16];
     for (int s = 0; s < 16; ++s) {
@@ -135,7 +134,7 @@ template <class Out>
 void widen_q3_k(const uint8_t* src, int64_t n, Out* dst) {
   const BlockQ3_K* b = reinterpret_cast<const BlockQ3_K*>(src);
   for (int64_t i = 0; i < n / kQK_K; ++i, dst += kQK_K) {
-    read_ahead(b + i);
+    read_block_ahead(b + i);
     const float d = f16(b[i].d);
     float dl[16];
     for (int s = 0; s < 16; ++s) dl[s] = d * float(q3_k_scale(s, b[i].scales) - 32);
@@ -150,7 +149,7 @@ void widen_k_affine(const uint8_t* src, int64_t n, Out* dst) {
   const Block* b = reinterpret_cast<const Block*>(src);
   const __m256i low4 = _mm256_set1_epi8(0xF), one = _mm256_set1_epi8(1);
   for (int64_t i = 0; i < n / kQK_K; ++i) {
-    read_ahead(b + i);
+    read_block_ahead(b + i);
     const float d = f16(b[i].d), dmin = f16(b[i].dmin);
     for (int s = 0; s < 8; ++s, dst += 32) {
       uint8_t sc, m;
@@ -173,7 +172,7 @@ void widen_q6_k(const uint8_t* src, int64_t n, Out* dst) {
   const __m256i low4 = _mm256_set1_epi8(0xF), low2 = _mm256_set1_epi8(3),
                 bias = _mm256_set1_epi8(32);
   for (int64_t i = 0; i < n / kQK_K; ++i) {
-    read_ahead(b + i);
+    read_block_ahead(b + i);
     const float d = f16(b[i].d);
     float dl[16];
     for (int s = 0; s < 16; ++s) dl[s] = d * float(b[i].scales[s]);
