@@ -1,7 +1,8 @@
 // ThreadPool (common/thread_pool.h): every item runs exactly once whatever the pool's size, the
 // thread indices are in range and never shared by two calls at once, calls made while the pool
 // is busy (nested, or from another thread) run inline, an exception reaches the caller after the
-// started items have finished, and a pool whose worker is kept off the CPU still finishes.
+// started items have finished, a pool whose worker is kept off the CPU still finishes, and a worker
+// that straggles or shares the caller's CPU is moved without losing the CPUs it may run on.
 #include <doctest/doctest.h>
 #include <sched.h>
 
