@@ -28,10 +28,10 @@ inline void cpu_relax() {
 
 using Clock = std::chrono::steady_clock;
 
-// Spins until done() or kSpin has passed; true when done.
+// Spins until done() or kSpin has passed since `from`; true when done.
 template <class Done>
-bool spin_until(Done done) {
-  const auto end = Clock::now() + kSpin;
+bool spin_until(Done done, Clock::time_point from) {
+  const auto end = from + kSpin;
   for (int i = 1;; ++i) {
     if (done()) return true;
     cpu_relax();
@@ -109,15 +109,15 @@ void ThreadPool::run_items(int64_t n_items, ItemFn fn, void* ctx) {
 
   const Clock::time_point opened = Clock::now();
   const int64_t own = claim_items(0);
-  const Clock::duration own_time = Clock::now() - opened;
+  const Clock::time_point claimed = Clock::now();
   // No item is left to claim: close the loop, then wait only for the workers that joined it.
   const uint32_t joined =
       uint32_t(entry_.fetch_or(kClosed, std::memory_order_acq_rel) & (kClosed - 1));
-  if (!spin_until([&] { return left_.load(std::memory_order_acquire) == joined; })) {
+  if (!spin_until([&] { return left_.load(std::memory_order_acquire) == joined; }, claimed)) {
     // A worker still inside an item after longer than the caller took per item is most likely
     // descheduled, waiting behind another process: bring it to this CPU, idle while the caller
     // sleeps. (Prefill's items take milliseconds; a worker inside one is left where it runs.)
-    const bool straggling = own > 0 && own_time < kSpin * own;
+    const bool straggling = own > 0 && claimed - opened < kSpin * own;
     const bool moved = straggling && move_stragglers_here();
     caller_asleep_.store(true, std::memory_order_seq_cst);
     for (uint32_t left; (left = left_.load(std::memory_order_seq_cst)) != joined;)
@@ -171,7 +171,8 @@ void ThreadPool::leave_cpu(int cpu) {
 void ThreadPool::worker(int thread) {
   uint32_t seen = 0;  // posted_ when this worker last looked
   for (;;) {
-    if (!spin_until([&] { return posted_.load(std::memory_order_acquire) != seen; })) {
+    if (!spin_until([&] { return posted_.load(std::memory_order_acquire) != seen; },
+                    Clock::now())) {
       sleepers_.fetch_add(1, std::memory_order_seq_cst);
       posted_.wait(seen, std::memory_order_seq_cst);
       sleepers_.fetch_sub(1, std::memory_order_relaxed);
