@@ -4,20 +4,42 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "io/gguf.h"
+#include "model/architecture.h"
 #include "session_check.h"
 #include "test_util.h"
 
 using namespace kvrt;
 
+namespace {
+
+// Whether kvrt runs the fixture's architecture. A fixture of one it does not run yet is named in
+// the output and left out: test_architecture_fixtures owns the list of what must run.
+bool runs_architecture(const std::string& path) {
+  const io::GgufFile f(path);
+  const std::string_view arch = f.get_string("general.architecture");
+  const auto all = model::architectures();
+  return std::any_of(all.begin(), all.end(),
+                     [&](const model::Architecture& a) { return arch == a.name; });
+}
+
+}  // namespace
+
 TEST_CASE("every architecture fixture restores bit for bit, for every KV setting") {
   const std::string dir = test::fixtures_dir() + "/arch";
   std::vector<std::string> paths;
   for (const auto& e : std::filesystem::directory_iterator(dir))
-    if (e.path().extension() == ".gguf") paths.push_back(e.path().string());
+    if (e.path().extension() == ".gguf") {
+      if (runs_architecture(e.path().string())) paths.push_back(e.path().string());
+      else
+        std::fprintf(stderr, "left out (an architecture kvrt does not run): %s\n",
+                     e.path().string().c_str());
+    }
   std::sort(paths.begin(), paths.end());
   REQUIRE(!paths.empty());
   const std::vector<validate::Setting> settings = test::state_settings(test::source_dir());
