@@ -258,7 +258,9 @@ KVRT_EXPORT kvrt_status kvrt_session_bytes_required(const kvrt_model* model,
                                                     uint64_t* out_bytes);
 
 /* Allocates the session for n_ctx positions. When max_memory_bytes is set and the session would
- * need more, fails with KVRT_ERR_MEMORY_CAP before allocating anything. */
+ * need more, fails with KVRT_ERR_MEMORY_CAP before allocating anything. It does not consult a
+ * validation record: check any setting but the baseline first (kvrt_validation_check_setting), as
+ * kvrt_session_create_named and kvrt_session_load do themselves. */
 KVRT_EXPORT kvrt_status kvrt_session_create(const kvrt_model* model,
                                             const kvrt_session_options* options,
                                             kvrt_session** out_session);
