@@ -1,6 +1,7 @@
 // Opening a session through the gate (validate/open_session.h): the gate decides before anything
-// the size of a cache is allocated, in run, chat, serve and the C API; and the setting a record
-// names is the one the session's cache reports.
+// the size of a cache is allocated, in run, chat, serve and the C API; only the exact FP32
+// baseline runs without a record, f32 settings with another field included; bench times any
+// setting; and the setting a record names is the one the session's cache reports.
 #include <doctest/doctest.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -64,6 +65,25 @@ kvrt_session_options options_of(const char* kv, int n_ctx) {
   return o;
 }
 
+std::vector<float> logits_after_prompt(kvrt_model* m, const char* kv) {
+  const kvrt_session_options o = options_of(kv, 64);
+  kvrt_session* s = nullptr;
+  REQUIRE(kvrt_session_create(m, &o, &s) == KVRT_OK);
+  const std::string text = "Once upon a time, there was a little girl";
+  std::vector<int32_t> prompt(64);
+  size_t n_prompt = 0;
+  REQUIRE(kvrt_tokenize(m, text.data(), text.size(), 1, prompt.data(), prompt.size(), &n_prompt) ==
+          KVRT_OK);
+  prompt.resize(n_prompt);
+  REQUIRE(kvrt_session_eval(s, prompt.data(), prompt.size()) == KVRT_OK);
+  const float* logits = nullptr;
+  int32_t n = 0;
+  REQUIRE(kvrt_session_logits(s, &logits, &n) == KVRT_OK);
+  std::vector<float> out(logits, logits + n);
+  kvrt_session_free(s);
+  return out;
+}
+
 // Saves a session of `kv` that evaluated nothing (kvrt_session_create is not gated) to `path`.
 std::string save_state(kvrt_model* m, const char* kv, const std::string& path) {
   const kvrt_session_options o = options_of(kv, 64);
@@ -100,8 +120,10 @@ TEST_CASE("a refused setting allocates no cache: under a memory limit below it, 
   CHECK_MESSAGE(ok.exit_code == 0, ok.err);
   // ...so a refusal made after the cache's allocation would be that allocation failing (exit 4).
   const std::string q4 = "--kv q4 -c " + std::to_string(kHugeCtx) + " ";
-  std::vector<std::string> refused = {"run " + m_arg + q4 + "-p Once -n 4",
-                                      "chat " + m_arg + q4 + "--chat-format chatml < /dev/null"};
+  std::vector<std::string> refused = {
+      "run " + m_arg + q4 + "-p Once -n 4",
+      "run " + m_arg + "--kv f32,rot=1 -c " + std::to_string(kHugeCtx) + " -p Once -n 4",
+      "chat " + m_arg + q4 + "--chat-format chatml < /dev/null"};
   if (has_serve(tmp)) refused.push_back("serve " + m_arg + q4 + "--port 0");
   for (const std::string& args : refused) {
     const auto r = run_limited(args, tmp, kLimitKib);
@@ -129,6 +151,73 @@ TEST_CASE("a refused setting allocates no cache: under a memory limit below it, 
   const std::string load_error = kvrt_last_error();
   REQUIRE(setrlimit(RLIMIT_AS, &old) == 0);
   CHECK_MESSAGE(load == KVRT_ERR_REFUSED, load_error);
+  kvrt_model_free(m);
+  unsetenv("KVRT_STATE_DIR");
+}
+
+TEST_CASE("only the exact baseline runs without a record: f32 with another field is gated") {
+  TempDir tmp;
+  setenv("KVRT_STATE_DIR", (tmp / "state").c_str(), 1);
+  kvrt_model* m = open_stories();
+  // Why: a rotated f32 cache stores other numbers, so its logits are not the baseline's.
+  CHECK(logits_after_prompt(m, "f32,rot=1") != logits_after_prompt(m, "f32"));
+
+  const std::string run = "run -m " + stories() + " -t 1 -c 64 -p Once -n 8 ";
+  const auto base = run_limited(run + "--kv f32", tmp);
+  REQUIRE(base.exit_code == 0);
+  CHECK(base.err.find("validated") == std::string::npos);
+  // The same setting spelled with its default group (8 on stories260K) is the baseline too.
+  const auto same = run_limited(run + "--kv f32,g=8,axis=token,r=0,rot=0", tmp);
+  CHECK(same.exit_code == 0);
+  CHECK(same.out == base.out);
+  for (const char* kv : {"f32,rot=1", "f32,sinks=4", "f32,r=4", "f32,g=4", "f32,axis=channel"}) {
+    INFO(kv);
+    const auto r = run_limited(run + "--kv " + kv, tmp);
+    CHECK(r.exit_code == 3);
+    CHECK(r.err.find("kvrt validate") != std::string::npos);
+    kvrt_kv_config c;
+    REQUIRE(kvrt_kv_config_parse(kv, &c) == KVRT_OK);
+    CHECK(kvrt_validation_check_setting(m, &c, KVRT_MATMUL_F32, 64, nullptr) == KVRT_ERR_REFUSED);
+  }
+  kvrt_kv_config plain;
+  kvrt_kv_config_default(&plain);
+  CHECK(kvrt_validation_check_setting(m, &plain, KVRT_MATMUL_F32, 64, nullptr) == KVRT_OK);
+
+  const std::string chat = "chat -m " + stories() + " -t 1 -c 64 --chat-format chatml ";
+  CHECK(run_limited(chat + "--kv f32 < /dev/null", tmp).exit_code == 0);
+  CHECK(run_limited(chat + "--kv f32,rot=1 < /dev/null", tmp).exit_code == 3);
+  if (has_serve(tmp))
+    CHECK(run_limited("serve -m " + stories() + " -t 1 -c 64 --port 0 --kv f32,rot=1", tmp)
+              .exit_code == 3);
+  // --allow-unvalidated runs it with the warning; bench times it without a record.
+  const auto unvalidated = run_limited(run + "--kv f32,rot=1 --allow-unvalidated", tmp);
+  CHECK(unvalidated.exit_code == 0);
+  CHECK(unvalidated.err.find("warning: KV setting k=f32,v=f32,g=8,axis=token,r=0,rot=1 is not "
+                             "checked") != std::string::npos);
+  const auto bench = run_limited("bench -m " + stories() +
+                                     " -t 1 --ctx 16 --settings 'f32;f32,rot=1' "
+                                     "--prefill-tokens 16 --decode-tokens 1",
+                                 tmp);
+  CHECK_MESSAGE(bench.exit_code == 0, bench.err);
+  CHECK(bench.out.find("f32,rot=1") != std::string::npos);
+
+  // A state saved with f32,rot=1 restores only through the gate.
+  const std::string state = save_state(m, "f32,rot=1", tmp / "rot.state");
+  const kvrt_session_options o = options_of("f32,rot=1", 64);
+  kvrt_session* s = nullptr;
+  CHECK(kvrt_session_load(m, state.c_str(), nullptr, &o, &s) == KVRT_ERR_REFUSED);
+
+  // Validated, it runs like any other setting.
+  const auto v = run_limited(
+      "validate -m " + stories() + " -t 1 -c 64 --kv f32,rot=1 --record " + quote(tmp / "r.toml"),
+      tmp);
+  REQUIRE_MESSAGE(v.exit_code == 0, v.out, v.err);
+  const auto validated = run_limited(run + "--kv f32,rot=1 --record " + quote(tmp / "r.toml"), tmp);
+  CHECK(validated.exit_code == 0);
+  CHECK(validated.err.find("validated for 64 positions") != std::string::npos);
+  const std::string record = tmp / "r.toml";
+  REQUIRE(kvrt_session_load(m, state.c_str(), record.c_str(), &o, &s) == KVRT_OK);
+  kvrt_session_free(s);
   kvrt_model_free(m);
   unsetenv("KVRT_STATE_DIR");
 }

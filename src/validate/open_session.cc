@@ -22,9 +22,12 @@ void choose_setting(const SessionRequest& r, model::SessionOptions& so) {
   so.matmul = n.matmul;
 }
 
-// An f32 cache with f32 products, which needs no record.
-bool is_baseline(const kv::KvConfig& resolved, ops::MatmulPrecision matmul) {
-  return matmul == ops::MatmulPrecision::kF32 && resolved.is_f32();
+// The default f32 cache as this shape resolves it, with f32 products: the setting validate
+// compares every other one with (its lane 0), and so the only one no record has to vouch for.
+bool is_baseline(const kv::KvConfig& resolved, ops::MatmulPrecision matmul,
+                 const kv::CacheShape& shape) {
+  return matmul == ops::MatmulPrecision::kF32 &&
+         resolved.name() == kv::resolve_setting(kv::KvConfig{}, shape).name();
 }
 
 }  // namespace
@@ -40,7 +43,7 @@ Admission admit(const model::Model& model, const SessionRequest& request) {
   const kv::CacheShape shape = model::Session::cache_shape(model, a.session);
   a.session.kv = kv::plan_cache(a.session.kv, shape).setting;
   a.session.n_ctx = shape.n_ctx;
-  if (is_baseline(a.session.kv, a.session.matmul)) return a;
+  if (is_baseline(a.session.kv, a.session.matmul, shape)) return a;
   if (request.allow_unvalidated) {
     a.kind = Admission::Kind::kUnvalidated;
     return a;

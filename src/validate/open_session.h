@@ -2,8 +2,13 @@
 // given, or a name `kvrt tune` wrote into the record), gated (validate/gate.h), and only then is
 // anything allocated. run, chat, serve and bench open their sessions here, and the C API its
 // sessions and its validation checks, so a refused setting costs no cache and every caller
-// applies one rule: an f32 cache with f32 products runs without a record, anything else needs a
-// PASS.
+// applies one rule.
+//
+// The rule: only the baseline runs without a PASS record. The baseline is the setting validate
+// measures every other one against, the default f32 cache as the model resolves it (canonical
+// name k=f32,v=f32,g=G,axis=token,r=0,rot=0, G the model's default group) with f32 products. Any
+// other setting needs a PASS, f32 ones with another field too (rot=1 changes the numbers; the gate
+// does not judge which fields would not).
 #pragma once
 
 #include <functional>

@@ -18,10 +18,10 @@ std::string products(ops::MatmulPrecision matmul) {
 }  // namespace
 
 void GateOptions::add_to(CommandLine& cl) {
-  cl.add_flag(
-      "--allow-unvalidated",
-      "use a compressed KV setting or bf16 products without a PASS record (prints a warning)",
-      &allow_unvalidated);
+  cl.add_flag("--allow-unvalidated",
+              "use a setting other than the FP32 baseline (a compressed KV setting, bf16 products) "
+              "without a PASS record (prints a warning)",
+              &allow_unvalidated);
   cl.add("--record", "PATH",
          "validation record to check (default: the one kvrt validate writes for this model)",
          &record);

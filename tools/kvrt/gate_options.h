@@ -1,8 +1,8 @@
-// The validation gate's flags shared by run, chat and serve: a compressed KV setting or bf16
-// products need a PASS record from `kvrt validate` for this model file, kvrt version, ISA and
-// context length (validate/open_session.h); --allow-unvalidated skips the check and says so on
-// every run; --record names the record to check; --trust accepts only a record signed by that
-// public key (docs/signed-records.md).
+// The validation gate's flags shared by run, chat and serve: any setting but the FP32 baseline
+// (validate/open_session.h) needs a PASS record from `kvrt validate` for this model file, kvrt
+// version, ISA and context length; --allow-unvalidated skips the check and says so on every run;
+// --record names the record to check; --trust accepts only a record signed by that public key
+// (docs/signed-records.md).
 #pragma once
 
 #include <string>
