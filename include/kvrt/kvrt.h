@@ -258,7 +258,9 @@ KVRT_EXPORT kvrt_status kvrt_session_bytes_required(const kvrt_model* model,
                                                     uint64_t* out_bytes);
 
 /* Allocates the session for n_ctx positions. When max_memory_bytes is set and the session would
- * need more, fails with KVRT_ERR_MEMORY_CAP before allocating anything. */
+ * need more, fails with KVRT_ERR_MEMORY_CAP before allocating anything. It does not consult a
+ * validation record: check any setting but the baseline first (kvrt_validation_check_setting), as
+ * kvrt_session_create_named and kvrt_session_load do themselves. */
 KVRT_EXPORT kvrt_status kvrt_session_create(const kvrt_model* model,
                                             const kvrt_session_options* options,
                                             kvrt_session** out_session);
@@ -459,7 +461,11 @@ typedef enum kvrt_verdict {
  * in $KVRT_STATE_DIR, else $XDG_STATE_HOME/kvrt, else ~/.local/state/kvrt) says PASS for `kv` at a
  * validated context of at least n_ctx positions (0 = the model's declared context, as for
  * kvrt_session_options.n_ctx) and still matches the model file, kvrt version, ISA, thresholds file
- * and acceptance set. An all-f32 setting needs no record. Otherwise KVRT_ERR_REFUSED and
+ * and acceptance set. Only the baseline needs no record: f32 keys and values with every other
+ * field as kvrt_kv_config_default leaves it (group 0 or the group it resolves to), with f32
+ * products; f32 with rotate, sinks, residual, another group, the channel axis or per-layer formats
+ * needs a PASS like any compressed setting (rotation changes the numbers, and the gate does not
+ * judge which fields would not). Otherwise KVRT_ERR_REFUSED and
  * kvrt_last_error() says why (no record, another model, edited record, changed thresholds, FAIL,
  * not covered, validated at a shorter context: with the `kvrt validate -c N` that extends it).
  * n_ctx < 0 is KVRT_ERR_INVALID_ARGUMENT. */
@@ -469,7 +475,8 @@ KVRT_EXPORT kvrt_status kvrt_validation_check_ctx(const kvrt_model* model, const
 KVRT_EXPORT kvrt_status kvrt_validation_check(const kvrt_model* model, const kvrt_kv_config* kv,
                                               const char* record_path);
 /* kvrt_validation_check_ctx for `kv` with prefill products at `matmul`: the record must say PASS
- * for that pair. The f32 cache with f32 products needs no record; with BF16 products it does. Pass
+ * for that pair. The baseline (kvrt_kv_config_default with f32 products) needs no record; the same
+ * cache with BF16 products does. Pass
  * a session's options as kvrt_validation_check_setting(model, &o.kv, o.matmul, o.n_ctx, path). */
 KVRT_EXPORT kvrt_status kvrt_validation_check_setting(const kvrt_model* model,
                                                       const kvrt_kv_config* kv,
@@ -482,9 +489,8 @@ KVRT_EXPORT kvrt_status kvrt_validation_check_setting(const kvrt_model* model,
  * record validated once per device class. An unsigned record, one signed by another key, one
  * changed after it was signed or one made for another model file is KVRT_ERR_REFUSED saying why; a
  * missing or malformed key file is KVRT_ERR_INPUT; trusted_key_path NULL or "" is
- * KVRT_ERR_INVALID_ARGUMENT. The key file is read even for the f32 cache with f32 products, which
- * needs no record. (Any record whose signature does not verify is refused by every check, trusted
- * or not.) */
+ * KVRT_ERR_INVALID_ARGUMENT. The key file is read even for the baseline, which needs no record.
+ * (Any record whose signature does not verify is refused by every check, trusted or not.) */
 KVRT_EXPORT kvrt_status kvrt_validation_check_trusted(const kvrt_model* model,
                                                       const kvrt_kv_config* kv,
                                                       kvrt_matmul_precision matmul, int32_t n_ctx,
@@ -614,7 +620,7 @@ KVRT_EXPORT kvrt_status kvrt_session_save(const kvrt_session* session, const cha
 
 /* Opens a session from a state file with the file's KV setting and matmul precision (options->kv
  * and options->matmul are ignored; kvrt_session_get_info names the setting), through the gate of
- * kvrt_session_create_named: a compressed setting (or bf16 products) needs a PASS in the record at
+ * kvrt_session_create_named: any setting but the baseline needs a PASS in the record at
  * record_path (NULL = the default record) at a context of at least the session's n_ctx, else
  * KVRT_ERR_REFUSED saying why, before anything is allocated. options->n_ctx 0 and n_batch 0 take
  * the saved ones; n_threads and max_memory_bytes apply as in kvrt_session_create. A file that is

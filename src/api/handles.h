@@ -17,6 +17,7 @@
 #include "model/model.h"
 #include "model/sampler.h"
 #include "model/session.h"
+#include "validate/open_session.h"
 #include "validate/verdict.h"
 
 struct kvrt_model {
@@ -98,18 +99,15 @@ class InUse {
 
 // The session options of the C struct; kvrt::Error(kUsage) for values out of range.
 model::SessionOptions to_options(const kvrt_session_options& o);
-// Creates the session, or KVRT_ERR_MEMORY_CAP before allocating anything when it would need more
-// than max_memory_bytes (0: no cap).
-kvrt_status create_session(const kvrt_model& model, const model::SessionOptions& so,
+// A request for a session of `model` with options `so` (validate/open_session.h), gated by the
+// record at record_path (NULL or "": the default record).
+validate::SessionRequest session_request(const kvrt_model& model, const model::SessionOptions& so,
+                                         const char* record_path);
+// Opens the session through the gate: KVRT_ERR_REFUSED (a kvrt::Error) before allocating anything
+// when the gate refuses, KVRT_ERR_MEMORY_CAP when it would need more than max_memory_bytes (0: no
+// cap).
+kvrt_status create_session(const kvrt_model& model, const validate::SessionRequest& request,
                            uint64_t max_memory_bytes, kvrt_session** out_session);
-// The gate of kvrt_validation_check_setting: returns when the record at record_path (empty: the
-// default) says PASS for `kv` with `matmul` products at a context of at least n_ctx (0: the
-// model's declared context), else kvrt::Error(kRefused) saying why. The FP32 cache with f32
-// products passes without a record. trusted_key_path: a public key file; only a record signed by
-// its key passes (empty: any record).
-void require_pass(const kvrt_model& model, const kv::KvConfig& kv, ops::MatmulPrecision matmul,
-                  int n_ctx, const std::string& record_path,
-                  const std::string& trusted_key_path = "");
 // The C verdict of a record's or report's verdict.
 kvrt_verdict to_c_verdict(validate::Verdict v);
 

@@ -154,9 +154,19 @@ kvrt_status tokenize(const kvrt_model* model, TextArg text, bool add_bos, bool p
   return copy_out(ids.data(), ids.size(), out.tokens, out.capacity, out_n_tokens, "the token list");
 }
 
-kvrt_status create_session(const kvrt_model& model, const model::SessionOptions& so,
+validate::SessionRequest session_request(const kvrt_model& model, const model::SessionOptions& so,
+                                         const char* record_path) {
+  validate::SessionRequest r;
+  r.model_path = model.path;
+  r.session = so;
+  r.record_path = record_path ? record_path : "";
+  return r;
+}
+
+kvrt_status create_session(const kvrt_model& model, const validate::SessionRequest& request,
                            uint64_t max_memory_bytes, kvrt_session** out_session) {
-  const size_t need = model::Session::planned_bytes(*model.model, so);
+  const validate::Admission admitted = validate::admit(*model.model, request);
+  const size_t need = model::Session::planned_bytes(*model.model, admitted.session);
   if (max_memory_bytes > 0 && need > max_memory_bytes)
     return fail(KVRT_ERR_MEMORY_CAP, "the session needs " + std::to_string(need) +
                                          " bytes, more than the cap of " +
@@ -164,8 +174,8 @@ kvrt_status create_session(const kvrt_model& model, const model::SessionOptions&
                                          " (lower n_ctx or choose a smaller KV format)");
   auto s = std::make_unique<kvrt_session>();
   s->owner = &model;
-  s->session = std::make_unique<model::Session>(*model.model, so);
-  s->kv_setting = s->session->kv_cache().config().name();
+  s->session = validate::open_session(*model.model, admitted);
+  s->kv_setting = admitted.session.kv.name();
   *out_session = s.release();
   return KVRT_OK;
 }
@@ -328,8 +338,11 @@ kvrt_status kvrt_session_create(const kvrt_model* model, const kvrt_session_opti
     *out_session = nullptr;
     KVRT_REQUIRE(model);
     KVRT_REQUIRE(options);
-    return kvrt::api::create_session(*model, kvrt::api::to_options(*options),
-                                     options->max_memory_bytes, out_session);
+    // Not gated: the caller checks the setting (kvrt_validation_check_setting), as kvrt.h says.
+    kvrt::validate::SessionRequest request =
+        kvrt::api::session_request(*model, kvrt::api::to_options(*options), nullptr);
+    request.allow_unvalidated = true;
+    return kvrt::api::create_session(*model, request, options->max_memory_bytes, out_session);
   });
 }
 

@@ -4,7 +4,6 @@
 #include <vector>
 
 #include "api/handles.h"
-#include "kv/kv_config.h"
 #include "simd/kernels.h"
 #include "validate/named_setting.h"
 
@@ -70,18 +69,13 @@ kvrt_status kvrt_session_create_named(const kvrt_model* model, const char* name,
     KVRT_REQUIRE(name);
     KVRT_REQUIRE(options);
     kvrt::validate::check_setting_name(name);
-    const std::string record = record_path ? record_path : "";
     kvrt_session_options plain =
         *options;  // the named setting replaces the struct's KV setting and matmul
     kvrt_kv_config_default(&plain.kv);
     plain.matmul = KVRT_MATMUL_F32;
-    kvrt::model::SessionOptions so = kvrt::api::to_options(plain);
-    const kvrt::validate::NamedSetting n =
-        kvrt::validate::find_named_setting(model->path, record, kvrt::simd::isa_name(), name);
-    so.kv = kvrt::kv::parse_setting(n.setting);
-    so.matmul = n.matmul;
-    kvrt::ops::require_matmul_precision(so.matmul);
-    kvrt::api::require_pass(*model, so.kv, so.matmul, so.n_ctx, n.record_path);
-    return kvrt::api::create_session(*model, so, options->max_memory_bytes, out_session);
+    kvrt::validate::SessionRequest request =
+        kvrt::api::session_request(*model, kvrt::api::to_options(plain), record_path);
+    request.name = name;
+    return kvrt::api::create_session(*model, request, options->max_memory_bytes, out_session);
   });
 }

@@ -45,9 +45,9 @@ kvrt_status restore(const kvrt_model& model, std::string_view bytes, const std::
   so = kvrt::model::state_session_options(h, options.n_ctx, options.n_threads);
   so.n_batch = n_batch;
   kvrt::ops::require_matmul_precision(so.matmul);
-  kvrt::api::require_pass(model, so.kv, so.matmul, so.n_ctx, record_path ? record_path : "");
   kvrt_session* s = nullptr;
-  if (const kvrt_status st = kvrt::api::create_session(model, so, options.max_memory_bytes, &s);
+  if (const kvrt_status st = kvrt::api::create_session(
+          model, kvrt::api::session_request(model, so, record_path), options.max_memory_bytes, &s);
       st != KVRT_OK)
     return st;
   std::unique_ptr<kvrt_session> owned(s);

@@ -1,19 +1,13 @@
 // The C API's validation calls (include/kvrt/kvrt.h): check a record the way `kvrt run` does,
 // and run `kvrt validate` as a library call.
 #include <algorithm>
-#include <optional>
 #include <string>
 
 #include "api/handles.h"
-#include "kv/cache_layout.h"
-#include "kvrt_config.h"
-#include "simd/kernels.h"
-#include "validate/gate.h"
 #include "validate/output_file.h"
 #include "validate/record.h"
 #include "validate/report.h"
 #include "validate/settings.h"
-#include "validate/signing_key.h"
 #include "validate/validation.h"
 
 struct kvrt_validation {
@@ -23,12 +17,6 @@ struct kvrt_validation {
 
 namespace kvrt::api {
 namespace {
-
-// The setting as the cache resolves it (group 0 = the cache's default, layer indices from the
-// last made absolute), so names match records.
-kv::KvConfig resolved(const kv::KvConfig& kv, const model::ModelConfig& c) {
-  return kv::resolve_setting(kv, {c.n_layers, c.n_kv_heads, c.head_dim, c.n_ctx_train});
-}
 
 std::string or_empty(const char* s) { return s ? s : ""; }
 
@@ -56,25 +44,20 @@ validate::ValidationRequest to_request(const kvrt_model& m, const kvrt_validate_
   return req;
 }
 
-}  // namespace
-
-void require_pass(const kvrt_model& model, const kv::KvConfig& kv, ops::MatmulPrecision matmul,
-                  int n_ctx, const std::string& record_path, const std::string& trusted_key_path) {
-  std::optional<validate::PublicKey> trusted;
-  if (!trusted_key_path.empty()) trusted = validate::read_public_key(trusted_key_path);
-  const kv::KvConfig config = resolved(kv, model.model->config());
-  if (config.is_f32() && matmul == ops::MatmulPrecision::kF32) return;
-  const validate::GateQuery q{model.path,
-                              config.name(),
-                              matmul,
-                              record_path,
-                              simd::isa_name(),
-                              KVRT_VERSION,
-                              n_ctx > 0 ? n_ctx : model.model->config().n_ctx_train,
-                              model.model->config().n_ctx_train,
-                              trusted};
-  (void)validate::require_pass_record(q);
+// The gate of the kvrt_validation_check calls: the admission a session with these options would
+// get (validate/open_session.h), without the session. n_ctx 0: the model's declared context.
+void check_setting(const kvrt_model& model, const kvrt_kv_config& kv, kvrt_matmul_precision matmul,
+                   int32_t n_ctx, const char* record_path, const char* trusted_key_path) {
+  model::SessionOptions so;
+  so.n_ctx = n_ctx;
+  so.kv = to_kv_config(kv);
+  so.matmul = to_matmul(matmul);
+  validate::SessionRequest request = session_request(model, so, record_path);
+  request.trusted_key_path = trusted_key_path ? trusted_key_path : "";
+  (void)validate::admit(*model.model, request);
 }
+
+}  // namespace
 
 kvrt_verdict to_c_verdict(validate::Verdict v) {
   switch (v) {
@@ -109,8 +92,7 @@ kvrt_status kvrt_validation_check_setting(const kvrt_model* model, const kvrt_kv
     if (n_ctx < 0)
       return fail(KVRT_ERR_INVALID_ARGUMENT,
                   "context length " + std::to_string(n_ctx) + " is negative");
-    kvrt::api::require_pass(*model, kvrt::api::to_kv_config(*kv), kvrt::api::to_matmul(matmul),
-                            n_ctx, record_path ? record_path : "");
+    kvrt::api::check_setting(*model, *kv, matmul, n_ctx, record_path, nullptr);
     return KVRT_OK;
   });
 }
@@ -126,8 +108,7 @@ kvrt_status kvrt_validation_check_trusted(const kvrt_model* model, const kvrt_kv
       return fail(KVRT_ERR_INVALID_ARGUMENT,
                   "context length " + std::to_string(n_ctx) + " is negative");
     if (!*trusted_key_path) return fail(KVRT_ERR_INVALID_ARGUMENT, "the trusted key path is empty");
-    kvrt::api::require_pass(*model, kvrt::api::to_kv_config(*kv), kvrt::api::to_matmul(matmul),
-                            n_ctx, record_path ? record_path : "", trusted_key_path);
+    kvrt::api::check_setting(*model, *kv, matmul, n_ctx, record_path, trusted_key_path);
     return KVRT_OK;
   });
 }

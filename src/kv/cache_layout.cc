@@ -168,8 +168,9 @@ KvConfig resolve_setting(const KvConfig& config, const CacheShape& s) {
 
 CacheLayout plan_cache(const KvConfig& config, const CacheShape& s) {
   check_shape(config, s);
-  const KvConfig c = resolve_setting(config, s);
   CacheLayout l;
+  l.setting = resolve_setting(config, s);
+  const KvConfig& c = l.setting;
   l.shape = s;
   l.group = c.group_size;
   l.sinks = std::min(c.sinks, s.n_ctx);

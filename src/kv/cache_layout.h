@@ -91,6 +91,7 @@ struct LayerKind {
 };
 
 struct CacheLayout {
+  KvConfig setting;  // as plan_cache resolved it for the shape (resolve_setting)
   CacheShape shape;
   int group = 0;  // values per quantization group (along head_dim, or tokens of channel tiles)
   int sinks = 0;  // positions kept as FP32 rows on both sides of every layer (at most n_ctx)
@@ -132,10 +133,10 @@ struct CacheLayout {
 KvConfig resolve_setting(const KvConfig& config, const CacheShape& shape);
 
 // Checks the setting against the shape (kvrt::Error(kUsage) naming what does not fit), resolves
-// it (resolve_setting) and lays both sides of every layer out: a sliding-window layer keeps every
-// tile attention reads for a chunk (window + n_chunk - 1 positions and the rest of the
-// kRingAlign run the first starts in), rounded up to whole kRingAlign positions, unless that is
-// not less than all of them.
+// it (resolve_setting, kept in CacheLayout::setting) and lays both sides of every layer out: a
+// sliding-window layer keeps every tile attention reads for a chunk (window + n_chunk - 1 positions
+// and the rest of the kRingAlign run the first starts in), rounded up to whole kRingAlign
+// positions, unless that is not less than all of them.
 CacheLayout plan_cache(const KvConfig& config, const CacheShape& shape);
 
 // Bytes an allocation of n bytes takes (64-byte aligned blocks), as the cache allocates them.

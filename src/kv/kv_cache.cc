@@ -139,7 +139,6 @@ KvCache::KvCache(const KvConfig& config, const CacheShape& shape)
     : s_(std::make_unique<Storage>()) {
   Storage& c = *s_;
   c.layout = plan_cache(config, shape);
-  c.config = resolve_setting(config, shape);
   init_side(c.k, TileRole::kKey, c.layout);
   init_side(c.v, TileRole::kValue, c.layout);
   c.length.assign(shape.n_layers, 0);
@@ -151,7 +150,7 @@ KvCache::KvCache(const KvConfig& config, const CacheShape& shape)
 
 KvCache::~KvCache() = default;
 
-const KvConfig& KvCache::config() const { return s_->config; }
+const KvConfig& KvCache::config() const { return s_->layout.setting; }
 const CacheShape& KvCache::shape() const { return s_->layout.shape; }
 const CacheLayout& KvCache::layout() const { return s_->layout; }
 
@@ -187,7 +186,8 @@ void KvCache::clear() {
 void KvCache::copy_from(const KvCache& src) {
   Storage& c = *s_;
   const Storage& o = *src.s_;
-  KVRT_ASSERT(c.layout.bytes() == o.layout.bytes() && c.config.name() == o.config.name());
+  KVRT_ASSERT(c.layout.bytes() == o.layout.bytes() &&
+              c.layout.setting.name() == o.layout.setting.name());
   KVRT_ASSERT(c.shape().n_layers == o.shape().n_layers && c.shape().n_ctx == o.shape().n_ctx);
   for (auto [to, from] : {std::pair<Side*, const Side*>{&c.k, &o.k}, {&c.v, &o.v}}) {
     // Per layer, the tiles in use come first: [n_tiles][n_kv_heads][tile_bytes], after the sinks

@@ -30,7 +30,6 @@ struct Side {
 };
 
 struct KvCache::Storage {
-  KvConfig config;
   CacheLayout layout;
   Side k, v;
   std::vector<int> length;  // [n_layers]

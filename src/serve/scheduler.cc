@@ -13,7 +13,7 @@ Scheduler::Scheduler(const model::Model& model, const SchedulerOptions& options,
       opt_(options),
       metrics_(metrics),
       slots_(size_t(std::max(1, options.n_slots))) {
-  for (Slot& s : slots_) s.session = std::make_unique<model::Session>(model, opt_.session);
+  for (Slot& s : slots_) s.session = validate::open_session(model, opt_.admitted);
   n_ctx_ = slots_[0].session->n_ctx();
   lockstep_ =
       std::make_unique<model::Lockstep>(model, int(slots_.size()), slots_[0].session->n_threads());

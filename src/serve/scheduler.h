@@ -23,14 +23,15 @@
 #include "serve/job.h"
 #include "serve/metrics.h"
 #include "serve/text_output.h"
+#include "validate/open_session.h"
 
 namespace kvrt::serve {
 
 struct SchedulerOptions {
   int n_slots = 1;
-  int queue_limit = 16;           // requests waiting for a slot; more are refused (503)
-  int prefill_chunk = 256;        // prompt tokens evaluated between two decode steps
-  model::SessionOptions session;  // of every slot
+  int queue_limit = 16;          // requests waiting for a slot; more are refused (503)
+  int prefill_chunk = 256;       // prompt tokens evaluated between two decode steps
+  validate::Admission admitted;  // every slot's session: what the gate let through
   // Test harnesses only: a pause after every step with work (kvrt serve --debug-step-delay).
   std::chrono::milliseconds debug_step_delay{0};
 };

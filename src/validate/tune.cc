@@ -183,7 +183,7 @@ TuneStep make_step(const model::Model& model, const TuneRequest& req, const Tuni
   const kv::CacheShape shape = shape_of(model, t.max_len);
   const kv::CacheLayout layout = kv::plan_cache(c, shape);
   TuneStep s;
-  s.kv = kv::resolve_setting(c, shape);
+  s.kv = layout.setting;
   s.name = s.kv.name();
   s.bytes_per_token = layout.bytes_per_token();
   s.context_bytes = double(layout.bytes_in_use(t.max_len));

@@ -19,6 +19,7 @@
 #include "model_options.h"
 #include "ops/matmul.h"
 #include "simd/kernels.h"
+#include "validate/open_session.h"
 #include "validate/output_file.h"
 #include "validate/report.h"
 
@@ -74,6 +75,7 @@ struct BenchSetting {
   std::string text;  // the KV setting as given, then " mm=bf16" for products other than f32
   kv::KvConfig kv;
   ops::MatmulPrecision matmul;
+  validate::Admission admitted;  // the session to time, resolved for the model (admit_all)
 };
 
 // The --settings list (kv::parse_setting_list), with --group applied to every setting, each with
@@ -94,10 +96,28 @@ std::vector<BenchSetting> settings_of(const BenchOptions& o) {
       const std::string suffix = p == ops::MatmulPrecision::kF32
                                      ? ""
                                      : std::string(" mm=") + ops::matmul_precision_name(p);
-      out.push_back({s.text + suffix, s.config, p});
+      out.push_back({s.text + suffix, s.config, p, {}});
     }
   }
   return out;
+}
+
+// Resolves every setting for the model before the first is timed, so that one that does not fit
+// it (a group, a layer index) fails before minutes of work. Bench times settings without a record:
+// it prints speeds of random tokens, never text, and a setting is timed to decide whether to
+// validate it.
+void admit_all(const model::Model& m, const BenchOptions& o, const std::vector<int>& contexts,
+               std::vector<BenchSetting>& settings) {
+  for (BenchSetting& setting : settings) {
+    validate::SessionRequest r;
+    r.model_path = m.file().path();
+    r.session.n_ctx = session_context(o, contexts);
+    r.session.n_threads = o.model.n_threads;
+    r.session.kv = setting.kv;
+    r.session.matmul = setting.matmul;
+    r.allow_unvalidated = true;
+    setting.admitted = validate::admit(m, r);
+  }
 }
 
 double elapsed(Clock::time_point t0) {
@@ -117,12 +137,8 @@ void fill_to(model::Session& s, int target, std::mt19937& rng) {
 
 Row bench_setting(const model::Model& m, const BenchOptions& o, const BenchSetting& setting,
                   const std::vector<int>& contexts) {
-  model::SessionOptions so;
-  so.n_ctx = session_context(o, contexts);
-  so.n_threads = o.model.n_threads;
-  so.kv = setting.kv;
-  so.matmul = setting.matmul;
-  model::Session s(m, so);
+  const std::unique_ptr<model::Session> session = validate::open_session(m, setting.admitted);
+  model::Session& s = *session;
   const std::string& name = setting.text;
   Row row{name, s.kv_cache().bytes_per_token(), 0, 0, {}};
   std::mt19937 rng(42);
@@ -228,9 +244,10 @@ int cmd_bench(int argc, char** argv) {
     validate::check_output_path(o.json, "JSON results");  // before minutes of work
 
   const std::vector<int> contexts = parse_contexts(o.contexts);
-  (void)session_context(o, contexts);                         // before the model loads
-  const std::vector<BenchSetting> settings = settings_of(o);  // bad settings fail before any work
+  (void)session_context(o, contexts);                   // before the model loads
+  std::vector<BenchSetting> settings = settings_of(o);  // bad settings fail before any work
   auto model = o.model.load();
+  admit_all(*model, o, contexts, settings);
   const int n_threads = o.model.n_threads > 0 ? o.model.n_threads : omp_get_num_procs();
   std::fprintf(stderr, "kvrt bench: %s, ISA %s, %d threads, matmul %s\n",
                model->file().path().c_str(), simd::isa_name(), n_threads,

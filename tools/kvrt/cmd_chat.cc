@@ -28,6 +28,7 @@
 #include "session_file.h"
 #include "simd/kernels.h"
 #include "std_streams.h"
+#include "validate/open_session.h"
 
 namespace kvrt::cli {
 namespace {
@@ -171,22 +172,17 @@ int cmd_chat(int argc, char** argv) {
   add_options(cl, o);
   if (!cl.parse(argc, argv)) return kExitOk;
 
-  const ChosenSetting chosen = o.gate.setting(o.kv, o.model.resolved_path());
-  const kv::KvConfig& kv_config = chosen.kv;
-  const ops::MatmulPrecision matmul = chosen.matmul;
+  validate::SessionRequest request = o.gate.request(o.kv, o.model.resolved_path());
   const model::OnContextFull on_full = model::parse_on_context_full(o.on_full);
   std::optional<SessionFile> file;
   if (!o.session_file.empty()) file.emplace(o.session_file, o.model.resolved_path());
   auto model = o.model.load();
   const model::ChatTemplate format = model::ChatTemplate::for_model(model->file(), o.chat_format);
-  model::SessionOptions so;
-  so.n_ctx = o.model.ctx_for(*model);
-  so.n_threads = o.model.n_threads;
-  so.kv = kv_config;
-  so.matmul = matmul;
-  model::Session session(*model, so);
-  o.gate.check(o.model.resolved_path(), session.kv_cache().config(), session.matmul_precision(),
-               session.n_ctx(), session.model().config().n_ctx_train);
+  request.session.n_ctx = o.model.ctx_for(*model);
+  request.session.n_threads = o.model.n_threads;
+  const validate::OpenedSession opened = validate::open_session(*model, request);
+  o.gate.report(opened.admission);
+  model::Session& session = *opened.session;
   model::Sampler sampler(o.sampling.sampler, model->config().n_vocab);
   model::Conversation chat(session, format, o.system, on_full, o.parse_special);
   if (file) resume_chat(*file, session, chat, sampler);

@@ -18,6 +18,7 @@
 #include "sampling_options.h"
 #include "session_file.h"
 #include "std_streams.h"
+#include "validate/open_session.h"
 #include "simd/kernels.h"
 
 namespace kvrt::cli {
@@ -92,15 +93,13 @@ int cmd_run(int argc, char** argv) {
          &o.prompt_cache);
   if (!cl.parse(argc, argv)) return kExitOk;
 
-  const ChosenSetting chosen = o.gate.setting(o.kv, o.model.resolved_path());
-  const kv::KvConfig& kv_config = chosen.kv;
-  const ops::MatmulPrecision matmul = chosen.matmul;
+  validate::SessionRequest request = o.gate.request(o.kv, o.model.resolved_path());
   const std::string prompt = read_prompt(o);
   std::optional<SessionFile> cache;
   if (!o.prompt_cache.empty()) cache.emplace(o.prompt_cache, o.model.resolved_path());
   auto model = o.model.load();
   const model::Tokenizer& tok = model->tokenizer();
-  model::SessionOptions so;
+  model::SessionOptions& so = request.session;
   so.n_ctx = o.model.ctx_for(*model);
   // Refused before tokenizing: a prompt too long for the context would take seconds per MiB.
   if (const size_t most = tok.max_text_bytes(size_t(so.n_ctx - 1)); prompt.size() > most)
@@ -111,15 +110,13 @@ int cmd_run(int argc, char** argv) {
                 ErrorKind::kResource);
   std::vector<int32_t> tokens = tok.encode(prompt, true);
   so.n_threads = o.model.n_threads;
-  so.kv = kv_config;
-  so.matmul = matmul;
   if (int(tokens.size()) > so.n_ctx)
     throw Error("the prompt has " + std::to_string(tokens.size()) +
                     " tokens, more than the context of " + std::to_string(so.n_ctx) + " (raise -c)",
                 ErrorKind::kResource);
-  model::Session session(*model, so);
-  o.gate.check(o.model.resolved_path(), session.kv_cache().config(), session.matmul_precision(),
-               session.n_ctx(), session.model().config().n_ctx_train);
+  const validate::OpenedSession opened = validate::open_session(*model, request);
+  o.gate.report(opened.admission);
+  model::Session& session = *opened.session;
   model::Sampler sampler(o.sampling.sampler, model->config().n_vocab);
 
   auto t0 = Clock::now();

@@ -19,11 +19,11 @@
 #include "gate_options.h"
 #include "kv_options.h"
 #include "text/chat_template.h"
-#include "model/session.h"
 #include "model_options.h"
 #include "ops/matmul.h"
 #include "serve/server.h"
 #include "simd/kernels.h"
+#include "validate/open_session.h"
 
 namespace kvrt::cli {
 namespace {
@@ -88,17 +88,17 @@ sigset_t block_stop_signals() {
   return set;
 }
 
-serve::ServedModel served_model(const std::string& path, const model::Session& s,
-                                const GateResult& gate) {
+serve::ServedModel served_model(const std::string& path, const validate::Admission& admitted) {
+  using Kind = validate::Admission::Kind;
   serve::ServedModel m;
   m.id = std::filesystem::path(path).stem().string();
-  m.kv_setting = s.kv_cache().config().name();
-  m.matmul = ops::matmul_precision_name(s.matmul_precision());
-  m.n_ctx = s.n_ctx();
-  m.gate = gate.kind == GateResult::Kind::kRecord     ? "record"
-           : gate.kind == GateResult::Kind::kBaseline ? "baseline"
-                                                      : "unvalidated";
-  m.record = gate.record_path;
+  m.kv_setting = admitted.session.kv.name();
+  m.matmul = ops::matmul_precision_name(admitted.session.matmul);
+  m.n_ctx = admitted.session.n_ctx;
+  m.gate = admitted.kind == Kind::kRecord     ? "record"
+           : admitted.kind == Kind::kBaseline ? "baseline"
+                                              : "unvalidated";
+  m.record = admitted.pass.record_path;
   return m;
 }
 
@@ -117,25 +117,18 @@ int cmd_serve(int argc, char** argv) {
     if (const char* key = std::getenv("KVRT_API_KEY")) o.server.api_key = key;
   o.server.max_body_bytes = size_t(o.max_body_kib) * 1024;
 
-  const ChosenSetting chosen = o.gate.setting(o.kv, o.model.resolved_path());
+  validate::SessionRequest request = o.gate.request(o.kv, o.model.resolved_path());
   auto model = o.model.load();
   std::optional<model::ChatTemplate> chat = o.chat_format.empty()
                                                 ? model::ChatTemplate::of_model(model->file())
                                                 : model::ChatTemplate::from_name(o.chat_format);
-  model::SessionOptions& so = o.scheduler.session;
-  so.n_ctx = o.model.ctx_for(*model);
-  so.n_threads = o.model.n_threads;
-  so.kv = chosen.kv;
-  so.matmul = chosen.matmul;
-  serve::ServedModel served;
-  {
-    // The gate sees the setting as a session makes it, before any slot is made or port bound.
-    const model::Session probe(*model, so);
-    const GateResult gate =
-        o.gate.check(o.model.resolved_path(), probe.kv_cache().config(), probe.matmul_precision(),
-                     probe.n_ctx(), model->config().n_ctx_train);
-    served = served_model(o.model.resolved_path(), probe, gate);
-  }
+  request.session.n_ctx = o.model.ctx_for(*model);
+  request.session.n_threads = o.model.n_threads;
+  // Gated before any slot is made or the port bound; every slot opens with the admitted options.
+  const validate::Admission admitted = validate::admit(*model, request);
+  o.gate.report(admitted);
+  o.scheduler.admitted = admitted;
+  const serve::ServedModel served = served_model(o.model.resolved_path(), admitted);
   // A client that goes away must not end the server: writes to it fail instead.
   std::signal(SIGPIPE, SIG_IGN);
   const sigset_t stop_signals = block_stop_signals();

@@ -1,22 +1,27 @@
 #include "gate_options.h"
 
 #include <cstdio>
-#include <optional>
 
-#include "kvrt_config.h"
 #include "common/error.h"
-#include "simd/kernels.h"
-#include "validate/gate.h"
-#include "validate/named_setting.h"
-#include "validate/signing_key.h"
+#include "ops/matmul.h"
 
 namespace kvrt::cli {
+namespace {
+
+// " with bf16 products", or nothing for f32 products.
+std::string products(ops::MatmulPrecision matmul) {
+  return matmul == ops::MatmulPrecision::kF32
+             ? ""
+             : std::string(" with ") + ops::matmul_precision_name(matmul) + " products";
+}
+
+}  // namespace
 
 void GateOptions::add_to(CommandLine& cl) {
-  cl.add_flag(
-      "--allow-unvalidated",
-      "use a compressed KV setting or bf16 products without a PASS record (prints a warning)",
-      &allow_unvalidated);
+  cl.add_flag("--allow-unvalidated",
+              "use a setting other than the FP32 baseline (a compressed KV setting, bf16 products) "
+              "without a PASS record (prints a warning)",
+              &allow_unvalidated);
   cl.add("--record", "PATH",
          "validation record to check (default: the one kvrt validate writes for this model)",
          &record);
@@ -27,57 +32,59 @@ void GateOptions::add_to(CommandLine& cl) {
       &trust);
 }
 
-GateResult GateOptions::check(const std::string& model_path, const kv::KvConfig& kv,
-                              ops::MatmulPrecision matmul, int n_ctx, int model_context) const {
+validate::SessionRequest GateOptions::request(const KvOptions& kv,
+                                              const std::string& model_path) const {
   if (allow_unvalidated && !trust.empty())
     throw Error(
         "--trust accepts only signed records and --allow-unvalidated skips the record: give one of "
         "them",
         ErrorKind::kUsage);
-  std::optional<validate::PublicKey> trusted;
-  if (!trust.empty()) trusted = validate::read_public_key(trust);
-  if (kv.is_f32() && matmul == ops::MatmulPrecision::kF32) return {GateResult::Kind::kBaseline, ""};
-  const std::string products =
-      matmul == ops::MatmulPrecision::kF32
-          ? ""
-          : std::string(" with ") + ops::matmul_precision_name(matmul) + " products";
-  if (allow_unvalidated) {
-    std::fprintf(stderr,
-                 "kvrt: warning: KV setting %s%s is not checked against a validation record "
-                 "(--allow-unvalidated); its output may differ from the FP32 baseline by an "
-                 "unmeasured amount\n",
-                 kv.name().c_str(), products.c_str());
-    return {GateResult::Kind::kUnvalidated, ""};
+  validate::SessionRequest r;
+  r.model_path = model_path;
+  r.record_path = record;
+  r.trusted_key_path = trust;
+  r.allow_unvalidated = allow_unvalidated;
+  if (!validate::is_setting_name(kv.setting)) {
+    r.session.kv = kv.config();
+    r.session.matmul = kv.matmul_precision();
+    return r;
   }
-  const validate::GateQuery q{model_path,   kv.name(), matmul,        record, simd::isa_name(),
-                              KVRT_VERSION, n_ctx,     model_context, trusted};
-  const validate::GatePass pass = validate::require_pass_record(q);
-  const std::string signer = pass.signer_id.empty() ? "" : ", signed by key " + pass.signer_id;
-  std::fprintf(stderr, "kvrt: KV setting %s%s validated for %d positions (record %s%s)\n",
-               kv.name().c_str(), products.c_str(), n_ctx, pass.record_path.c_str(),
-               signer.c_str());
-  if (!pass.bundled_thresholds)
-    std::fprintf(
-        stderr,
-        "kvrt: note: that record was made with the thresholds of %s, not the bundled ones\n",
-        pass.thresholds_path.c_str());
-  return {GateResult::Kind::kRecord, pass.record_path};
-}
-
-ChosenSetting GateOptions::setting(const KvOptions& kv, const std::string& model_path) const {
-  if (!validate::is_setting_name(kv.setting)) return {kv.config(), kv.matmul_precision()};
   if (!kv.k.empty() || !kv.v.empty() || !kv.axis.empty() || kv.group >= 0 || kv.residual >= 0 ||
       kv.rotate || !kv.matmul.empty())
     throw Error("--kv " + kv.setting +
                     " takes the whole setting from the validation record; give no other KV or "
                     "--matmul flag with it",
                 ErrorKind::kUsage);
-  const validate::NamedSetting n =
-      validate::find_named_setting(model_path, record, simd::isa_name(), kv.setting);
-  std::fprintf(stderr, "kvrt: KV setting '%s' is %s (record %s)\n", kv.setting.c_str(),
-               n.setting.c_str(), n.record_path.c_str());
-  ops::require_matmul_precision(n.matmul);
-  return {kv::parse_setting(n.setting), n.matmul};
+  r.name = kv.setting;
+  r.on_named = [name = kv.setting](const validate::NamedSetting& n) {
+    std::fprintf(stderr, "kvrt: KV setting '%s' is %s (record %s)\n", name.c_str(),
+                 n.setting.c_str(), n.record_path.c_str());
+  };
+  return r;
+}
+
+void GateOptions::report(const validate::Admission& admitted) const {
+  const std::string setting = admitted.session.kv.name() + products(admitted.session.matmul);
+  switch (admitted.kind) {
+    case validate::Admission::Kind::kBaseline: return;
+    case validate::Admission::Kind::kUnvalidated:
+      std::fprintf(stderr,
+                   "kvrt: warning: KV setting %s is not checked against a validation record "
+                   "(--allow-unvalidated); its output may differ from the FP32 baseline by an "
+                   "unmeasured amount\n",
+                   setting.c_str());
+      return;
+    case validate::Admission::Kind::kRecord: break;
+  }
+  const validate::GatePass& pass = admitted.pass;
+  const std::string signer = pass.signer_id.empty() ? "" : ", signed by key " + pass.signer_id;
+  std::fprintf(stderr, "kvrt: KV setting %s validated for %d positions (record %s%s)\n",
+               setting.c_str(), admitted.session.n_ctx, pass.record_path.c_str(), signer.c_str());
+  if (!pass.bundled_thresholds)
+    std::fprintf(
+        stderr,
+        "kvrt: note: that record was made with the thresholds of %s, not the bundled ones\n",
+        pass.thresholds_path.c_str());
 }
 
 }  // namespace kvrt::cli
