@@ -5,7 +5,7 @@ lstrip_blocks and the loop controls, transformers' tojson (no HTML escaping, key
 order), raise_exception and strftime_now, and the variables messages, tools, documents,
 add_generation_prompt, bos_token, eos_token and any template arguments (enable_thinking, ...).
 It is the oracle that kvrt's own rendering of each chat format is compared with
-(tests/data/chat/render_expected.py). Debian's python3-jinja2; standard library otherwise.
+(tests/test_chat_oracle.cc). Debian's python3-jinja2; standard library otherwise.
 
 One conversation, to stdout:
     tools/render_template.py TEMPLATE.jinja MESSAGES.json [--tools TOOLS.json]

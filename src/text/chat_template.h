@@ -3,8 +3,8 @@
 // like llama.cpp (llm_chat_detect_template), recognizes the common families by their markers and
 // renders them with built-in code: ChatML, Qwen2.5, Qwen3, Qwen3.5, SmolLM3, LFM2.5, Llama 3,
 // Llama 2, Mistral, Phi-3, Phi-4-mini, Gemma, Gemma 4, Granite and a few more
-// (chat_template_formats.cc has the table); tools/render_template.py renders the real templates
-// with Jinja2, which the tests compare with. The text
+// (chat_template_formats.cc has the table). tools/render_template.py renders the real templates
+// with Jinja2; tests/test_chat_oracle.cc compares the two byte for byte. The text
 // holds the format's control tokens (<|im_start|>, ...) and the messages' contents, which are
 // plain text: tokenize a ChatText with Tokenizer::encode_template so that a message cannot write
 // control tokens.
