@@ -1,8 +1,9 @@
 // Chat formats against llama.cpp's own expectations (tests/test-chat-template.cpp): the same
 // six-message conversation rendered by each format, detection from real Jinja templates (or their
 // distinguishing excerpts), the text a new turn adds to a conversation the model already holds,
-// and the errors for models without a usable template. The newer families (Qwen3, SmolLM3,
-// Gemma 3, Granite, Mistral Small 3.2 and Ministral 3, Phi-4-mini) against their real templates
+// and the errors for models without a usable template. The newer families (Qwen2.5, Qwen3,
+// Qwen3.5, LFM2.5, SmolLM3, Gemma 3, Gemma 4, Granite, Mistral Small 3.2 and Ministral 3,
+// Phi-4-mini, Llama 3.2) against their real templates
 // as a Jinja engine renders them (tests/data/chat), and the messages' contents marked as plain
 // text.
 #include <doctest/doctest.h>
@@ -182,6 +183,33 @@ const DetectCase kDetected[] = {
      "{{'<｜User｜>' + message['content']}}{{'<｜Assistant｜>' + content + "
      "'<｜end▁of▁sentence｜>'}}",
      "deepseek3"},
+    {"Qwen/Qwen2.5-7B-Instruct (excerpt)",
+     "{{- '<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
+     "assistant.<|im_end|>\\n' }}",
+     "qwen2.5"},
+    {"Qwen/Qwen3.5-4B (excerpt)",
+     "{{- '<|im_start|>' + message.role + '\\n' + content + '<|im_end|>' + '\\n' }}"
+     "{{- '<tool_call>\\n<function=' + tool_call.name + '>\\n' }}"
+     "{%- if enable_thinking is defined and enable_thinking is false %}",
+     "qwen3.5"},
+    {"LiquidAI/LFM2.5-1.2B-Instruct (excerpt)",
+     "{%- set keep_past_thinking = keep_past_thinking | default(false) -%}"
+     "{{- \"<|im_start|>\" + message[\"role\"] + \"\\n\" -}}",
+     "lfm2"},
+    {"google/gemma-4-31B-it (excerpt)", "{{- '<|turn>' + role + '\\n' }}{{- '<turn|>\\n' -}}",
+     "gemma4"},
+    {"ibm-granite/granite-4.0 (excerpt)",
+     "{%- set g4_default_system_message = 'You are a helpful assistant.' %}"
+     "{{- '<|start_of_role|>system<|end_of_role|>' }}",
+     "granite-4.0"},
+    {"mistralai/Ministral-3-14B-Reasoning-2512 (excerpt)",
+     "{%- set default_system_message = '# HOW YOU SHOULD THINK AND ANSWER' %}"
+     "{{- '[SYSTEM_PROMPT]' + default_system_message + '[/SYSTEM_PROMPT]' }}{{- '[INST]' }}",
+     "ministral-3-reasoning"},
+    {"meta-llama/Llama-3.2-3B-Instruct (excerpt)",
+     "{{- \"<|start_header_id|>system<|end_header_id|>\\n\\n\" }}"
+     "{{- \"Cutting Knowledge Date: December 2023\\n\" }}",
+     "llama3.1"},
     {"a format name", "llama3", "llama3"},
     {"an old Mistral name", "mistral", "llama2"},
 };
@@ -224,8 +252,8 @@ TEST_CASE("formats are recognized from the models' Jinja templates by their mark
   CHECK_FALSE(ChatTemplate::detect("{{ messages }}").has_value());
   CHECK_FALSE(ChatTemplate::detect("[gMASK]<sop>{{ '<|assistant|>' }}").has_value());  // ChatGLM 4
   CHECK_FALSE(ChatTemplate::detect("<|im_start|>User:<end_of_utterance>").has_value());  // SmolVLM
-  CHECK_THROWS_WITH_AS(ChatTemplate::from_name("jinja"), doctest::Contains("chatml, qwen3"),
-                       kvrt::Error);
+  CHECK_THROWS_WITH_AS(ChatTemplate::from_name("jinja"),
+                       doctest::Contains("chatml, qwen2.5, qwen3"), kvrt::Error);
 }
 
 TEST_CASE("a new turn adds only its own text to what the model holds (llama.cpp's format_single)") {
@@ -292,17 +320,20 @@ TEST_CASE("a model without a usable template: an error naming the file and --cha
 namespace {
 
 // tests/data/chat/render_expected.py renders the same conversations with the real templates.
-std::vector<ChatMessage> three_turns(const std::string& system, bool qwen3_replies) {
-  const char* replies[] = {qwen3_replies
+// Without a system message when `system` is null; replies that think (<think>) when `thinking`.
+std::vector<ChatMessage> three_turns(const char* system, bool thinking) {
+  const char* replies[] = {thinking
                                ? "<think>\nThe user greets me.\n</think>\n\nI am a small model."
                                : "I am a small model.",
-                           qwen3_replies ? "<think>\n\n</think>\n\n4" : "  4  "};
-  return {{"system", system},
-          {"user", "Hello! Who are you?"},
-          {"assistant", replies[0]},
-          {"user", qwen3_replies ? "What is 2+2? /no_think" : "What is 2+2? Answer with a number."},
-          {"assistant", replies[1]},
-          {"user", "Thanks, bye."}};
+                           thinking ? "<think>\n\n</think>\n\n4" : "  4  "};
+  std::vector<ChatMessage> m = {
+      {"user", "Hello! Who are you?"},
+      {"assistant", replies[0]},
+      {"user", thinking ? "What is 2+2? /no_think" : "What is 2+2? Answer with a number."},
+      {"assistant", replies[1]},
+      {"user", "Thanks, bye."}};
+  if (system) m.insert(m.begin(), {"system", system});
+  return m;
 }
 
 struct RealTemplateCase {
@@ -311,26 +342,33 @@ struct RealTemplateCase {
   bool shared;
   const char* format;
   const char* system;
+  bool thinking = false;  // the replies think
+  kvrt::model::ChatOptions options = {};
 };
 
+constexpr const char* kHelpful = "You are a helpful assistant.";
+
 const RealTemplateCase kRealTemplates[] = {
-    {"qwen3", "Qwen-Qwen3-0.6B.jinja", true, "qwen3", "You are a helpful assistant."},
-    {"smollm3", "HuggingFaceTB-SmolLM3-3B.jinja", true, "smollm3", "You are a helpful assistant."},
+    {"qwen3", "Qwen-Qwen3-0.6B.jinja", true, "qwen3", kHelpful, true},
+    {"qwen3.5", "Qwen3.5-4B.jinja", true, "qwen3.5", kHelpful, true},
+    {"qwen3.5-no-think", "Qwen3.5-4B.jinja", true, "qwen3.5", kHelpful, true, {false}},
+    {"qwen2.5", "Qwen-Qwen2.5-7B-Instruct.jinja", true, "qwen2.5", nullptr},
+    {"lfm2.5", "LFM2.5-Instruct.jinja", true, "lfm2", kHelpful, true},
+    {"smollm3", "HuggingFaceTB-SmolLM3-3B.jinja", true, "smollm3", kHelpful},
     {"smollm3-no-think", "HuggingFaceTB-SmolLM3-3B.jinja", true, "smollm3",
      "You are a helpful assistant. /no_think"},
-    {"gemma3", "google-gemma-3-it.jinja", false, "gemma", "You are a helpful assistant."},
-    {"granite-3.3", "ibm-granite-granite-3.3-2B-Instruct.jinja", true, "granite",
-     "You are a helpful assistant."},
-    {"granite-4.0", "ibm-granite-granite-4.0.jinja", true, "granite",
-     "You are a helpful assistant."},
-    {"ministral-3", "mistralai-Ministral-3-14B-Reasoning-2512.jinja", true, "mistral-v7-tekken",
-     "You are a helpful assistant."},
+    {"gemma3", "google-gemma-3-it.jinja", false, "gemma", kHelpful},
+    {"gemma4", "google-gemma-4-31B-it.jinja", true, "gemma4", kHelpful},
+    {"gemma4-think", "google-gemma-4-31B-it.jinja", true, "gemma4", kHelpful, false, {true}},
+    {"granite-3.3", "ibm-granite-granite-3.3-2B-Instruct.jinja", true, "granite", kHelpful},
+    {"granite-4.0", "ibm-granite-granite-4.0.jinja", true, "granite-4.0", kHelpful},
+    {"ministral-3", "mistralai-Ministral-3-14B-Reasoning-2512.jinja", true, "ministral-3-reasoning",
+     kHelpful},
     {"mistral-small-3.2", "Mistral-Small-3.2-24B-Instruct-2506.jinja", true, "mistral-v7-tekken",
-     "You are a helpful assistant."},
-    {"phi4-mini", "microsoft-Phi-4-mini-instruct.jinja", false, "phi4-mini",
-     "You are a helpful assistant."},
-    {"phi3.5", "microsoft-Phi-3.5-mini-instruct.jinja", true, "phi3",
-     "You are a helpful assistant."},
+     kHelpful},
+    {"phi4-mini", "microsoft-Phi-4-mini-instruct.jinja", false, "phi4-mini", kHelpful},
+    {"phi3.5", "microsoft-Phi-3.5-mini-instruct.jinja", true, "phi3", kHelpful},
+    {"llama3.2", "meta-llama-Llama-3.2-3B-Instruct.jinja", true, "llama3.1", kHelpful},
 };
 
 std::string chat_data_dir() { return kvrt::test::source_dir() + "/tests/data/chat"; }
@@ -345,8 +383,8 @@ TEST_CASE(
     const std::string expected =
         kvrt::test::read_file(chat_data_dir() + "/expected_" + c.expected + ".txt");
     REQUIRE(!expected.empty());
-    const auto messages = three_turns(c.system, std::string(c.format) == "qwen3");
-    CHECK(ChatTemplate::from_name(c.format).apply(messages, true) == expected);
+    const auto messages = three_turns(c.system, c.thinking);
+    CHECK(ChatTemplate::from_name(c.format).apply(messages, true, c.options) == expected);
     const std::string jinja_path =
         (c.shared ? shared_templates_dir() : chat_data_dir()) + "/" + c.jinja;
     if (!std::filesystem::exists(jinja_path)) {
@@ -416,4 +454,64 @@ TEST_CASE("qwen3 drops the thinking of earlier replies, so a new turn re-renders
   CHECK(whole->text == q.apply(chat, true));
   REQUIRE(whole->contents.size() == 3);
   CHECK(whole->text.substr(whole->contents[2].offset, whole->contents[2].length) == "Again");
+}
+
+TEST_CASE("the thinking switch, and histories that differ from what the model held") {
+  using kvrt::model::ChatOptions;
+  const ChatTemplate gemma4 = ChatTemplate::from_name("gemma4");
+  const std::vector<ChatMessage> hi = {{"user", "Hi"}};
+  // Gemma 4 thinks only when asked; a reply that does not think opens with an empty thought
+  // channel, which the history then drops: the model held other text, so the history is read
+  // again.
+  CHECK(gemma4.apply(hi, true) ==
+        "<|turn>user\nHi<turn|>\n<|turn>model\n<|channel>thought\n<channel|>");
+  CHECK(gemma4.apply(hi, true, {true}) ==
+        "<|turn>system\n<|think|>\n<turn|>\n<|turn>user\nHi<turn|>\n<|turn>model\n");
+  std::vector<ChatMessage> chat = {{"user", "Hi"}, {"assistant", "Hello"}, {"user", "Again"}};
+  CHECK_FALSE(gemma4.render_after(chat, 2, true).has_value());
+  const auto thinking = gemma4.render_after(chat, 2, true, {true});
+  REQUIRE(thinking.has_value());
+  CHECK(thinking->text == "\n<|turn>user\nAgain<turn|>\n<|turn>model\n");
+  // ... but a reply that thought renders without its thought channel.
+  chat[1].content = "<|channel>thought\nhm<channel|>Hello";
+  CHECK_FALSE(gemma4.render_after(chat, 2, true, {true}).has_value());
+  CHECK(gemma4.apply(chat, false, {true}).find("hm") == std::string::npos);
+
+  // Qwen3 and Qwen3.5 close an empty thinking block in the prompt when thinking is off.
+  CHECK(ChatTemplate::from_name("qwen3")
+            .apply(hi, true, {false})
+            .ends_with("<|im_start|>assistant\n<think>\n\n</think>\n\n"));
+  const ChatTemplate qwen35 = ChatTemplate::from_name("qwen3.5");
+  CHECK(qwen35.apply(hi, true).ends_with("<|im_start|>assistant\n<think>\n"));
+  CHECK(
+      qwen35.apply(hi, true, {false}).ends_with("<|im_start|>assistant\n<think>\n\n</think>\n\n"));
+  // SmolLM3's switch sets the mode a /think or /no_think in the system message overrides.
+  const ChatTemplate smol = ChatTemplate::from_name("smollm3");
+  CHECK(smol.apply(hi, true, {false}).find("Reasoning Mode: /no_think") != std::string::npos);
+  CHECK(smol.apply({{"system", "/think"}, {"user", "Hi"}}, true, {false})
+            .find("Reasoning Mode: /think") != std::string::npos);
+
+  // LFM2.5 keeps the thinking of the last reply, and drops it once another reply follows: the
+  // history the model holds is then rendered differently.
+  const ChatTemplate lfm2 = ChatTemplate::from_name("lfm2");
+  std::vector<ChatMessage> liquid = {
+      {"user", "Hi"}, {"assistant", "<think>hm</think> Hello "}, {"user", "Again"}};
+  const auto added = lfm2.render_after(liquid, 2, true);
+  REQUIRE(added.has_value());
+  CHECK(added->text == "\n<|im_start|>user\nAgain<|im_end|>\n<|im_start|>assistant\n");
+  liquid.push_back({"assistant", "Fine."});
+  liquid.push_back({"user", "Bye"});
+  CHECK(lfm2.apply(liquid, true).find("<|im_start|>assistant\nHello<|im_end|>") !=
+        std::string::npos);
+  CHECK_FALSE(lfm2.render_after(liquid, 4, true).has_value());
+}
+
+TEST_CASE("contents are trimmed as Jinja's trim does: Python's whitespace, not only ASCII") {
+  const ChatTemplate gemma = ChatTemplate::from_name("gemma");
+  // U+3000 and U+00A0 are whitespace to Python's str.strip(); U+200B is not.
+  CHECK(gemma.apply({{"user", "\u3000\u00a0 hi\t\u2003"}}, false) ==
+        "<start_of_turn>user\nhi<end_of_turn>\n");
+  CHECK(gemma.apply({{"user", "\u200bhi\u200b"}}, false) ==
+        "<start_of_turn>user\n\u200bhi\u200b<end_of_turn>\n");
+  CHECK(gemma.apply({{"user", "\x1c\u0085"}}, false) == "<start_of_turn>user\n<end_of_turn>\n");
 }

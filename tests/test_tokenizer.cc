@@ -117,6 +117,28 @@ TEST_CASE("Tekken and GPT-4o pre-tokenizers match llama-tokenize") {
   }
 }
 
+// LFM2 and LFM2.5 files name the pre-tokenizer lfm2, which llama.cpp (llama-vocab.cpp, 80fb11ac)
+// reads as Llama 3's: the same regex, a word that is a token taken whole, BOS. No LFM2 vocabulary
+// is at hand, so the check is the Llama 3 vectors on the gpt-2 vocabulary named lfm2.
+TEST_CASE("LFM2's pre-tokenizer lfm2 tokenizes as Llama 3's (llama-bpe) does") {
+  test::TempDir tmp;
+  const std::string dir = test::vocab_dir() + "/";
+  const std::string stem = "ggml-vocab-gpt-2-pre-llama-bpe.gguf";
+  const std::string copy = tmp / "ggml-vocab-gpt-2-pre-lfm2.gguf";
+  test::copy_vocab(dir + stem, copy, "tokenizer.ggml.pre",
+                   [&](io::GgufWriter& w) { w.add_string("tokenizer.ggml.pre", "lfm2"); });
+  const VocabCase c = read_case(copy, dir + stem);
+  check_case(c);
+  io::GgufFile file(copy);
+  model::Tokenizer tok(file);
+  CHECK(tok.pre_name() == "lfm2");
+  CHECK(tok.adds_bos());
+  for (const std::string& s : c.inputs) {
+    CAPTURE(s);
+    CHECK(tok.decode(tok.encode(s, false)) == s);
+  }
+}
+
 TEST_CASE("decode(encode(s)) gives s back for every test string") {
   for (const VocabCase& c : vocab_cases()) {
     CAPTURE(c.name);
@@ -347,8 +369,8 @@ TEST_CASE("bad or unsupported vocabularies are errors naming the file") {
 
 TEST_CASE("llama.cpp's aliases of the Llama 3 and Qwen2 pre-tokenizers") {
   test::TempDir tmp;
-  for (const char* pre : {"llama-bpe", "llama3", "llama-v3", "falcon3", "pixtral", "qwen2",
-                          "deepseek-r1-qwen", "megrez"}) {
+  for (const char* pre : {"llama-bpe", "llama3", "llama-v3", "falcon3", "falcon-h1", "pixtral",
+                          "midm-2.0", "lfm2", "qwen2", "deepseek-r1-qwen", "kormo", "megrez"}) {
     CAPTURE(pre);
     MiniVocab m;
     m.pre = pre;

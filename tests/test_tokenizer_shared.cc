@@ -1,6 +1,7 @@
 // Tokenizer conformance on the large vocabularies in ../shared/vocab (Qwen3.5: the qwen35
-// pre-tokenizer; Gemma 4: BPE over UTF-8 text with spaces as U+2581), against the ids llama.cpp
-// 80fb11ac gives their .inp strings. The vocabularies are too large to vendor: without
+// pre-tokenizer; Gemma 4: BPE over UTF-8 text with spaces as U+2581, as its tokenizer model
+// gemma4 or as the pre-tokenizer gemma4 of a gpt2 model), against the ids llama.cpp 80fb11ac gives
+// their .inp strings. The vocabularies are too large to vendor: without
 // ../shared beside the checkout the program exits with meson's skip code 77.
 #include <doctest/doctest.h>
 
@@ -14,6 +15,7 @@
 #include "io/gguf.h"
 #include "text/tokenizer.h"
 #include "test_util.h"
+#include "vocab_copy.h"
 
 using namespace kvrt;
 
@@ -29,11 +31,13 @@ std::string shared_vocab(const std::string& name) {
   std::exit(77);
 }
 
-// .inp: strings separated by "\n__ggml_vocab_test__\n"; .out: one line of ids per string.
-void check_vectors(const std::string& gguf) {
+// .inp: strings separated by "\n__ggml_vocab_test__\n"; .out: one line of ids per string. The
+// vectors sit beside the vocabulary, or at `vectors` (+ .inp, .out) for a copy the test made.
+void check_vectors(const std::string& gguf, std::string vectors = "") {
+  if (vectors.empty()) vectors = gguf;
   io::GgufFile file(gguf);
   model::Tokenizer tok(file);
-  const std::string raw = test::read_file(gguf + ".inp");
+  const std::string raw = test::read_file(vectors + ".inp");
   const std::string sep = "\n__ggml_vocab_test__\n";
   std::vector<std::string> inputs;
   for (size_t pos = 0; pos < raw.size();) {
@@ -42,7 +46,7 @@ void check_vectors(const std::string& gguf) {
     if (next == raw.npos) break;
     pos = next + sep.size();
   }
-  std::istringstream out(test::read_file(gguf + ".out"));
+  std::istringstream out(test::read_file(vectors + ".out"));
   size_t n = 0;
   for (std::string line; std::getline(out, line); ++n) {
     REQUIRE(n < inputs.size());
@@ -76,4 +80,25 @@ TEST_CASE("Gemma 4's vocabulary (tokenizer model gemma4) matches llama.cpp's ids
   CHECK(tok.is_end_of_generation(tok.find("<turn|>")));  // Gemma 4's end of turn
   CHECK(tok.is_end_of_generation(tok.eos_id()));
   check_vectors(gguf);
+}
+
+// llama.cpp gives the pre-tokenizer gemma4 its Gemma 4 behaviour whatever tokenizer model the file
+// names (spaces as U+2581, UTF-8 text, BOS even when tokenizer.ggml.add_bos_token is false): the
+// same vocabulary as a gpt2 model with tokenizer.ggml.pre = gemma4 gives the same ids.
+TEST_CASE("Gemma 4's vocabulary named as gpt2 with pre-tokenizer gemma4 gives the same ids") {
+  const std::string gguf = shared_vocab("gemma-4");
+  test::TempDir tmp;
+  const std::string step = tmp / "model.gguf", copy = tmp / "gpt2-pre-gemma4.gguf";
+  test::copy_vocab(gguf, step, "tokenizer.ggml.model",
+                   [](io::GgufWriter& w) { w.add_string("tokenizer.ggml.model", "gpt2"); });
+  test::copy_vocab(step, copy, "tokenizer.ggml.add_bos_token", [](io::GgufWriter& w) {
+    w.add_string("tokenizer.ggml.pre", "gemma4");
+    w.add_bool("tokenizer.ggml.add_bos_token", false);
+  });
+  io::GgufFile file(copy);
+  model::Tokenizer tok(file);
+  CHECK(tok.model_name() == "gpt2");
+  CHECK(tok.pre_name() == "gemma4");
+  CHECK(tok.adds_bos());
+  check_vectors(copy, gguf);
 }

@@ -9,8 +9,9 @@ build="${KVRT_BUILD:-$root/build}"
 # libsodium-dev: Ed25519 signatures of validation records (kvrt validate --sign, run --trust).
 # libcpp-httplib-dev, nlohmann-json3-dev: kvrt serve's HTTP server and JSON (docs/serve.md);
 # curl: the serve test's curl client and tools/serve_bench.sh.
+# python3-jinja2: the chat-template oracle (tools/render_template.py, test chat_oracle).
 packages=(g++ meson ninja-build pkg-config cmake libdnnl-dev ocl-icd-opencl-dev libxsimd-dev libtomlplusplus-dev
-          doctest-dev libsodium-dev libcpp-httplib-dev nlohmann-json3-dev curl)
+          doctest-dev libsodium-dev libcpp-httplib-dev nlohmann-json3-dev curl python3-jinja2)
 . "$root/tools/apt_need.sh"
 apt_need "${packages[@]}"
 

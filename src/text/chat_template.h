@@ -1,8 +1,10 @@
 // Chat formats: how a conversation becomes the text an instruct model was trained on. A model
 // names its format in tokenizer.chat_template, a Jinja template; kvrt has no Jinja engine and,
 // like llama.cpp (llm_chat_detect_template), recognizes the common families by their markers and
-// renders them with built-in code: ChatML, Qwen3, SmolLM3, Llama 3, Llama 2, Mistral, Phi-3,
-// Phi-4-mini, Gemma, Granite and a few more (chat_template_formats.cc has the table). The text
+// renders them with built-in code: ChatML, Qwen2.5, Qwen3, Qwen3.5, SmolLM3, LFM2.5, Llama 3,
+// Llama 2, Mistral, Phi-3, Phi-4-mini, Gemma, Gemma 4, Granite and a few more
+// (chat_template_formats.cc has the table). tools/render_template.py renders the real templates
+// with Jinja2; tests/test_chat_oracle.cc compares the two byte for byte. The text
 // holds the format's control tokens (<|im_start|>, ...) and the messages' contents, which are
 // plain text: tokenize a ChatText with Tokenizer::encode_template so that a message cannot write
 // control tokens.
@@ -21,6 +23,14 @@ namespace kvrt::model {
 struct ChatMessage {
   std::string role;  // "system", "user" or "assistant"
   std::string content;
+};
+
+// Arguments a template takes besides the messages (chat_template_kwargs in the OpenAI-style
+// servers).
+struct ChatOptions {
+  // The template's thinking switch, enable_thinking; unset: the template's default (Qwen3, Qwen3.5
+  // and SmolLM3 think, Gemma 4 does not). Formats without the switch ignore it.
+  std::optional<bool> enable_thinking;
 };
 
 // A rendered conversation: the text, and where the messages' contents lie in it (sorted, not
@@ -54,10 +64,14 @@ class ChatTemplate {
   // ("<|im_end|>", "<|eot_id|>", "<end_of_turn>", "</s>", ...); "" when the format has none.
   std::string_view end_of_turn() const;
 
-  // The whole conversation; with `add_assistant`, followed by the header of the assistant's reply.
-  ChatText render(const std::vector<ChatMessage>& messages, bool add_assistant) const;
-  std::string apply(const std::vector<ChatMessage>& messages, bool add_assistant) const {
-    return render(messages, add_assistant).text;
+  // The whole conversation; with `add_assistant`, followed by the header of the assistant's reply
+  // (which holds the template's opening of the reply: Qwen3.5's <think>, Gemma 4's empty thought
+  // channel when it does not think, ...).
+  ChatText render(const std::vector<ChatMessage>& messages, bool add_assistant,
+                  const ChatOptions& options = {}) const;
+  std::string apply(const std::vector<ChatMessage>& messages, bool add_assistant,
+                    const ChatOptions& options = {}) const {
+    return render(messages, add_assistant, options).text;
   }
 
   // The text that messages[n_previous..] add to a model that already holds the first n_previous
@@ -65,19 +79,22 @@ class ChatTemplate {
   // (what follows that token, such as ChatML's newline, is part of the added text), else the
   // whole rendering of those messages. n_previous = 0 gives render(). nullopt when the format
   // renders the earlier messages differently once more are added (Qwen3 drops the thinking of
-  // earlier replies): the whole conversation must then be evaluated again.
+  // earlier replies), renders a reply without the header the model was prompted with (Gemma 4
+  // drops the empty thought channel), or, for the formats that rewrite replies in the history,
+  // renders the last reply other than as the model wrote it (Gemma 4 drops its thinking): the
+  // whole conversation must then be evaluated again.
   std::optional<ChatText> render_after(const std::vector<ChatMessage>& messages, size_t n_previous,
-                                       bool add_assistant) const;
+                                       bool add_assistant, const ChatOptions& options = {}) const;
   // The text messages[n_previous..] add to a model that keeps the earlier messages as they were
   // generated, even where the format would render them differently (Qwen3's earlier thinking):
   // render_after's text, else what follows the end of turn before the first added message in
   // the whole rendering. For evaluations that stand the model's own replies in for the history
   // (validation's multi-turn cases); the added messages must not be empty.
   std::string apply_continuing(const std::vector<ChatMessage>& messages, size_t n_previous,
-                               bool add_assistant) const;
+                               bool add_assistant, const ChatOptions& options = {}) const;
   // render_after's text; Error(kUsage) instead of nullopt, telling to render from the start.
   std::string apply_after(const std::vector<ChatMessage>& messages, size_t n_previous,
-                          bool add_assistant) const;
+                          bool add_assistant, const ChatOptions& options = {}) const;
 
  private:
   explicit ChatTemplate(const detail::ChatFormat& format) : format_(&format) {}

@@ -97,12 +97,10 @@ void read_model(const io::GgufFile& f, detail::Vocab& v) {
   } else if (v.model_name == "gpt2") {
     v.kind = VocabKind::kBpe;
   } else if (v.model_name == "gemma4") {
-    // Gemma 4: BPE over UTF-8 text with spaces as U+2581, split at newlines; llama.cpp ignores
-    // tokenizer.ggml.pre and tokenizer.ggml.add_bos_token for it.
+    // Gemma 4's files name no pre-tokenizer: llama.cpp gives the model its own, and ignores
+    // tokenizer.ggml.pre.
     v.kind = VocabKind::kBpe;
     v.pre_name = "gemma4";
-    v.byte_level = false;
-    v.escape_spaces = true;
   } else {
     fail(v, "tokenizer model '" + v.model_name +
                 "' is not supported (kvrt reads 'llama' SentencePiece, 'gpt2' byte-level BPE and "
@@ -114,9 +112,16 @@ void read_model(const io::GgufFile& f, detail::Vocab& v) {
   v.add_space_prefix = f.get_bool_or(kKeySpacePrefix, v.kind == VocabKind::kSpm);
   // llama.cpp's defaults: BOS in front of SentencePiece, Llama 3 and Tekken prompts, not other BPE
   // ones.
-  v.add_bos =
-      v.model_name == "gemma4" || f.get_bool_or(kKeyAddBos, v.kind == VocabKind::kSpm || llama3);
+  v.add_bos = f.get_bool_or(kKeyAddBos, v.kind == VocabKind::kSpm || llama3);
   v.ignore_merges = llama3;
+  if (v.pre == PreTokenizer::kNewlines) {
+    // Gemma 4's pre-tokenizer, whatever the model names it with (gemma4 or gpt2): BPE over UTF-8
+    // text with spaces as U+2581, split at newlines, and always BOS (llama.cpp overrides
+    // tokenizer.ggml.add_bos_token = false).
+    v.byte_level = false;
+    v.escape_spaces = true;
+    v.add_bos = true;
+  }
 }
 
 void read_tokens(const io::GgufFile& f, detail::Vocab& v) {
@@ -173,7 +178,7 @@ int32_t read_token_id(const io::GgufFile& f, const detail::Vocab& v, std::string
 
 void read_special_ids(const io::GgufFile& f, detail::Vocab& v) {
   const bool spm = v.kind == VocabKind::kSpm;
-  const int32_t bpe_default = v.byte_level ? 11 : -1;  // Gemma 4 names its own
+  const int32_t bpe_default = v.model_name == "gpt2" ? 11 : -1;  // Gemma 4 names its own
   v.bos_id = read_token_id(f, v, "tokenizer.ggml.bos_token_id", spm ? 1 : bpe_default);
   v.eos_id = read_token_id(f, v, "tokenizer.ggml.eos_token_id", spm ? 2 : bpe_default);
   v.unk_id = read_token_id(f, v, "tokenizer.ggml.unknown_token_id", spm ? 0 : -1);

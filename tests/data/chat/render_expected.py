@@ -1,14 +1,16 @@
 #!/usr/bin/python3
 """Writes the expected renderings of tests/test_chat_template.cc's three-turn conversations
 (expected_*.txt) with the models' real Jinja templates, rendered as transformers renders them
-(jinja2 sandbox, trim_blocks, lstrip_blocks). Run once with Debian's python3-jinja2 and commit:
+(tools/render_template.py; strftime_now gives 26 Jul 2024). Run once with Debian's python3-jinja2
+and commit:
     /usr/bin/python3 tests/data/chat/render_expected.py ../shared/templates tests/data/chat
 The conversations here and in the test must stay the same."""
 import datetime
 import os
 import sys
 
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tools"))
+from render_template import environment, render, write_text  # noqa: E402
 
 SYSTEM = "You are a helpful assistant."
 TURNS = [("Hello! Who are you?", "I am a small model."),
@@ -30,9 +32,18 @@ def conversation(system, turns):
     return m
 
 
-# (expected file, template file, directory key, system message, turns, bos, eos)
+# (expected file, template file, directory key, system message, turns, bos, eos[, kwargs])
 CASES = [
     ("qwen3", "Qwen-Qwen3-0.6B.jinja", "shared", SYSTEM, QWEN3_TURNS, "", "<|im_end|>"),
+    ("qwen3.5", "Qwen3.5-4B.jinja", "shared", SYSTEM, QWEN3_TURNS, "", "<|im_end|>"),
+    ("qwen3.5-no-think", "Qwen3.5-4B.jinja", "shared", SYSTEM, QWEN3_TURNS, "", "<|im_end|>",
+     {"enable_thinking": False}),
+    ("qwen2.5", "Qwen-Qwen2.5-7B-Instruct.jinja", "shared", None, TURNS, "", "<|im_end|>"),
+    ("lfm2.5", "LFM2.5-Instruct.jinja", "shared", SYSTEM, QWEN3_TURNS, "", "<|im_end|>"),
+    ("gemma4", "google-gemma-4-31B-it.jinja", "shared", SYSTEM, TURNS, "", "<eos>"),
+    ("gemma4-think", "google-gemma-4-31B-it.jinja", "shared", SYSTEM, TURNS, "", "<eos>",
+     {"enable_thinking": True}),
+    ("llama3.2", "meta-llama-Llama-3.2-3B-Instruct.jinja", "shared", SYSTEM, TURNS, "", "<|eot_id|>"),
     ("smollm3", "HuggingFaceTB-SmolLM3-3B.jinja", "shared", SYSTEM, TURNS, "", "<|im_end|>"),
     ("smollm3-no-think", "HuggingFaceTB-SmolLM3-3B.jinja", "shared", SYSTEM + " /no_think", TURNS, "",
      "<|im_end|>"),
@@ -47,22 +58,14 @@ CASES = [
 ]
 
 
-def raise_exception(message):
-    raise RuntimeError(message)
-
-
 def main():
     shared, here = sys.argv[1], sys.argv[2]
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
-    env.globals["raise_exception"] = raise_exception
-    env.globals["strftime_now"] = lambda f: datetime.datetime.now().strftime(f)
-    for name, template, where, system, turns, bos, eos in CASES:
+    env = environment(datetime.datetime(2024, 7, 26))
+    for name, template, where, system, turns, bos, eos, *kwargs in CASES:
         with open(os.path.join(shared if where == "shared" else here, template), encoding="utf-8") as f:
-            t = env.from_string(f.read())
-        text = t.render(messages=conversation(system, turns), add_generation_prompt=True,
-                        bos_token=bos, eos_token=eos)
-        with open(os.path.join(here, "expected_" + name + ".txt"), "w", encoding="utf-8") as f:
-            f.write(text)
+            text = render(env, f.read(), conversation(system, turns), None, kwargs[0] if kwargs else None,
+                          True, bos, eos)
+        write_text(os.path.join(here, "expected_" + name + ".txt"), text)
 
 
 if __name__ == "__main__":
