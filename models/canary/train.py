@@ -46,6 +46,8 @@ def parse_args():
     ap.add_argument("--threads", type=int, default=1,
                     help="torch threads; 1 because on a loaded 2-core machine 2 threads ran 10x slower")
     ap.add_argument("--max-steps-this-run", type=int, default=0, help="stop after this many steps (0 = no limit)")
+    ap.add_argument("--variant", default="canary", choices=sorted(canary_model.VARIANTS),
+                    help="the architecture and shape (model.VARIANTS); canary: the first canary, a llama")
     for f in dataclasses_fields():
         ap.add_argument("--" + f.replace("_", "-"), type=int, default=None)
     return ap.parse_args()
@@ -130,14 +132,14 @@ def text_nll(net, tok, texts):
 def load_config(a, ckpt):
     if ckpt:
         return canary_model.Config(**ckpt["config"])
-    c = canary_model.Config(n_ctx=a.seq_len)
+    c = canary_model.variant_config(a.variant, n_ctx=a.seq_len)
     for f in dataclasses_fields():
         if getattr(a, f) is not None:
             setattr(c, f, getattr(a, f))
     return c
 
 
-RECIPE_ARGS = ["seq_len", "lr", "warmup", "seed", "steps", "answer_weight"]
+RECIPE_ARGS = ["variant", "seq_len", "lr", "warmup", "seed", "steps", "answer_weight"]
 
 
 def check_same_recipe(a, saved):
@@ -148,9 +150,23 @@ def check_same_recipe(a, saved):
                      f"not {getattr(a, k)}: resume with the same arguments (or use another --run)")
 
 
+MOMENTS = ("exp_avg", "exp_avg_sq")
+
+
+def compact_opt_state(opt):
+    """The optimizer's state with AdamW's moments in bf16: a checkpoint of weights (f32) and
+    moments takes 8 bytes a parameter, small enough to keep in git. Loading casts them back to
+    f32 (Optimizer.load_state_dict casts floating state to the parameters' type); bf16's 8-bit
+    mantissa moves a step's update by about 0.2%, once per resume."""
+    sd = opt.state_dict()
+    sd["state"] = {i: {k: (v.to(torch.bfloat16) if k in MOMENTS else v) for k, v in s.items()}
+                   for i, s in sd["state"].items()}
+    return sd
+
+
 def save(path, net, opt, step, a, c, curriculum):
     tmp = path + ".tmp"
-    torch.save({"model": net.state_dict(), "opt": opt.state_dict(), "step": step,
+    torch.save({"model": net.state_dict(), "opt": compact_opt_state(opt), "step": step,
                 "config": vars(c), "args": vars(a), "curriculum": curriculum.state()}, tmp)
     os.replace(tmp, path)
 
@@ -173,7 +189,7 @@ def main():
         check_same_recipe(a, ckpt["args"])
     c = load_config(a, ckpt)
     torch.manual_seed(a.seed)
-    net = canary_model.Llama(c)
+    net = canary_model.Canary(c)
     decay = [p for n, p in net.named_parameters() if p.dim() == 2 and "tok_embd" not in n]
     other = [p for n, p in net.named_parameters() if not (p.dim() == 2 and "tok_embd" not in n)]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": other, "weight_decay": 0.0}],
@@ -190,11 +206,10 @@ def main():
     val_cases = records.read_records(os.path.join(a.data, "val.tsv"))
     nll_texts = [r[1] for r in records.read_records(os.path.join(a.data, "nll_texts.tsv"))]
     n_params = sum(p.numel() for p in net.parameters())
-    print(f"canary: {n_params} parameters, config {vars(c)}, story pool {pool.n_tokens} tokens, "
-          f"resuming at step {step}" if step else f"canary: {n_params} parameters, config {vars(c)}, "
-          f"story pool {pool.n_tokens} tokens, starting", flush=True)
+    print(f"{a.variant}: {n_params} parameters, config {vars(c)}, story pool {pool.n_tokens} tokens, "
+          + (f"resuming at step {step}" if step else "starting"), flush=True)
     log = open(os.path.join(a.run, "log.jsonl"), "a")
-    train_loop(net, opt, builder, curriculum, a, c, step, tok, val_cases, nll_texts, log, ckpt_path)
+    return train_loop(net, opt, builder, curriculum, a, c, step, tok, val_cases, nll_texts, log, ckpt_path)
 
 
 def train_loop(net, opt, builder, curriculum, a, c, step, tok, val_cases, nll_texts, log, ckpt_path):
@@ -240,8 +255,9 @@ def train_loop(net, opt, builder, curriculum, a, c, step, tok, val_cases, nll_te
             save(ckpt_path, net, opt, step, a, c, curriculum)
             last_ckpt = time.time()
     save(ckpt_path, net, opt, step, a, c, curriculum)
-    print(f"canary: stopped at step {step} after {time.time() - t_start:.0f} s", flush=True)
+    print(f"{a.variant}: stopped at step {step} after {time.time() - t_start:.0f} s", flush=True)
+    return 128 + stop[0] if stop else 0  # a signal's stop tells train_variants.sh not to go on
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
