@@ -16,6 +16,7 @@
 #include "validate/case_set.h"
 #include "validate/gate.h"
 #include "validate/metrics.h"
+#include "validate/noise_warning.h"
 #include "validate/pace.h"
 #include "validate/recommend.h"
 #include "validate/report.h"
@@ -728,6 +729,60 @@ TEST_CASE("a thresholds typo or a limit that checks nothing is an error, never a
   for (const CaseDef& c : set.cases) names.insert(c.category);
   for (const TemplateDef& d : set.templates) names.insert(d.category);
   CHECK_NOTHROW(check_categories(read_thresholds(dir + "/thresholds.toml"), names));
+}
+
+TEST_CASE(
+    "the noise floor's warning names the check that kept it from PASS: too few answers, or "
+    "thresholds below FP32") {
+  // FP32 against FP32 on a set where the baseline recalls 3 answers and loses none, at a KL of 0:
+  // only recall_loss is not PASS, because 3 answers cannot resolve a limit of 0.2 (16 would).
+  Thresholds t = recall_limit(0.2);
+  t.limits[Metric::kKl].max = 0.01;
+  auto [r, cases] = outcomes({3, 0, 0, 37});
+  for (CaseScore& c : r.cases) c.tokens.n_positions = 10;  // KL 0 at every position
+  const SettingVerdict few = judge(r, cases, t);
+  REQUIRE(few.verdict == Verdict::kInconclusive);
+  std::vector<std::string> w = noise_floor_warnings(few, t.min_cases);
+  REQUIRE(w.size() == 1);
+  INFO(w[0]);
+  CHECK(w[0].find("below what FP32 itself reproduces") == std::string::npos);
+  CHECK(w[0].find("not PASS only because the acceptance set has too few cases") !=
+        std::string::npos);
+  CHECK(w[0].find("(its mean KL: 0)") != std::string::npos);
+  CHECK(w[0].find("recall_loss (all) has 3 answers the baseline recalls and needs " +
+                  std::to_string(cases_needed(0.2, normal_quantile(0.975))) +
+                  " to resolve its limit of 0.2: add recall cases the model answers, or "
+                  "validate a model that recalls them") != std::string::npos);
+  CHECK(w[0].find("kl (all)") == std::string::npos);  // it passed
+
+  // Enough answers: the noise floor passes and nothing is said.
+  auto [r40, c40] = outcomes({40, 0, 0, 0});
+  for (CaseScore& c : r40.cases) c.tokens.n_positions = 10;
+  CHECK(noise_floor_warnings(judge(r40, c40, t), t.min_cases).empty());
+
+  // A KL above the limit on cases enough to decide: the thresholds are below what FP32
+  // reproduces, and the warning says so, naming kl; the underpowered recall check is named apart.
+  for (CaseScore& c : r.cases) c.tokens.kl = 10 * 0.02;  // a mean of 0.02 nats per position
+  const SettingVerdict high = judge(r, cases, t);
+  w = noise_floor_warnings(high, t.min_cases);
+  REQUIRE(w.size() == 2);
+  INFO(w[0], w[1]);
+  CHECK(w[0].find("did not PASS kl (all) FAIL, mean 0.02 against a limit of 0.01: the thresholds "
+                  "are below what FP32 itself reproduces") != std::string::npos);
+  CHECK(w[1].find("besides, the noise floor is not PASS only because") == 0);
+  CHECK(w[1].find("recall_loss (all) has 3 answers") != std::string::npos);
+
+  // Fewer cases than min_cases behind a continuous limit: the fix is more cases of it.
+  Thresholds kl_only;
+  kl_only.sequential.looks = 0;
+  kl_only.limits[Metric::kKl].max = 0.01;
+  auto [r2, c2] = kl_cases(kl_only.min_cases - 1, 0.0, 0.0, kl_only.min_cases - 1);
+  w = noise_floor_warnings(judge(r2, c2, kl_only), kl_only.min_cases);
+  REQUIRE(w.size() == 1);
+  INFO(w[0]);
+  CHECK(w[0].find("kl (all) has " + std::to_string(kl_only.min_cases - 1) + " cases and needs " +
+                  std::to_string(kl_only.min_cases) + " (min_cases): add cases that it measures") !=
+        std::string::npos);
 }
 
 TEST_CASE("a bad case manifest is an error naming the file and the line") {
