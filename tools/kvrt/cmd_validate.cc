@@ -151,6 +151,8 @@ int cmd_validate(int argc, char** argv) {
   std::fputs(validate::report_text(v.report).c_str(), stdout);
   for (const std::string& w : validate::noise_floor_warnings(v.report))
     std::fprintf(stderr, "kvrt validate: warning: %s\n", w.c_str());
+  for (const std::string& note : v.report.notes)
+    std::fprintf(stderr, "kvrt validate: note: %s\n", note.c_str());
   if (!o.json.empty())
     validate::write_file_atomic(o.json, validate::report_json(v.report), "JSON report");
   if (!o.html.empty())
