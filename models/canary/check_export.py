@@ -3,7 +3,7 @@
 (a few steps, into a temporary folder), then its checkpoint exported as export.sh does (raw f32
 tensors, synth_model --weights-from, F32 GGUF) and the NLL of every token of a few long texts
 compared between torch (one forward pass) and kvrt (canary_eval token-nll: the decode path, one
-token per eval).
+token per eval). The texts are stories joined up to the model's context (less 24 tokens).
 
 Each variant is compared twice: as trained, and with every tensor drawn anew (matrices at a gain
 that makes attention and logits sharp, norm weights around 1, biases around 0 with the key-bias
@@ -127,12 +127,15 @@ def short_run(variant, run, a):
     return net, os.path.getsize(os.path.join(run, "checkpoint.pt"))
 
 
-def check_variant(variant, texts, tok, a):
+def check_variant(variant, tok, a):
     ok = True
     with tempfile.TemporaryDirectory(prefix=f"check-{variant}-") as tmp:
         net, size = short_run(variant, os.path.join(tmp, "run"), a)
         n_params = sum(p.numel() for p in net.parameters())
-        print(f"{variant}: {n_params} parameters, {net.c.arch}; a {a.steps}-step run's checkpoint: {size} bytes")
+        # Texts as long as the context allows (stories joined), so every position is compared.
+        texts = long_texts(os.path.join(a.data, "nll_texts.tsv"), tok, a.texts, net.c.n_ctx - 24)
+        print(f"{variant}: {n_params} parameters, {net.c.arch}; a {a.steps}-step run's checkpoint: {size} bytes; "
+              f"texts of {', '.join(str(len(tok.encode(t, bos=True))) for _, t in texts)} tokens")
         net.eval()
         for label in ("as trained", "randomized"):
             if label == "randomized":
@@ -163,10 +166,7 @@ def main():
     a = ap.parse_args()
     torch.set_num_threads(1)
     tok = spm.SpmTokenizer(a.vocab)
-    texts = long_texts(os.path.join(a.data, "nll_texts.tsv"), tok, a.texts, 1000)
-    print(f"check_export.py: {len(texts)} texts of "
-          f"{', '.join(str(len(tok.encode(t, bos=True))) for _, t in texts)} tokens")
-    results = [check_variant(v, texts, tok, a) for v in a.variant]
+    results = [check_variant(v, tok, a) for v in a.variant]
     sys.exit(0 if all(results) else 1)
 
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Exports a checkpoint to GGUF with synth_model (F16 for the repository, F32 for the check),
 # then measures it with kvrt: NLL on the NLL texts against torch, and greedy recall by distance
-# on the held-out set with the FP32 cache. A model with key biases (canary-kbias) also gets the
-# table of its largest key-bias channels, read back from the F16 file.
+# on the held-out set with the FP32 cache (a 4096-position model also on heldout_long.tsv). A model
+# with key biases (canary-kbias) also gets the table of its largest key-bias channels, read back
+# from the F16 file.
 #   export.sh [CHECKPOINT] [OUT.gguf]   (defaults: /work/canary-data/run/checkpoint.pt,
 #                                        models/canary.gguf; general.name is OUT's base name)
 set -euo pipefail
@@ -33,3 +34,8 @@ if [ -f "$work/raw/blk.0.attn_k.bias.f32" ]; then
 fi
 "$build/models/canary/canary_eval" recall -m "$out" -i "$data/heldout.tsv" --kv f32 --threads 2 > "$work/recall_f32.tsv"
 $py "$here/report.py" recall "$work/recall_f32.tsv"
+if grep -q -- "--ctx 4096" "$work/shape.txt"; then  # a long canary: its own held-out set too
+  "$build/models/canary/canary_eval" recall -m "$out" -i "$data/heldout_long.tsv" --kv f32 --threads 2 \
+    > "$work/recall_long_f32.tsv"
+  $py "$here/report.py" recall "$work/recall_long_f32.tsv"
+fi

@@ -18,8 +18,8 @@ feed-forward; untied output matrix. What differs, per GGUF architecture (ARCHS):
           attn_k.bias is the trained bias plus it): Qwen2's key biases have a few channels an
           order of magnitude above the rest, which is what a compressed key cache meets there.
 Queries are scaled by 1/sqrt(head_dim) in every variant (kvrt's QueryScale for these shapes).
-RoPE frequencies are base^(-2i / head_dim). The llama canary's angles are computed in double (as it
-was trained); the others' by kvrt's float recurrence (ops::RopeTable, llama.cpp's
+RoPE frequencies are base^(-2i / head_dim). The first canary's angles are computed in double (as it
+was trained); the others' (and canary-long's) by kvrt's float recurrence (ops::RopeTable, llama.cpp's
 ggml_rope_cache_init), so torch and kvrt agree at 4096 positions too.
 """
 import ctypes
@@ -54,6 +54,7 @@ class Config:
     rope_base_swa: float = 10000.0  # gemma3: the windowed layers' RoPE base (rope.freq_base_swa)
     k_bias_outlier: float = 0.0   # qwen2: fixed offset of one key-bias channel per KV head
     k_bias_channel: int = 0       # qwen2: that channel (within the head)
+    rope_float32: bool = False    # llama: RoPE angles by kvrt's float recurrence (the others always)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,6 +85,10 @@ VARIANTS = {
     # Qwen2-style: Q/K/V biases; key channel 31 of every KV head (NeoX pair 31/63, the lowest
     # RoPE frequency, so the offset stays in that channel at every position) carries 16.
     "canary-kbias": dict(arch="qwen2", k_bias_outlier=16.0, k_bias_channel=31),
+    # The first canary continued to 4096 positions (train.py's TRAIN_DEFAULTS: from
+    # models/canary.gguf, the long curriculum), with kvrt's RoPE angles, which differ from the
+    # double-precision ones it was trained with by up to 1.4e-4 rad at position 4095 (5e-6 at 512).
+    "canary-long": dict(n_ctx=4096, rope_float32=True),
 }
 
 
@@ -250,7 +255,7 @@ class Canary(nn.Module):
         self.blocks = nn.ModuleList(Block(c, self.window_of(i)) for i in range(c.n_layers))
         self.out_norm = RMSNorm(c.d_model, c.rms_eps)
         self.output = nn.Linear(c.d_model, c.n_vocab, bias=False)
-        tables = rope_tables if c.arch == "llama" else rope_tables_f32
+        tables = rope_tables if c.arch == "llama" and not c.rope_float32 else rope_tables_f32
         cos, sin = tables(c.n_ctx, c.head_dim, c.rope_base)
         self.register_buffer("cos", cos, persistent=False)
         self.register_buffer("sin", sin, persistent=False)
@@ -329,6 +334,21 @@ class Canary(nn.Module):
         if c.sliding_window:
             flags += ["--sliding-window", c.sliding_window]
         return " ".join(str(f) for f in flags)
+
+    @torch.no_grad()
+    def load_gguf(self, path):
+        """Sets every tensor from a GGUF of this shape (an F32 or F16 export of a canary)."""
+        import gguf_read
+        _, tensors = gguf_read.read(path)
+        for name, p in self.gguf_tensors():
+            t = torch.from_numpy(tensors[name])
+            if t.shape != p.shape:
+                raise ValueError(f"{path}: tensor {name} has shape {list(t.shape)}, the model {list(p.shape)}")
+            if name.endswith("attn_k.bias"):  # the file's bias holds the fixed offset
+                attn = self.blocks[int(name.split(".")[1])].attn
+                attn.wk.bias.copy_(t - attn.k_bias_offset)
+            else:
+                p.copy_(t)
 
     def dump_raw(self, directory):
         """Writes every tensor as directory/<name>.f32 for synth_model --weights-from."""

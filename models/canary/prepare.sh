@@ -7,6 +7,9 @@
 #   val.tsv             24 held-out retrieval cases per distance bucket (seed 11), for training logs
 #   heldout.tsv         100 held-out cases per bucket (seed 7), the reported recall; also as
 #   heldout_cases/      an acceptance set for kvrt validate --cases
+#   val_long.tsv        12 held-out cases per bucket at distances 2048-4000 (seed 11), prompts up
+#                       to 4090 tokens: the long canary's training logs
+#   heldout_long.tsv    50 such cases per bucket (seed 7), also as heldout_long_cases/
 # and checks that models/canary/spm.py tokenizes like kvrt. Story i of a part has seed FIRST + i,
 # so a part can be made in pieces; each part runs as its own process (one per core). Stories are
 # sampled on kvrt's scalar kernels (KVRT_ISA=scalar): sampling at temperature 1 turns a last-bit
@@ -50,6 +53,12 @@ $py "$here/heldout.py" --vocab "$model" --stories "$data/stories_heldout.tsv" \
 $py "$here/heldout.py" --vocab "$model" --stories "$data/stories_heldout.tsv" \
   --train-stories "$data/stories_train.tsv" --per-bucket 100 --seed 7 -o "$data/heldout.tsv" \
   --manifest "$data/heldout_cases"
+long=(--buckets 2048-2560,2560-3072,3072-3584,3584-4000 --max-prompt 4090)
+$py "$here/heldout.py" --vocab "$model" --stories "$data/stories_heldout.tsv" \
+  --train-stories "$data/stories_train.tsv" --per-bucket 12 --seed 11 -o "$data/val_long.tsv" "${long[@]}"
+$py "$here/heldout.py" --vocab "$model" --stories "$data/stories_heldout.tsv" \
+  --train-stories "$data/stories_train.tsv" --per-bucket 50 --seed 7 -o "$data/heldout_long.tsv" \
+  --manifest "$data/heldout_long_cases" "${long[@]}"
 $py "$here/tokenizer_check.py" --vocab "$model" --eval-tool "$eval_tool" \
   "$data/nll_texts.tsv" "$data/heldout.tsv" "$data/stories_train.tsv"
 (cd "$data" && sha256sum -c --quiet "$here/data.sha256") || {
