@@ -16,6 +16,7 @@
 #include "validate/case_set.h"
 #include "validate/gate.h"
 #include "validate/metrics.h"
+#include "validate/noise_warning.h"
 #include "validate/pace.h"
 #include "validate/recommend.h"
 #include "validate/report.h"
@@ -712,22 +713,153 @@ TEST_CASE("a thresholds typo or a limit that checks nothing is an error, never a
   CHECK(error_of([&] {
           read_thresholds(path);
         }).find(":4: metric.kl.category: 'recall' must be a finite number") != std::string::npos);
-  // A category is any name a manifest gives, so it is checked against the acceptance set.
+  // A category is any name a manifest gives, so it is fitted to the acceptance set: a key one edit
+  // from a category of the set is a misspelling of it, and an error.
   write(path, "[metric.kl]\nmax = 0.01\n\n[metric.kl.category]\nrecall = 0.015\nrecal = 1e-7\n");
   const Thresholds t = read_thresholds(path);
-  CHECK_NOTHROW(check_categories(t, {"prose", "recall", "recal"}));
-  const std::string category = error_of([&] { check_categories(t, {"prose", "recall"}); });
+  Thresholds both = t;
+  CHECK(fit_categories(both, {"prose", "recall", "recal"}).empty());
+  CHECK(both.limits.at(Metric::kKl).by_category.size() == 2);
+  const std::string category = error_of([&] {
+    Thresholds u = t;
+    fit_categories(u, {"prose", "recall"});
+  });
   INFO(category);
   CHECK(category.find(
             path + ":6: metric.kl.category: no case of the acceptance set has category 'recal'") ==
         0);
-  // The bundled thresholds name only categories of the bundled set.
+  CHECK(category.find("did you mean 'recall'?") != std::string::npos);
+  // The bundled thresholds name only categories of the bundled set: nothing is left out.
   const std::string dir = default_validation_dir();
   const CaseSet set = load_case_set({dir + "/cases"});
   std::set<std::string> names;
   for (const CaseDef& c : set.cases) names.insert(c.category);
   for (const TemplateDef& d : set.templates) names.insert(d.category);
-  CHECK_NOTHROW(check_categories(read_thresholds(dir + "/thresholds.toml"), names));
+  Thresholds bundled = read_thresholds(dir + "/thresholds.toml");
+  const Thresholds as_read = bundled;
+  CHECK(fit_categories(bundled, names).empty());
+  CHECK(bundled.limits.size() == as_read.limits.size());
+}
+
+TEST_CASE(
+    "a category limit covers its family, and one no case has is left out with a note; a "
+    "misspelt family fails") {
+  const std::string dir = default_validation_dir();
+  const std::string file = dir + "/thresholds.toml";
+  const Thresholds shipped = read_thresholds(file);
+  REQUIRE(shipped.limits.at(Metric::kKl).by_category.count("recall") == 1);
+  CHECK(category_covers("recall", "recall"));
+  CHECK(category_covers("recall", "recall-8-128"));
+  CHECK(category_covers("recall-8", "recall-8-128"));
+  CHECK_FALSE(category_covers("recall", "recalls"));
+  CHECK_FALSE(category_covers("recall-8", "recall-80-128"));
+  CHECK_FALSE(category_covers("recall-8-128", "recall"));
+
+  // The canary's set alone (--only-cases): its recall-<lo>-<hi> categories are the family of the
+  // shipped `recall` limit, which applies to all of them.
+  std::set<std::string> canary;
+  for (const CaseDef& c : load_case_set({dir + "/canary"}).cases) canary.insert(c.category);
+  REQUIRE(canary.size() == 4);
+  Thresholds t = shipped;
+  CHECK(fit_categories(t, canary).empty());
+  CHECK(t.limits.at(Metric::kKl).by_category == shipped.limits.at(Metric::kKl).by_category);
+  auto [r, cases] = outcomes({40, 0, 0, 0}, 4);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    cases[i].category = *std::next(canary.begin(), long(i % canary.size()));
+    r.cases[i].tokens.n_positions = 1;  // a KL of 0 at one position
+  }
+  t.sequential.looks = 0;
+  const SettingVerdict v = judge(r, cases, t);
+  const auto recall_kl = std::find_if(v.checks.begin(), v.checks.end(), [](const Check& c) {
+    return c.metric == Metric::kKl && c.scope == "category=recall";
+  });
+  REQUIRE(recall_kl != v.checks.end());
+  CHECK(recall_kl->interval.n_cases == 40);
+
+  // A deployer's own cases with no recall category: the limit is left out, and the note names the
+  // file's line, the limit and the set's categories; the metric's other limits stay.
+  Thresholds own = shipped;
+  const std::vector<std::string> notes = fit_categories(own, {"contracts", "emails"});
+  REQUIRE(notes.size() == 1);
+  INFO(notes[0]);
+  CHECK(notes[0].find(file + ":") == 0);
+  CHECK(notes[0].find("metric.kl.category: no case of the acceptance set has category 'recall'") !=
+        std::string::npos);
+  CHECK(notes[0].find("not applied (its categories: contracts, emails)") != std::string::npos);
+  CHECK(own.limits.at(Metric::kKl).by_category.empty());
+  CHECK(own.limits.at(Metric::kKl).max == shipped.limits.at(Metric::kKl).max);
+  CHECK(own.limits.at(Metric::kKl).by_bucket == shipped.limits.at(Metric::kKl).by_bucket);
+
+  // A metric whose only limit is left out checks nothing and goes; a misspelt family is an error.
+  test::TempDir tmp;
+  const std::string path = tmp / "t.toml";
+  write(path, "[metric.kl]\nmax = 0.01\n[metric.recall_loss.category]\nrecall = 0.2\n");
+  Thresholds only = read_thresholds(path);
+  CHECK(fit_categories(only, {"prose"}).size() == 1);
+  CHECK(only.limits.count(Metric::kRecallLoss) == 0);
+  CHECK(only.limits.count(Metric::kKl) == 1);
+  write(path, "[metric.kl]\nmax = 0.01\n[metric.recall_loss.category]\nrecal = 0.2\n");
+  const std::string typo = error_of([&] {
+    Thresholds u = read_thresholds(path);
+    fit_categories(u, canary);
+  });
+  INFO(typo);
+  CHECK(typo.find(path + ":4: metric.recall_loss.category: no case of the acceptance set has "
+                         "category 'recal' (did you mean 'recall'?") == 0);
+}
+
+TEST_CASE(
+    "the noise floor's warning names the check that kept it from PASS: too few answers, or "
+    "thresholds below FP32") {
+  // FP32 against FP32 on a set where the baseline recalls 3 answers and loses none, at a KL of 0:
+  // only recall_loss is not PASS, because 3 answers cannot resolve a limit of 0.2 (16 would).
+  Thresholds t = recall_limit(0.2);
+  t.limits[Metric::kKl].max = 0.01;
+  auto [r, cases] = outcomes({3, 0, 0, 37});
+  for (CaseScore& c : r.cases) c.tokens.n_positions = 10;  // KL 0 at every position
+  const SettingVerdict few = judge(r, cases, t);
+  REQUIRE(few.verdict == Verdict::kInconclusive);
+  std::vector<std::string> w = noise_floor_warnings(few, t.min_cases);
+  REQUIRE(w.size() == 1);
+  INFO(w[0]);
+  CHECK(w[0].find("below what FP32 itself reproduces") == std::string::npos);
+  CHECK(w[0].find("not PASS only because the acceptance set has too few cases") !=
+        std::string::npos);
+  CHECK(w[0].find("(its mean KL: 0)") != std::string::npos);
+  CHECK(w[0].find("recall_loss (all) has 3 answers the baseline recalls and needs " +
+                  std::to_string(cases_needed(0.2, normal_quantile(0.975))) +
+                  " to resolve its limit of 0.2: add recall cases the model answers, or "
+                  "validate a model that recalls them") != std::string::npos);
+  CHECK(w[0].find("kl (all)") == std::string::npos);  // it passed
+
+  // Enough answers: the noise floor passes and nothing is said.
+  auto [r40, c40] = outcomes({40, 0, 0, 0});
+  for (CaseScore& c : r40.cases) c.tokens.n_positions = 10;
+  CHECK(noise_floor_warnings(judge(r40, c40, t), t.min_cases).empty());
+
+  // A KL above the limit on cases enough to decide: the thresholds are below what FP32
+  // reproduces, and the warning says so, naming kl; the underpowered recall check is named apart.
+  for (CaseScore& c : r.cases) c.tokens.kl = 10 * 0.02;  // a mean of 0.02 nats per position
+  const SettingVerdict high = judge(r, cases, t);
+  w = noise_floor_warnings(high, t.min_cases);
+  REQUIRE(w.size() == 2);
+  INFO(w[0], w[1]);
+  CHECK(w[0].find("did not PASS kl (all) FAIL, mean 0.02 against a limit of 0.01: the thresholds "
+                  "are below what FP32 itself reproduces") != std::string::npos);
+  CHECK(w[1].find("besides, the noise floor is not PASS only because") == 0);
+  CHECK(w[1].find("recall_loss (all) has 3 answers") != std::string::npos);
+
+  // Fewer cases than min_cases behind a continuous limit: the fix is more cases of it.
+  Thresholds kl_only;
+  kl_only.sequential.looks = 0;
+  kl_only.limits[Metric::kKl].max = 0.01;
+  auto [r2, c2] = kl_cases(kl_only.min_cases - 1, 0.0, 0.0, kl_only.min_cases - 1);
+  w = noise_floor_warnings(judge(r2, c2, kl_only), kl_only.min_cases);
+  REQUIRE(w.size() == 1);
+  INFO(w[0]);
+  CHECK(w[0].find("kl (all) has " + std::to_string(kl_only.min_cases - 1) + " cases and needs " +
+                  std::to_string(kl_only.min_cases) + " (min_cases): add cases that it measures") !=
+        std::string::npos);
 }
 
 TEST_CASE("a bad case manifest is an error naming the file and the line") {

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 
@@ -363,6 +364,54 @@ TEST_CASE("an edited record and a record for other thresholds are refused by kvr
       run_kvrt("run " + model_arg() + " -c 160 -p Once -n 4 --kv q8 --record " + rec, tmp);
   CHECK(edited.exit_code == 3);
   CHECK(edited.err.find("content hash mismatch") != std::string::npos);
+}
+
+TEST_CASE(
+    "a deployer's own cases run with the default thresholds, and --thresholds takes another "
+    "file") {
+  TempDir tmp;
+  const std::string dir = tmp / "own";
+  std::filesystem::create_directory(dir);
+  std::string manifest;
+  const char* texts[] = {"Once upon a time there was a little girl named Lily.",
+                         "Tom had a big red ball. He liked to play with it in the park.",
+                         "The sun was warm and the sky was blue. The birds sang in the trees.",
+                         "Mom said, \\\"It is time for bed.\\\" Ben did not want to sleep.",
+                         "One day a cat found a box. The cat sat in the box all day long.",
+                         "Sue and her dog went for a walk. They saw a duck by the pond."};
+  for (int i = 0; i < 6; ++i)
+    manifest += "[[case]]\nid = \"letter-" + std::to_string(i) +
+                "\"\ncategory = \"letters\"\nmode = \"teacher_forced\"\ntext = \"" + texts[i] +
+                "\"\n\n";
+  std::ofstream(dir + "/manifest.toml") << manifest;
+  const std::string shipped = std::string(KVRT_SOURCE_DIR) + "/validation/thresholds.toml";
+  const std::string run = "validate " + model_arg() + " -c 64 --kv q8 --only-cases --cases " + dir +
+                          " --record " + tmp / "r.toml";
+  // The shipped thresholds' recall limit finds no recall case here: it is left out, with a note
+  // naming the file's line, on stderr and in the JSON report.
+  const auto own = run_kvrt(run + " --json " + tmp / "own.json", tmp);
+  INFO(own.out, own.err);
+  CHECK(own.exit_code != 2);
+  CHECK(own.err.find("kvrt validate: note: " + shipped + ":") != std::string::npos);
+  CHECK(own.err.find("has category 'recall' or one of its family ('recall-...'), so this limit "
+                     "is not applied (its categories: letters)") != std::string::npos);
+  CHECK(kvrt::test::read_file(tmp / "own.json").find("\"notes\": [\"" + shipped + ":") !=
+        std::string::npos);
+  // --thresholds FILE (--config is the same flag): a limit on a misspelt category of the set fails.
+  std::ofstream(tmp / "t.toml")
+      << "[metric.kl]\nmax = 0.01\n\n[metric.kl.category]\nletter = 0.005\n";
+  const auto typo = run_kvrt(run + " --thresholds " + tmp / "t.toml", tmp);
+  CHECK(typo.exit_code == 2);
+  CHECK(typo.err.find(tmp / "t.toml" + ":5: metric.kl.category: no case of the acceptance set has "
+                                       "category 'letter' (did you mean 'letters'?") !=
+        std::string::npos);
+  std::ofstream(tmp / "t.toml")
+      << "[metric.kl]\nmax = 0.01\n\n[metric.kl.category]\nletters = 0.005\n";
+  const auto mine = run_kvrt(run + " --thresholds " + tmp / "t.toml", tmp);
+  INFO(mine.out, mine.err);
+  CHECK(mine.exit_code != 2);
+  CHECK(mine.out.find("category=letters") != std::string::npos);
+  CHECK(mine.err.find("note:") == std::string::npos);
 }
 
 TEST_CASE("usage and input errors exit with 2 and name the file and line") {

@@ -2,6 +2,7 @@
 //   stories  sample stories from a model (the training text comes from stories260K)
 //   tokens   token ids of texts, to check models/canary/spm.py against kvrt's tokenizer
 //   nll      mean negative log-likelihood per text, to check an export against torch
+//   token-nll  the negative log-likelihood of every token of each text (check_export.py)
 //   recall   greedy continuation of each retrieval prompt, compared with its answer
 // Inputs and outputs are records (models/canary/records.h); see models/canary/README.md.
 #include <algorithm>
@@ -23,9 +24,11 @@ constexpr const char* kUsage =
     "usage: canary_eval stories -m MODEL -n N [--seed S] [--temp T] [--max-tokens M]\n"
     "       canary_eval tokens  -m MODEL -i TEXTS\n"
     "       canary_eval nll     -m MODEL -i TEXTS [--kv SETTING] [--threads T]\n"
+    "       canary_eval token-nll -m MODEL -i TEXTS [--kv SETTING] [--threads T]\n"
     "       canary_eval recall  -m MODEL -i CASES [--kv SETTING] [--threads T]\n"
     "TEXTS records: id, text. CASES records: id, distance, prompt, answer. Results go to stdout\n"
     "as records: stories (id, text), tokens (id, ids), nll (id, n_tokens, mean nll in nats),\n"
+    "token-nll (id, the nll of tokens 1.. in nats, space-separated),\n"
     "recall (id, distance, 1 if the greedy continuation starts with the answer's tokens, text).\n";
 
 struct Options {
@@ -184,8 +187,8 @@ double token_nll(const float* logits, int n_vocab, int32_t target) {
 }
 
 // Each text from BOS, one token per eval: the logits that predict token t + 1 come from the
-// decode path with t + 1 positions in the cache.
-void run_nll(const Options& o) {
+// decode path with t + 1 positions in the cache. per_token: every token's NLL, else the mean.
+void run_nll(const Options& o, bool per_token) {
   Runner r(o, 0.0f, 0);
   const int n_vocab = r.n_vocab();
   double total = 0.0;
@@ -194,16 +197,23 @@ void run_nll(const Options& o) {
     const std::vector<int32_t> ids = r.tokenize(rec[1], true);
     r.reset();
     double sum = 0.0;
+    std::string tokens;
     for (size_t t = 0; t + 1 < ids.size(); ++t) {
       r.eval(&ids[t], 1);
-      sum += token_nll(r.logits(), n_vocab, ids[t + 1]);
+      const double nll = token_nll(r.logits(), n_vocab, ids[t + 1]);
+      sum += nll;
+      if (!per_token) continue;
+      char one[32];
+      std::snprintf(one, sizeof one, "%s%.6f", tokens.empty() ? "" : " ", nll);
+      tokens += one;
     }
     const long n = long(ids.size()) - 1;
     total += sum;
     n_total += n;
     char mean[32];
     std::snprintf(mean, sizeof mean, "%.6f", n > 0 ? sum / double(n) : 0.0);
-    print_record({rec[0], std::to_string(n), mean});
+    print_record(per_token ? std::vector<std::string>{rec[0], tokens}
+                           : std::vector<std::string>{rec[0], std::to_string(n), mean});
   }
   std::fprintf(stderr, "canary_eval nll: %ld tokens, mean %.6f nats/token\n", n_total,
                n_total ? total / double(n_total) : 0.0);
@@ -243,7 +253,8 @@ int main(int argc, char** argv) {
     const Options o = parse_args(argc, argv);
     if (o.mode == "stories") run_stories(o);
     else if (o.mode == "tokens") run_tokens(o);
-    else if (o.mode == "nll") run_nll(o);
+    else if (o.mode == "nll") run_nll(o, false);
+    else if (o.mode == "token-nll") run_nll(o, true);
     else if (o.mode == "recall") run_recall(o);
     else throw kvrt::Error("unknown mode '" + o.mode + "'", kvrt::ErrorKind::kUsage);
     return 0;

@@ -124,6 +124,40 @@ class Curriculum:
             self.gate = self.tokens
 
 
+class LongCurriculum(Curriculum):
+    """The data of a model that already retrieves at 1024 positions (train.py --init-from), taught
+    to retrieve across a longer context: 2048-token sequences for the first LONG_PHASE tokens, then
+    the full length, 4096 tokens a step throughout (one 4096-token sequence: its attention scores
+    are what the step's memory holds); 10% dense copies; procedural wording from the start; the
+    largest fact-to-cue distance grows from 900 tokens to the full length over DISTANCE_TOKENS. The
+    gate is open from the first step (the model copies)."""
+
+    LONG_PHASE = 2_000_000
+    DISTANCE_TOKENS = 3_000_000
+    START_DISTANCE = 900
+
+    def __init__(self, seq_len, state=None):
+        super().__init__(seq_len, state)
+        if self.gate is None:
+            self.gate = 0
+
+    def shape(self):
+        return (min(2048, self.full) if self.tokens < self.LONG_PHASE else self.full), 4096
+
+    def max_distance(self, seq_len):
+        frac = min(1.0, self.tokens / self.DISTANCE_TOKENS)
+        return int(min(seq_len - 40, self.START_DISTANCE + frac * (self.full - self.START_DISTANCE)))
+
+    def copy_share(self):
+        return 0.1
+
+    def procedural(self):
+        return True
+
+
+CURRICULA = {"standard": Curriculum, "long": LongCurriculum}
+
+
 def sample_distance(rng, max_d):
     """Half of the distances in the upper half of the range, so long ones are never rare."""
     lo = 8 if rng.random() < 0.5 else max_d // 2

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Writes a trained checkpoint's tensors as raw f32 files for synth_model --weights-from, plus
-the shape (shape.txt: synth_model flags) and torch's NLL on the NLL texts, with the weights as
-trained (f32) and rounded to f16 as the F16 GGUF stores them (torch_nll.tsv).
+the architecture and shape (shape.txt: synth_model flags) and torch's NLL on the NLL texts, with
+the weights as trained (f32) and with the matrices rounded to f16 as the F16 GGUF stores them
+(torch_nll.tsv). Any variant of model.VARIANTS: the checkpoint's config names it.
 
   export.py --checkpoint RUN/checkpoint.pt --texts nll_texts.tsv --out DIR
 """
@@ -29,12 +30,11 @@ def main():
     torch.set_num_threads(2)
     ckpt = torch.load(a.checkpoint)
     c = canary_model.Config(**ckpt["config"])
-    net = canary_model.Llama(c)
+    net = canary_model.Canary(c)
     net.load_state_dict(ckpt["model"])
     net.dump_raw(os.path.join(a.out, "raw"))
     with open(os.path.join(a.out, "shape.txt"), "w") as f:
-        f.write(f"--d-model {c.d_model} --n-layers {c.n_layers} --n-heads {c.n_heads} "
-                f"--n-kv-heads {c.n_kv_heads} --head-dim {c.head_dim} --d-ff {c.d_ff} --ctx {c.n_ctx}\n")
+        f.write(net.synth_flags() + "\n")
     tok = spm.SpmTokenizer(a.vocab)
     texts = records.read_records(a.texts)
     _, nll32 = train.text_nll(net, tok, [t[1] for t in texts])

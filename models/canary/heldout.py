@@ -6,7 +6,8 @@ facts in it: the target and a distractor about another name and relation. The pr
 the target's cue; the answer is " " + value. Names, relations, fact templates and cue templates
 all come from the HELDOUT half of tasks.py, which training never uses. The distance is the
 number of tokens from the fact's value to the answer's first token, drawn uniformly inside each
-bucket; prompts are at most --max-prompt tokens (BOS included), so a case fits a 1024 context.
+bucket (--buckets; 8-128, 128-256, 256-512, 512-900 by default); prompts are at most --max-prompt
+tokens (BOS included), so a case fits a 1024 context (4096 with --max-prompt 4090).
 
 Writes OUT.tsv (records: id, distance, prompt, answer; read by canary_eval recall and by
 train.py's evaluation) and, with --manifest DIR, an acceptance set for `kvrt validate --cases
@@ -25,6 +26,23 @@ import spm  # noqa: E402
 import tasks  # noqa: E402
 
 BUCKETS = [(8, 128), (128, 256), (256, 512), (512, 900)]
+# The long canary's cases (prepare.sh: val_long.tsv, heldout_long.tsv; --max-prompt 4090).
+LONG_BUCKETS = [(2048, 2560), (2560, 3072), (3072, 3584), (3584, 4000)]
+
+
+def bucket_of(case_id):
+    """The distance bucket "lo-hi" of a case id "d<lo>-<hi>-<n>"."""
+    lo, hi = case_id[1:].split("-")[:2]
+    return f"{lo}-{hi}"
+
+
+def bucket_order(key):
+    return int(key.split("-")[0])
+
+
+def parse_buckets(text):
+    """"lo-hi,lo-hi,..." -> [(lo, hi), ...]"""
+    return [tuple(int(x) for x in b.split("-")) for b in text.split(",")]
 DEFAULT_VOCAB = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                              "../../models/stories260K.gguf")
 
@@ -72,10 +90,10 @@ class CaseMaker:
         return len(self.tok.encode(prompt, bos=True)) - value_pos
 
 
-def build(tok, sentences, per_bucket, seed, max_prompt):
+def build(tok, sentences, per_bucket, seed, max_prompt, buckets=BUCKETS):
     maker = CaseMaker(tok, sentences, max_prompt)
     cases = []
-    for lo, hi in BUCKETS:
+    for lo, hi in buckets:
         rng = tasks.make_rng("heldout", seed, lo)
         n = 0
         while n < per_bucket:
@@ -107,7 +125,7 @@ def toml_string(s):
     return f'"{out}"'
 
 
-def write_manifest(directory, cases, tok):
+def write_manifest(directory, cases, tok, buckets=BUCKETS):
     os.makedirs(directory, exist_ok=True)
     # The header names this script's first home, tools/canary/: the manifest's bytes are part of the
     # acceptance set's sha256, which records of validation/canary carry.
@@ -116,6 +134,11 @@ def write_manifest(directory, cases, tok):
              "# distance bucket). Names, relations and fact and cue templates are the held-out halves that",
              "# training never used. Use: kvrt validate -m models/canary.gguf --cases validation/canary",
              "# category recall-<lo>-<hi>: the distance in tokens from the fact's value to the answer.", ""]
+    if buckets != BUCKETS:
+        lines = ["# Held-out retrieval cases of the canary models, written by models/canary/heldout.py with",
+                 f"# distance buckets {', '.join(f'{lo}-{hi}' for lo, hi in buckets)}. Names, relations and fact",
+                 "# and cue templates are the held-out halves that training never used.",
+                 "# category recall-<lo>-<hi>: the distance in tokens from the fact's value to the answer.", ""]
     for cid, dist, prompt, answer in cases:
         lo_hi = cid.split("-")[0][1:] + "-" + cid.split("-")[1]
         lines += ["[[case]]", f'id = "canary-{cid}"', f'category = "recall-{lo_hi}"',
@@ -133,16 +156,18 @@ def main():
     ap.add_argument("--per-bucket", type=int, default=100)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--max-prompt", type=int, default=1000)
+    ap.add_argument("--buckets", type=parse_buckets, default=BUCKETS,
+                    help="distance buckets lo-hi,lo-hi,... (default 8-128,128-256,256-512,512-900)")
     ap.add_argument("-o", "--out", required=True)
     ap.add_argument("--manifest", help="also write DIR/manifest.toml for kvrt validate --cases")
     a = ap.parse_args()
     check_names_unseen(a.train_stories)
     tok = spm.SpmTokenizer(a.vocab)
-    cases = build(tok, held_out_sentences(tok, a.stories), a.per_bucket, a.seed, a.max_prompt)
+    cases = build(tok, held_out_sentences(tok, a.stories), a.per_bucket, a.seed, a.max_prompt, a.buckets)
     records.write_records(a.out, cases)
     if a.manifest:
-        write_manifest(a.manifest, cases, tok)
-    print(f"heldout.py: {len(cases)} cases in {len(BUCKETS)} buckets -> {a.out}")
+        write_manifest(a.manifest, cases, tok, a.buckets)
+    print(f"heldout.py: {len(cases)} cases in {len(a.buckets)} buckets -> {a.out}")
 
 
 if __name__ == "__main__":

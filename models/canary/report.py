@@ -30,8 +30,9 @@ def recall(path):
     print("| distance (tokens) | cases | recalled | recall | 95% interval |")
     print("| --- | ---: | ---: | ---: | --- |")
     total_k = 0
-    for lo, hi in heldout.BUCKETS:
-        hits = [int(r[2]) for r in rows if lo <= int(r[1]) < hi]
+    for key in sorted({heldout.bucket_of(r[0]) for r in rows}, key=heldout.bucket_order):
+        lo, hi = (int(x) for x in key.split("-"))
+        hits = [int(r[2]) for r in rows if heldout.bucket_of(r[0]) == key]
         k, n = sum(hits), len(hits)
         total_k += k
         a, b = wilson(k, n)
@@ -62,7 +63,7 @@ def curve(path):
     with open(path, encoding="utf-8") as f:
         for e in map(json.loads, f):
             by_step[e["step"]] = {**by_step.get(e["step"], {}), **e}
-    buckets = [f"{lo}-{hi}" for lo, hi in heldout.BUCKETS]
+    buckets = sorted({k for e in by_step.values() for k in e.get("recall", {})}, key=heldout.bucket_order)
     print("| step | tokens | seq | max distance | copy acc (avg) | answer acc | " + " | ".join(buckets) +
           " | held-out NLL | tokens/s |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: | " + " | ".join("---:" for _ in buckets) + " | ---: | ---: |")

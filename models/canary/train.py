@@ -34,21 +34,44 @@ def parse_args():
     ap.add_argument("--data", default="/work/canary-data", help="folder of prepare.sh's files")
     ap.add_argument("--run", default="/work/canary-data/run", help="checkpoint and log folder")
     ap.add_argument("--vocab", default=heldout.DEFAULT_VOCAB)
-    ap.add_argument("--steps", type=int, default=6000, help="the learning rate decays over the last 20%%")
-    ap.add_argument("--seq-len", type=int, default=1024)
-    ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--steps", type=int, default=None,
+                    help="default 6000 (TRAIN_DEFAULTS: per variant); the learning rate decays over the last 20%%")
+    ap.add_argument("--seq-len", type=int, default=None, help="default 1024 (TRAIN_DEFAULTS: per variant)")
+    ap.add_argument("--lr", type=float, default=None, help="default 2e-3")
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--answer-weight", type=float, default=4.0,
                     help="loss weight of copied tokens (answers, copies) against 1 for the others")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--eval-every", type=int, default=250)
+    ap.add_argument("--eval-every", type=int, default=None, help="default 400")
     ap.add_argument("--ckpt-minutes", type=float, default=5.0)
     ap.add_argument("--threads", type=int, default=1,
                     help="torch threads; 1 because on a loaded 2-core machine 2 threads ran 10x slower")
     ap.add_argument("--max-steps-this-run", type=int, default=0, help="stop after this many steps (0 = no limit)")
+    ap.add_argument("--variant", default="canary", choices=sorted(canary_model.VARIANTS),
+                    help="the architecture and shape (model.VARIANTS); canary: the first canary, a llama")
+    ap.add_argument("--curriculum", choices=sorted(data.CURRICULA), default=None, help="default standard")
+    ap.add_argument("--init-from", default=None,
+                    help="GGUF to start from (a path relative to the repository); default none")
+    ap.add_argument("--val", default=None, help="validation cases in --data (default val.tsv)")
     for f in dataclasses_fields():
         ap.add_argument("--" + f.replace("_", "-"), type=int, default=None)
-    return ap.parse_args()
+    a = ap.parse_args()
+    for k, v in {**BASE_DEFAULTS, **TRAIN_DEFAULTS.get(a.variant, {})}.items():
+        if getattr(a, k) is None:
+            setattr(a, k, v)
+    return a
+
+
+# The recipe's defaults, and those of variants that differ. canary-long continues the first canary
+# (models/canary.gguf, trained at 1024 positions) to 4096 positions at a quarter of its learning
+# rate, for 2000 steps of 4096 tokens (data.LongCurriculum).
+BASE_DEFAULTS = dict(seq_len=1024, lr=2e-3, steps=6000, eval_every=400, curriculum="standard", init_from="",
+                     val="val.tsv")
+TRAIN_DEFAULTS = {
+    "canary-long": dict(seq_len=4096, lr=5e-4, steps=2000, eval_every=200, curriculum="long",
+                        init_from="models/canary.gguf", val="val_long.tsv"),
+}
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../.."))
 
 
 def dataclasses_fields():
@@ -93,7 +116,7 @@ def recall_by_bucket(net, tok, cases, batch=4):
     """Greedy exact match of each answer (argmax at every answer position given the right prefix
     is exactly what a greedy continuation produces), grouped by distance bucket."""
     net.eval()
-    hits = {f"{lo}-{hi}": [0, 0] for lo, hi in heldout.BUCKETS}
+    hits = {heldout.bucket_of(c[0]): [0, 0] for c in cases}
     for i in range(0, len(cases), batch):
         chunk = cases[i:i + batch]
         enc = [encode_case(tok, c[2], c[3]) for c in chunk]
@@ -104,9 +127,8 @@ def recall_by_bucket(net, tok, cases, batch=4):
         pred = net(ids).argmax(-1)
         for b, ((p, ans), c) in enumerate(zip(enc, chunk)):
             ok = pred[b, len(p) - 1:len(p) - 1 + len(ans)].tolist() == ans
-            key = next(f"{lo}-{hi}" for lo, hi in heldout.BUCKETS if lo <= int(c[1]) < hi)
-            hits[key][0] += ok
-            hits[key][1] += 1
+            hits[heldout.bucket_of(c[0])][0] += ok
+            hits[heldout.bucket_of(c[0])][1] += 1
     net.train()
     return {k: h[0] / max(1, h[1]) for k, h in hits.items()}
 
@@ -130,14 +152,14 @@ def text_nll(net, tok, texts):
 def load_config(a, ckpt):
     if ckpt:
         return canary_model.Config(**ckpt["config"])
-    c = canary_model.Config(n_ctx=a.seq_len)
+    c = canary_model.variant_config(a.variant, n_ctx=a.seq_len)
     for f in dataclasses_fields():
         if getattr(a, f) is not None:
             setattr(c, f, getattr(a, f))
     return c
 
 
-RECIPE_ARGS = ["seq_len", "lr", "warmup", "seed", "steps", "answer_weight"]
+RECIPE_ARGS = ["variant", "seq_len", "lr", "warmup", "seed", "steps", "answer_weight", "curriculum", "init_from"]
 
 
 def check_same_recipe(a, saved):
@@ -148,9 +170,23 @@ def check_same_recipe(a, saved):
                      f"not {getattr(a, k)}: resume with the same arguments (or use another --run)")
 
 
+MOMENTS = ("exp_avg", "exp_avg_sq")
+
+
+def compact_opt_state(opt):
+    """The optimizer's state with AdamW's moments in bf16: a checkpoint of weights (f32) and
+    moments takes 8 bytes a parameter, small enough to keep in git. Loading casts them back to
+    f32 (Optimizer.load_state_dict casts floating state to the parameters' type); bf16's 8-bit
+    mantissa moves a step's update by about 0.2%, once per resume."""
+    sd = opt.state_dict()
+    sd["state"] = {i: {k: (v.to(torch.bfloat16) if k in MOMENTS else v) for k, v in s.items()}
+                   for i, s in sd["state"].items()}
+    return sd
+
+
 def save(path, net, opt, step, a, c, curriculum):
     tmp = path + ".tmp"
-    torch.save({"model": net.state_dict(), "opt": opt.state_dict(), "step": step,
+    torch.save({"model": net.state_dict(), "opt": compact_opt_state(opt), "step": step,
                 "config": vars(c), "args": vars(a), "curriculum": curriculum.state()}, tmp)
     os.replace(tmp, path)
 
@@ -173,7 +209,7 @@ def main():
         check_same_recipe(a, ckpt["args"])
     c = load_config(a, ckpt)
     torch.manual_seed(a.seed)
-    net = canary_model.Llama(c)
+    net = canary_model.Canary(c)
     decay = [p for n, p in net.named_parameters() if p.dim() == 2 and "tok_embd" not in n]
     other = [p for n, p in net.named_parameters() if not (p.dim() == 2 and "tok_embd" not in n)]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": other, "weight_decay": 0.0}],
@@ -183,18 +219,19 @@ def main():
         net.load_state_dict(ckpt["model"])
         opt.load_state_dict(ckpt["opt"])
         step = ckpt["step"]
+    elif a.init_from:
+        net.load_gguf(os.path.join(ROOT, a.init_from))
     tok = spm.SpmTokenizer(a.vocab)
     pool = data.StoryPool(os.path.join(a.data, "stories_train.tsv"), tok)
     builder = data.Builder(tok, pool)
-    curriculum = data.Curriculum(c.n_ctx, ckpt["curriculum"] if ckpt else None)
-    val_cases = records.read_records(os.path.join(a.data, "val.tsv"))
+    curriculum = data.CURRICULA[a.curriculum](c.n_ctx, ckpt["curriculum"] if ckpt else None)
+    val_cases = records.read_records(os.path.join(a.data, a.val))
     nll_texts = [r[1] for r in records.read_records(os.path.join(a.data, "nll_texts.tsv"))]
     n_params = sum(p.numel() for p in net.parameters())
-    print(f"canary: {n_params} parameters, config {vars(c)}, story pool {pool.n_tokens} tokens, "
-          f"resuming at step {step}" if step else f"canary: {n_params} parameters, config {vars(c)}, "
-          f"story pool {pool.n_tokens} tokens, starting", flush=True)
+    print(f"{a.variant}: {n_params} parameters, config {vars(c)}, story pool {pool.n_tokens} tokens, "
+          + (f"resuming at step {step}" if step else "starting"), flush=True)
     log = open(os.path.join(a.run, "log.jsonl"), "a")
-    train_loop(net, opt, builder, curriculum, a, c, step, tok, val_cases, nll_texts, log, ckpt_path)
+    return train_loop(net, opt, builder, curriculum, a, c, step, tok, val_cases, nll_texts, log, ckpt_path)
 
 
 def train_loop(net, opt, builder, curriculum, a, c, step, tok, val_cases, nll_texts, log, ckpt_path):
@@ -240,8 +277,9 @@ def train_loop(net, opt, builder, curriculum, a, c, step, tok, val_cases, nll_te
             save(ckpt_path, net, opt, step, a, c, curriculum)
             last_ckpt = time.time()
     save(ckpt_path, net, opt, step, a, c, curriculum)
-    print(f"canary: stopped at step {step} after {time.time() - t_start:.0f} s", flush=True)
+    print(f"{a.variant}: stopped at step {step} after {time.time() - t_start:.0f} s", flush=True)
+    return 128 + stop[0] if stop else 0  # a signal's stop tells train_variants.sh not to go on
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -37,7 +37,8 @@ struct Report {
   std::string noise_description;     // how the noise-floor lane differs from the baseline
   std::vector<std::string> skipped;  // cases left out (too long)
   std::vector<std::string>
-      skipped_settings;  // "label: why" of settings that cannot apply to the model
+      skipped_settings;            // "label: why" of settings that cannot apply to the model
+  std::vector<std::string> notes;  // limits of the thresholds file that the set leaves unused
 };
 
 // Mean and interval of a metric over the cases of one category or bucket ("" = all).

@@ -155,6 +155,8 @@ std::string report_json(const Report& r) {
   o << "],\n  \"skipped_settings\": [";
   for (size_t i = 0; i < r.skipped_settings.size(); ++i)
     o << (i ? ", " : "") << json_quote(r.skipped_settings[i]);
+  o << "],\n  \"notes\": [";
+  for (size_t i = 0; i < r.notes.size(); ++i) o << (i ? ", " : "") << json_quote(r.notes[i]);
   o << "],\n  \"kl_bin_width\": " << r.run->kl_bin_width
     << ",\n  \"baseline_bytes_per_token\": " << num(r.run->baseline_kv.bytes_per_token)
     << ",\n  \"baseline\": {" << kv_memory(r.run->baseline_kv) << ", "

@@ -212,6 +212,7 @@ void set_summary(const Report& r, std::ostringstream& o) {
        "the setting's "
     << "checks; min " << r.thresholds->min_cases << " cases per limit; thresholds "
     << r.thresholds->path << "\n";
+  for (const std::string& n : r.notes) o << "note: " << n << "\n";
   const Thresholds& t = *r.thresholds;
   const std::vector<int> looks = look_points(int(cases.size()), t);
   o << "sequential: cases in a random order (seed " << b.seed << "); ";

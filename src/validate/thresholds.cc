@@ -1,6 +1,8 @@
 #include "validate/thresholds.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "common/error.h"
 #include "common/sha256.h"
@@ -113,16 +115,73 @@ Thresholds read_thresholds(const std::string& path) {
   return t;
 }
 
-void check_categories(const Thresholds& t, const std::set<std::string>& categories) {
-  for (const auto& [metric, limit] : t.limits)
-    for (const auto& [category, line] : limit.category_lines) {
-      if (categories.count(category)) continue;
-      std::string names;
-      for (const std::string& c : categories) names += (names.empty() ? "" : ", ") + c;
-      throw Error(t.path + ":" + std::to_string(line) + ": metric." + metric_name(metric) +
-                  ".category: no case of the acceptance set has category '" + category +
-                  "' (its categories: " + names + ")");
+bool category_covers(std::string_view key, std::string_view category) {
+  return category == key ||
+         (category.size() > key.size() && category.starts_with(key) && category[key.size()] == '-');
+}
+
+namespace {
+
+// Levenshtein distance of two short names (insertions, deletions, substitutions).
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);  // [b.size() + 1]: distances of a's prefix to b's
+  std::iota(row.begin(), row.end(), size_t{0});
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
     }
+  }
+  return row[b.size()];
+}
+
+// The category or family of the set that `key` misspells, or "" when it is no misspelling of one.
+std::string misspelled(std::string_view key, const std::set<std::string>& categories) {
+  const size_t max_edits = key.size() > 4 ? 2 : 1;
+  for (const std::string& c : categories) {
+    // The category and each family it belongs to: "recall-8-128", "recall-8", "recall".
+    for (size_t end = c.size(); end != std::string::npos && end > 0; end = c.rfind('-', end - 1)) {
+      const std::string_view name(c.data(), end);
+      if (edit_distance(key, name) <= max_edits) return std::string(name);
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::vector<std::string> fit_categories(Thresholds& t, const std::set<std::string>& categories) {
+  std::string names;
+  for (const std::string& c : categories) names += (names.empty() ? "" : ", ") + c;
+  std::vector<std::string> notes;
+  for (auto& [metric, limit] : t.limits) {
+    for (auto it = limit.by_category.begin(); it != limit.by_category.end();) {
+      const std::string& key = it->first;
+      if (std::any_of(categories.begin(), categories.end(),
+                      [&](const std::string& c) { return category_covers(key, c); })) {
+        ++it;
+        continue;
+      }
+      const std::string where = t.path + ":" + std::to_string(limit.category_lines.at(key)) +
+                                ": metric." + metric_name(metric) + ".category: ";
+      if (const std::string near = misspelled(key, categories); !near.empty())
+        throw Error(where + "no case of the acceptance set has category '" + key +
+                    "' (did you mean '" + near + "'? its categories: " + names + ")");
+      notes.push_back(where + "no case of the acceptance set has category '" + key +
+                      "' or one of its family ('" + key +
+                      "-...'), so this limit is not applied (its categories: " + names + ")");
+      limit.category_lines.erase(key);
+      it = limit.by_category.erase(it);
+    }
+  }
+  // A metric left with no limit at all checks nothing: drop it.
+  std::erase_if(t.limits, [](const auto& m) {
+    return !m.second.max && m.second.by_category.empty() && m.second.by_bucket.empty();
+  });
+  return notes;
 }
 
 }  // namespace kvrt::validate

@@ -6,6 +6,8 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "validate/bootstrap.h"
 #include "validate/metrics.h"
@@ -18,7 +20,7 @@ struct MetricLimit {
   std::map<std::string, double>
       by_bucket;  // extra limit on the cases of one length bucket (short|medium|long)
   std::map<std::string, int>
-      category_lines;  // the line of each by_category key, for check_categories
+      category_lines;  // the line of each by_category key, for fit_categories
 };
 
 // Sequential stopping (validate/verdict.h, Look): `looks` interim looks, evenly spaced over the
@@ -43,8 +45,16 @@ struct Thresholds {
 // or length bucket, wrong type, or a limit that is negative or not finite (nan, inf).
 Thresholds read_thresholds(const std::string& path);
 
-// Throws kvrt::Error "FILE:LINE: ..." when a [metric.NAME.category] limit names a category that no
-// case of the acceptance set has (a typo would otherwise drop that limit without a word).
-void check_categories(const Thresholds& t, const std::set<std::string>& categories);
+// True when a [metric.NAME.category] key applies to the cases of `category`: the category itself
+// or a family of categories, those named key + "-..." ("recall" covers "recall-8-128").
+bool category_covers(std::string_view key, std::string_view category);
+
+// Fits the per-category limits to the acceptance set's categories, so that one thresholds file
+// serves any set (the bundled one, a deployer's own cases, the canary's recall-<lo>-<hi>): a
+// limit whose key covers no category of the set is dropped, and a note ("FILE:LINE: ...") says so.
+// Throws kvrt::Error "FILE:LINE: ..." instead when the key is a misspelling of a category or family
+// of the set (at most one edit from it, two for keys of over four characters): the limit meant for
+// those cases would otherwise be dropped.
+std::vector<std::string> fit_categories(Thresholds& t, const std::set<std::string>& categories);
 
 }  // namespace kvrt::validate

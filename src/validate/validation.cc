@@ -173,7 +173,7 @@ void load_inputs(const model::Model& model, const ValidationRequest& req, Valida
   std::set<std::string> categories;
   for (const CaseDef& c : v.case_set.cases) categories.insert(c.category);
   for (const TemplateDef& t : v.case_set.templates) categories.insert(t.category);
-  check_categories(v.thresholds, categories);
+  v.report.notes = fit_categories(v.thresholds, categories);
   v.settings =
       !req.settings.empty()
           ? req.settings

@@ -18,9 +18,9 @@ std::vector<Scope> scopes_of(const Thresholds& t) {
   std::vector<Scope> out;
   for (const auto& [m, lim] : t.limits) {
     if (lim.max) out.push_back({m, "all", *lim.max, [](const Case&) { return true; }});
-    for (const auto& [cat, limit] : lim.by_category)
-      out.push_back(
-          {m, "category=" + cat, limit, [&cat = cat](const Case& c) { return c.category == cat; }});
+    for (const auto& [cat, limit] : lim.by_category)  // a category, or a family of them
+      out.push_back({m, "category=" + cat, limit,
+                     [&cat = cat](const Case& c) { return category_covers(cat, c.category); }});
     for (const auto& [bucket, limit] : lim.by_bucket)
       out.push_back({m, "bucket=" + bucket, limit,
                      [&bucket = bucket](const Case& c) { return c.bucket == bucket; }});

@@ -8,7 +8,9 @@ void AcceptanceOptions::add_to(CommandLine& cl) {
   cl.add("--cases", "DIR", "more cases: DIR/manifest.toml in the acceptance-set format",
          &cases_dir);
   cl.add_flag("--only-cases", "use only the --cases directory, not the bundled set", &only_cases);
-  cl.add("--config", "FILE", "thresholds (default validation/thresholds.toml in kvrt's data dir)",
+  cl.add("--thresholds,--config", "FILE",
+         "thresholds (default validation/thresholds.toml in kvrt's data dir; a per-category limit "
+         "that no case of the set has is left out with a note)",
          &config);
 }
 

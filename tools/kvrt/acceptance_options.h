@@ -20,7 +20,7 @@ struct AcceptanceOptions {
   float budget_minutes = 0;      // 0: no budget
   std::optional<uint64_t> seed;  // none: the thresholds file's
 
-  void add_to(CommandLine& cl);  // --cases, --only-cases, --config
+  void add_to(CommandLine& cl);  // --cases, --only-cases, --thresholds (alias --config)
   // Checks the combination (after parsing) and fills the request's acceptance-set fields.
   void apply(const ModelOptions& model, validate::ValidationRequest& req) const;
 };

@@ -101,6 +101,8 @@ int cmd_tune(int argc, char** argv) {
   validate::Validation inputs;
   std::vector<std::string> skipped;
   validate::load_tune_inputs(*model, req, inputs, skipped);
+  for (const std::string& note : inputs.report.notes)
+    std::fprintf(stderr, "kvrt tune: note: %s\n", note.c_str());
   const std::string record_path = validate::prepare_record(inputs, o.set.record);
 
   validate::Tuning t = validate::tune(*model, req, inputs);

@@ -14,6 +14,7 @@
 #include "flag_numbers.h"
 #include "kv_options.h"
 #include "model_options.h"
+#include "validate/noise_warning.h"
 #include "validate/output_file.h"
 #include "validate/recommend.h"
 #include "validate/record.h"
@@ -148,11 +149,10 @@ int cmd_validate(int argc, char** argv) {
   validate::run(*model, req, v);
 
   std::fputs(validate::report_text(v.report).c_str(), stdout);
-  if (v.report.noise_verdict.verdict != validate::Verdict::kPass)
-    std::fprintf(
-        stderr,
-        "kvrt validate: warning: the noise floor did not PASS; the thresholds are below what "
-        "FP32 itself reproduces\n");
+  for (const std::string& w : validate::noise_floor_warnings(v.report))
+    std::fprintf(stderr, "kvrt validate: warning: %s\n", w.c_str());
+  for (const std::string& note : v.report.notes)
+    std::fprintf(stderr, "kvrt validate: note: %s\n", note.c_str());
   if (!o.json.empty())
     validate::write_file_atomic(o.json, validate::report_json(v.report), "JSON report");
   if (!o.html.empty())
