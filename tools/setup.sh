@@ -9,8 +9,9 @@ build="${KVRT_BUILD:-$root/build}"
 # libsodium-dev: Ed25519 signatures of validation records (kvrt validate --sign, run --trust).
 # libcpp-httplib-dev, nlohmann-json3-dev: kvrt serve's HTTP server and JSON (docs/serve.md);
 # curl: the serve test's curl client and tools/serve_bench.sh.
+# json-schema-test-suite: the official JSON Schema test suite that json_schema_suite runs.
 packages=(g++ meson ninja-build pkg-config cmake libdnnl-dev ocl-icd-opencl-dev libxsimd-dev libtomlplusplus-dev
-          doctest-dev libsodium-dev libcpp-httplib-dev nlohmann-json3-dev curl)
+          doctest-dev libsodium-dev libcpp-httplib-dev nlohmann-json3-dev curl json-schema-test-suite)
 . "$root/tools/apt_need.sh"
 apt_need "${packages[@]}"
 
