@@ -23,15 +23,20 @@ Matcher::Matcher(std::shared_ptr<const Grammar> grammar,
   reset();
 }
 
-void Matcher::reset() {
+void Matcher::clear_memo() {
   nodes_.assign(1, StackNode{-1, -1});
   node_ids_.clear();
   state_stacks_.clear();
   state_begin_.assign(1, 0);
   state_ids_.clear();
   next_.clear();
+  masks_.clear();
   std::vector<int32_t> none;
   intern_state(none);  // state 0: dead
+}
+
+void Matcher::reset() {
+  clear_memo();
   current_ = initial_state();
   ended_ = false;
 }
@@ -140,15 +145,7 @@ void Matcher::compact_if_large() {
     std::vector<int32_t>& v = stacks.emplace_back();
     for (; s != kEmptyStack; s = nodes_[size_t(s)].next) v.push_back(nodes_[size_t(s)].pos);
   }
-  const bool ended = ended_;
-  nodes_.assign(1, StackNode{-1, -1});
-  node_ids_.clear();
-  state_stacks_.clear();
-  state_begin_.assign(1, 0);
-  state_ids_.clear();
-  next_.clear();
-  std::vector<int32_t> none;
-  intern_state(none);
+  clear_memo();
   std::vector<int32_t> tops;
   for (const std::vector<int32_t>& v : stacks) {
     int32_t node = kEmptyStack;
@@ -156,7 +153,6 @@ void Matcher::compact_if_large() {
     tops.push_back(node);
   }
   current_ = intern_state(tops);
-  ended_ = ended;
 }
 
 bool Matcher::can_end() const {
@@ -172,9 +168,35 @@ bool Matcher::must_end() const {
 
 void Matcher::fill_mask(std::span<uint64_t> mask) {
   KVRT_ASSERT(mask.size() == vocab_->mask_words());
-  std::fill(mask.begin(), mask.end(), 0);
-  if (ended_) return;
+  if (ended_) {
+    std::fill(mask.begin(), mask.end(), 0);
+    return;
+  }
   compact_if_large();
+  for (CachedMask& c : masks_) {
+    if (c.state == current_) {
+      std::copy(c.bits.begin(), c.bits.end(), mask.begin());
+      c.used = ++uses_;
+      return;
+    }
+  }
+  walk_trie(mask);
+  if (limits_.cached_masks == 0) return;
+  if (masks_.size() < limits_.cached_masks) {
+    masks_.push_back({current_, 0, {}});
+  } else {
+    std::min_element(masks_.begin(), masks_.end(), [](const CachedMask& a, const CachedMask& b) {
+      return a.used < b.used;
+    })->state = current_;
+  }
+  auto it = std::find_if(masks_.begin(), masks_.end(),
+                         [&](const CachedMask& c) { return c.state == current_; });
+  it->bits.assign(mask.begin(), mask.end());
+  it->used = ++uses_;
+}
+
+void Matcher::walk_trie(std::span<uint64_t> mask) {
+  std::fill(mask.begin(), mask.end(), 0);
   if (can_end())
     for (int32_t id : vocab_->end_of_generation())
       mask[size_t(id) >> 6] |= uint64_t(1) << (id & 63);

@@ -40,6 +40,9 @@ struct MatcherLimits {
   size_t compact_states = size_t(1) << 14;
   size_t compact_nodes = size_t(1) << 20;
   size_t max_states = size_t(1) << 18;
+  // Masks kept for the states they were computed for (most recently used first out): inside a
+  // string or a repetition the state comes back at every token, and its mask is then a copy.
+  size_t cached_masks = 8;
 };
 
 class Matcher {
@@ -80,6 +83,8 @@ class Matcher {
   int32_t intern_state(std::vector<int32_t>& stacks);
   int32_t initial_state();
   void compact_if_large();
+  void clear_memo();
+  void walk_trie(std::span<uint64_t> mask);
   std::span<const int32_t> stacks_of(int32_t state) const {
     return {state_stacks_.data() + state_begin_[size_t(state)],
             size_t(state_begin_[size_t(state) + 1] - state_begin_[size_t(state)])};
@@ -104,6 +109,14 @@ class Matcher {
 
   int32_t current_ = kDead;
   bool ended_ = false;
+
+  struct CachedMask {
+    int32_t state;
+    uint64_t used;               // use counter when last read or written
+    std::vector<uint64_t> bits;  // [mask_words]
+  };
+  std::vector<CachedMask> masks_;  // at most limits_.cached_masks
+  uint64_t uses_ = 0;
 
   // Scratch of compute_step and fill_mask.
   std::vector<int32_t> out_;
