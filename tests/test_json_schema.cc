@@ -281,6 +281,22 @@ TEST_CASE("schema: deep nesting and huge enums are refused or handled in bounded
   big += "]}";
   CHECK(refusal(big) == "JSON schema: invalid JSON at byte 0: it has " +
                             std::to_string(big.size()) + " bytes, more than the limit of 1048576");
+  // anyOf beside properties at every level copies the levels below into each branch: each
+  // distinct sub-schema is converted once, so this stays small.
+  std::string branching;
+  for (int i = 0; i < 25; ++i)
+    branching += R"({"anyOf": [{"type": "object"}, {"required": ["a"]}], "properties": {"a": )";
+  branching += "{}";
+  for (int i = 0; i < 25; ++i) branching += "}}";
+  CHECK(schema_to_gbnf(branching).size() < 100000);
+  SchemaLimits few;
+  few.max_visits = 10;
+  CHECK_THROWS_WITH_AS(schema_to_gbnf(branching, few),
+                       "JSON schema: at '/anyOf/0/properties/a/anyOf/0/properties/a/anyOf/0/"
+                       "properties/a/anyOf/0': converting the schema takes more than 10 steps "
+                       "(anyOf or allOf nested in each other repeat their "
+                       "siblings)",
+                       SchemaError);
   // Just under the limit: converted, and the enum shares prefixes so the matcher stays small.
   std::string large = R"({"enum": [)";
   for (int i = 0; i < 60000; ++i) large += (i ? ",\"" : "\"") + std::to_string(i) + "\"";

@@ -20,6 +20,9 @@ struct SchemaLimits {
   size_t max_grammar_bytes = size_t(4) << 20;  // the GBNF text the schema becomes
   size_t max_count = 100000;                   // minItems, maxItems, minLength, maxLength
   size_t max_pattern_bytes = 4096;
+  // Schemas visited while converting: anyOf and allOf apply the keywords beside them to every
+  // branch, which nesting can multiply.
+  size_t max_visits = 100000;
   // Objects with at most this many named properties take them in any order (the grammar has a
   // rule per subset of them); more are taken in the schema's order.
   int max_any_order = 8;

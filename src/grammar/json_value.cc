@@ -63,7 +63,7 @@ class Reader {
           skip_ws();
           expect(':');
           skip_ws();
-          v.members.emplace_back(std::move(key), value(depth + 1));
+          v.members.push_back({std::move(key), value(depth + 1)});
         } else {
           v.items.push_back(value(depth + 1));
         }

@@ -16,13 +16,15 @@ struct JsonLimits {
   int max_depth = 64;  // arrays and objects inside each other
 };
 
+struct JsonMember;
+
 struct Json {
   enum class Type { kNull, kBool, kNumber, kString, kArray, kObject };
   Type type = Type::kNull;
   bool boolean = false;
-  std::string text;                                   // a number's lexeme; a string's UTF-8 value
-  std::vector<Json> items;                            // array
-  std::vector<std::pair<std::string, Json>> members;  // object, in document order
+  std::string text;                 // a number's lexeme; a string's UTF-8 value
+  std::vector<Json> items;          // array
+  std::vector<JsonMember> members;  // object, in document order
 
   bool is_object() const { return type == Type::kObject; }
   bool is_array() const { return type == Type::kArray; }
@@ -34,6 +36,11 @@ struct Json {
   // A number with no fractional part (1, 1.0, 1e2), within the range doubles hold exactly.
   bool is_integer() const;
   double number() const;
+};
+
+struct JsonMember {
+  std::string first;  // the name
+  Json second;        // the value
 };
 
 // JSON equality: numbers by value, objects regardless of member order.

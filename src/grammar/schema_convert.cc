@@ -88,7 +88,7 @@ void set_member(Json& obj, const std::string& key, Json value) {
       return;
     }
   }
-  obj.members.emplace_back(key, std::move(value));
+  obj.members.push_back({key, std::move(value)});
 }
 
 Json make_array(std::vector<Json> items) {
@@ -170,9 +170,11 @@ void SchemaConverter::fail(const std::string& path, const std::string& keyword,
 }
 
 std::string SchemaConverter::reserve(const std::string& hint) {
-  std::string name = sanitize(hint);
-  for (int i = 1; names_.count(name) || kPrimitives.count(name) || name == "root"; ++i)
-    name = sanitize(hint) + "-" + std::to_string(i);
+  const std::string base = sanitize(hint);
+  std::string name = base;
+  int& n = suffix_[base];  // the next suffix to try for this base
+  while (names_.count(name) || kPrimitives.count(name) || name == "root")
+    name = base + "-" + std::to_string(++n);
   names_.insert(name);
   return name;
 }
@@ -232,7 +234,22 @@ std::string SchemaConverter::run() {
   return out;
 }
 
+// The same schema text converts to the same expression (anyOf and allOf copy the keywords beside
+// them into every branch), so each is converted once and long ones become a rule.
 std::string SchemaConverter::value(const Json& schema, const std::string& path) {
+  if (++visits_ > limits_.max_visits)
+    fail(path, "",
+         "converting the schema takes more than " + std::to_string(limits_.max_visits) +
+             " steps (anyOf or allOf nested in each other repeat their siblings)");
+  std::string key = to_json(schema);
+  auto memo = value_memo_.find(key);
+  if (memo != value_memo_.end()) return memo->second;
+  std::string expr = convert(schema, path);
+  if (expr.size() > 48) expr = rule("value", expr);
+  return value_memo_.emplace(std::move(key), std::move(expr)).first->second;
+}
+
+std::string SchemaConverter::convert(const Json& schema, const std::string& path) {
   if (schema.is_bool()) return schema.boolean ? primitive("value") : primitive(kNever);
   if (!schema.is_object()) fail(path, "", "a schema must be an object or a boolean");
   check_keywords(schema, path);
@@ -361,7 +378,7 @@ void SchemaConverter::merge_into(Json& into, const Json& branch, const std::stri
     if (kAnnotations.count(key)) continue;
     const Json* have = into.find(key);
     if (have == nullptr) {
-      into.members.emplace_back(key, v);
+      into.members.push_back({key, v});
       continue;
     }
     if (json_equal(*have, v)) continue;
@@ -369,7 +386,7 @@ void SchemaConverter::merge_into(Json& into, const Json& branch, const std::stri
       const std::set<std::string> a = schema_types(into, path, *this);
       Json tmp;
       tmp.type = Json::Type::kObject;
-      tmp.members.emplace_back("type", v);
+      tmp.members.push_back({"type", v});
       const std::set<std::string> b = schema_types(tmp, path, *this);
       std::vector<Json> both;
       for (const std::string& t : a) {
@@ -385,11 +402,11 @@ void SchemaConverter::merge_into(Json& into, const Json& branch, const std::stri
       for (const auto& [name, s] : v.members) {
         const Json* old = props.find(name);
         if (old == nullptr) {
-          props.members.emplace_back(name, s);
+          props.members.push_back({name, s});
         } else {
           Json both;
           both.type = Json::Type::kObject;
-          both.members.emplace_back("allOf", make_array({*old, s}));
+          both.members.push_back({"allOf", make_array({*old, s})});
           set_member(props, name, std::move(both));
         }
       }
@@ -409,7 +426,7 @@ void SchemaConverter::merge_into(Json& into, const Json& branch, const std::stri
     } else if (key == "items" && !have->is_array() && !v.is_array()) {
       Json both;
       both.type = Json::Type::kObject;
-      both.members.emplace_back("allOf", make_array({*have, v}));
+      both.members.push_back({"allOf", make_array({*have, v})});
       set_member(into, "items", std::move(both));
     } else {
       fail(path, "allOf", "branches with different '" + key + "' are not supported");
@@ -434,7 +451,7 @@ std::string SchemaConverter::any_of(const Json& schema, const std::string& path,
     }
     Json both;
     both.type = Json::Type::kObject;
-    both.members.emplace_back("allOf", make_array({siblings, list.items[i]}));
+    both.members.push_back({"allOf", make_array({siblings, list.items[i]})});
     branches.push_back(std::move(both));
   }
   if (keyword == "oneOf") {
@@ -566,7 +583,7 @@ std::string SchemaConverter::enum_or_const(const Json& schema, const std::string
       for (const auto& [k, m] : v.members) {
         Json c;
         c.type = Json::Type::kObject;
-        c.members.emplace_back("const", m);
+        c.members.push_back({"const", m});
         set_member(props, k, std::move(c));
         req.items.push_back(make_string(k));
       }
@@ -581,7 +598,7 @@ std::string SchemaConverter::enum_or_const(const Json& schema, const std::string
       for (const Json& m : v.items) {
         Json c;
         c.type = Json::Type::kObject;
-        c.members.emplace_back("const", m);
+        c.members.push_back({"const", m});
         prefix.push_back(std::move(c));
       }
       Json n;

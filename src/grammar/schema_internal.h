@@ -61,7 +61,7 @@ class SchemaConverter {
   void restore_ref_chain(std::vector<std::string> chain) { ref_chain_ = std::move(chain); }
 
  private:
-  std::string value_of_object_schema(const Json& schema, const std::string& path);
+  std::string convert(const Json& schema, const std::string& path);
   std::string ref(const Json& schema, const std::string& path);
   const Json& resolve(const std::string& ref, const std::string& path) const;
   Json merge_all_of(const Json& schema, const std::string& path, int depth);
@@ -76,9 +76,14 @@ class SchemaConverter {
   std::vector<std::pair<std::string, std::string>> rules_;  // name, body; in order of definition
   std::map<std::string, std::string> by_body_;
   std::set<std::string> names_;
-  std::map<std::string, std::string> ref_rules_;  // JSON pointer -> rule
-  std::vector<std::string> ref_chain_;            // $refs followed since the last object or array
+  std::map<std::string, int> suffix_;                        // per name hint, the last suffix given
+  std::map<std::string, std::string> value_memo_;            // canonical schema text -> expression
+  std::map<std::vector<uint64_t>, std::string> chars_memo_;  // canonical_chars
+  std::map<std::vector<std::string>, std::string> except_memo_;  // string_except
+  std::map<std::string, std::string> ref_rules_;                 // JSON pointer -> rule
+  std::vector<std::string> ref_chain_;  // $refs followed since the last object or array
   size_t bytes_ = 0;
+  size_t visits_ = 0;
 };
 
 // The schema's types: "null", "boolean", "object", "array", "string", "number", "integer".

@@ -107,6 +107,10 @@ const std::vector<CodeRange> kAll = {{0, kMaxCodePoint}};
 
 std::string SchemaConverter::canonical_chars(const std::vector<CodeRange>& ranges_in) {
   const std::vector<CodeRange> ranges = normalize_ranges(ranges_in);
+  std::vector<uint64_t> key;
+  for (CodeRange r : ranges) key.push_back(uint64_t(r.lo) << 32 | r.hi);
+  auto memo = chars_memo_.find(key);
+  if (memo != chars_memo_.end()) return memo->second;
   // Code points written as themselves: all but '"', '\\' and the controls.
   const std::vector<CodeRange> plain =
       normalize_ranges({{0x20, 0x21}, {0x23, 0x5B}, {0x5D, kMaxCodePoint}});
@@ -121,13 +125,16 @@ std::string SchemaConverter::canonical_chars(const std::vector<CodeRange>& range
     if (in_ranges(ranges, cp)) alts.push_back(canonical_literal(cp));
   for (uint32_t cp : {uint32_t('"'), uint32_t('\\')})
     if (in_ranges(ranges, cp)) alts.push_back(canonical_literal(cp));
-  if (alts.empty()) return kNever;
   std::string body;
   for (size_t i = 0; i < alts.size(); ++i) body += (i ? " | " : "") + alts[i];
-  return alts.size() == 1 ? body : rule("char", body);
+  const std::string expr = alts.empty() ? kNever : alts.size() == 1 ? body : rule("char", body);
+  chars_memo_.emplace(std::move(key), expr);
+  return expr;
 }
 
 std::string SchemaConverter::string_except(const std::vector<std::string>& names) {
+  auto memo = except_memo_.find(names);
+  if (memo != except_memo_.end()) return memo->second;
   const std::string quote = "\"\\\"\"";
   const std::string rest = rule("rest", canonical_chars(kAll) + "* " + quote);
   Trie trie;
@@ -148,7 +155,7 @@ std::string SchemaConverter::string_except(const std::vector<std::string>& names
     for (size_t k = 0; k < alts.size(); ++k) body += (k ? " | " : "") + alts[k];
     node_rule[i] = rule("name", body);
   }
-  return quote + " " + node_rule[0];
+  return except_memo_.emplace(names, quote + " " + node_rule[0]).first->second;
 }
 
 std::string SchemaConverter::literal_set(const std::vector<std::string>& texts) {
