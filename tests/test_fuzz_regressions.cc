@@ -47,6 +47,10 @@ TEST_CASE("the gguf fuzz target handles its corpus and past crashes") {
   CHECK(m.config().n_vocab == 8);
 }
 
+TEST_CASE("the grammar fuzz target handles its corpus and past crashes") {
+  replay("grammar", kvrt::fuzz::grammar_one);
+}
+
 TEST_CASE("the tokenizer fuzz target handles its corpus and past crashes") {
   replay("tokenizer", kvrt::fuzz::tokenizer_one);
 }

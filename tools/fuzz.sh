@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (tests/fuzz/fuzz_*.cc) with clang, AddressSanitizer and
 # UndefinedBehaviorSanitizer in their own build dir, then runs each for a bounded time.
-#   tools/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]     (default 60 s; targets: gguf tokenizer toml manifest weights signed state)
+#   tools/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]     (default 60 s; targets: gguf tokenizer toml manifest weights signed state grammar)
 # Env: KVRT_FUZZ_BUILD (default build-fuzz/). The tokenizer and manifest targets read the vendored vocabularies.
 # A crash stops with a non-zero exit; the input is left in $build/artifacts/ (see tests/fuzz/README.md).
 set -euo pipefail
@@ -10,7 +10,7 @@ build="${KVRT_FUZZ_BUILD:-$root/build-fuzz}"
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(gguf tokenizer toml manifest weights signed state)
+((${#targets[@]})) || targets=(gguf tokenizer toml manifest weights signed state grammar)
 
 packages=(clang libclang-rt-14-dev libomp-14-dev meson ninja-build pkg-config cmake libdnnl-dev ocl-icd-opencl-dev libxsimd-dev
           libtomlplusplus-dev libsodium-dev)

@@ -10,8 +10,10 @@ build="${KVRT_BUILD:-$root/build}"
 # libcpp-httplib-dev, nlohmann-json3-dev: kvrt serve's HTTP server and JSON (docs/serve.md);
 # curl: the serve test's curl client and tools/serve_bench.sh.
 # python3-jinja2: the chat-template oracle (tools/render_template.py, test chat_oracle).
+# json-schema-test-suite: the official JSON Schema test suite that json_schema_suite runs.
 packages=(g++ meson ninja-build pkg-config cmake libdnnl-dev ocl-icd-opencl-dev libxsimd-dev libtomlplusplus-dev
-          doctest-dev libsodium-dev libcpp-httplib-dev nlohmann-json3-dev curl python3-jinja2)
+          doctest-dev libsodium-dev libcpp-httplib-dev nlohmann-json3-dev curl python3-jinja2
+          json-schema-test-suite)
 . "$root/tools/apt_need.sh"
 apt_need "${packages[@]}"
 

@@ -1,5 +1,5 @@
-// Bodies of the fuzz targets (gguf, tokenizer, toml, manifest, weights, signed, state), shared by
-// the libFuzzer entry points (fuzz_*.cc, built by tools/fuzz.sh) and by
+// Bodies of the fuzz targets (gguf, tokenizer, toml, manifest, weights, signed, state, grammar),
+// shared by the libFuzzer entry points (fuzz_*.cc, built by tools/fuzz.sh) and by
 // tests/test_fuzz_regressions.cc, which replays the seed corpus and every input that once crashed.
 // A target returns normally or throws kvrt::Error for bad input; anything else (a crash, a
 // sanitizer report, another exception, an abort) is a bug.
@@ -24,6 +24,10 @@
 
 #include "common/error.h"
 #include "common/sha256.h"
+#include "grammar/grammar.h"
+#include "grammar/json_schema.h"
+#include "grammar/matcher.h"
+#include "grammar/vocabulary.h"
 #include "io/gguf.h"
 #include "text/chat_template.h"
 #include "model/model.h"
@@ -256,6 +260,39 @@ inline void state_one(const uint8_t* data, size_t size) {
   for (size_t i = 0; i < 32; ++i)
     bytes.push_back(char(std::stoi(hex.substr(2 * i, 2), nullptr, 16)));
   attempt(bytes);
+}
+
+// Byte 0's low bit picks GBNF (0) or a JSON schema (1) for the rest; what compiles then runs a
+// matcher for a few steps over a vocabulary of bytes and pairs of bytes (multi-byte UTF-8 split
+// across tokens), always taking the last allowed token.
+inline void grammar_one(const uint8_t* data, size_t size) {
+  if (size == 0) return;
+  const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
+  static const std::shared_ptr<const grammar::Vocabulary> vocab = [] {
+    std::vector<std::string> pieces = {""};
+    for (int b = 1; b < 256; ++b) pieces.push_back(std::string(1, char(b)));
+    for (const char* p :
+         {"\xC3\xA9", "{\"", "\":", "\",\"", "true", "null", "12", "\xE6\x97", "\xA5\"}"})
+      pieces.push_back(p);
+    return std::make_shared<grammar::Vocabulary>(pieces, std::vector<int32_t>{0});
+  }();
+  try {
+    const std::string gbnf = (data[0] & 1) ? grammar::schema_to_gbnf(text) : std::string(text);
+    grammar::MatcherLimits limits;
+    limits.max_states = 4096;
+    limits.compact_states = 1024;
+    grammar::Matcher m(grammar::parse_gbnf(gbnf), vocab, limits);
+    std::vector<uint64_t> mask(vocab->mask_words());
+    for (int step = 0; step < 16 && !m.ended(); ++step) {
+      m.fill_mask(mask);
+      int32_t last = -1;
+      for (int32_t id = 0; id < vocab->n_vocab(); ++id)
+        if ((mask[size_t(id) >> 6] >> (id & 63)) & 1) last = id;
+      if (last < 0) break;
+      m.accept(last);
+    }
+  } catch (const Error&) {
+  }
 }
 
 }  // namespace kvrt::fuzz
